@@ -1,0 +1,84 @@
+//! Argument parsing and dispatch. stdout carries results, stderr diagnostics and errors.
+//! Exit codes: 0 success, 1 bad input file, 2 bad usage (clap's own code).
+
+mod expand;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use chrono::{DateTime, Utc};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use stpreset::Context;
+
+#[derive(Parser)]
+#[command(name = "stpreset", version, about = "Render SillyTavern chat-completion presets")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Render one template as a single enabled custom node and print its text.
+    Expand(expand::ExpandArgs),
+}
+
+/// Output format shared by every command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Default)]
+pub(crate) enum Format {
+    #[default]
+    Text,
+    Json,
+}
+
+/// Options that build the host context.
+#[derive(Args)]
+pub(crate) struct ContextArgs {
+    /// Context file (SPEC §9); every field optional.
+    #[arg(long, value_name = "CTX.json")]
+    context: Option<PathBuf>,
+    /// Overrides the context file's `seed`.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Overrides the context file's `now` (RFC 3339).
+    #[arg(long, value_name = "RFC3339")]
+    now: Option<DateTime<Utc>>,
+}
+
+impl ContextArgs {
+    fn load(&self) -> Result<Context, Failure> {
+        let mut ctx = match &self.context {
+            Some(path) => Context::from_json(&read(path)?)
+                .map_err(|e| Failure(format!("{}: {e}", path.display())))?,
+            None => Context::default(),
+        };
+        if let Some(seed) = self.seed {
+            ctx.seed = seed;
+        }
+        if let Some(now) = self.now {
+            ctx.now = now;
+        }
+        Ok(ctx)
+    }
+}
+
+/// A bad input file: one line on stderr, exit 1.
+pub(crate) struct Failure(String);
+
+pub(crate) fn read(path: &Path) -> Result<Vec<u8>, Failure> {
+    std::fs::read(path).map_err(|e| Failure(format!("cannot read {}: {e}", path.display())))
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Expand(args) => expand::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure(msg)) => {
+            eprintln!("stpreset: {msg}");
+            ExitCode::from(1)
+        }
+    }
+}

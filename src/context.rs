@@ -1,0 +1,417 @@
+//! What the host supplies for a render (SPEC §4.1, §9): names, host values, clock, seed,
+//! capability and tool facts, global variables and the tagged native-context items.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+
+use crate::error::ContextError;
+use crate::limits::Limits;
+
+/// Everything a render reads from the host. Every field has a default (SPEC §9): empty strings,
+/// user `User`, no capabilities, tools or items, seed 0, the real clock, offset 0, time awareness
+/// on.
+///
+/// ```
+/// let mut ctx = stpreset::Context::default();
+/// ctx.user = "Alice".into();
+/// ctx.char = "Tomori".into();
+/// assert_eq!(stpreset::expand("{{user}} & {{char}}", &ctx).text, "Alice & Tomori");
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Context {
+    /// User display name (`{{user}}`, `<USER>`, `{user}`).
+    pub user: String,
+    /// Character (bot persona) name (`{{char}}`, `{{bot}}`).
+    pub char: String,
+    /// Host value: the character's persona prompt (`{{description}}`).
+    pub description: String,
+    /// Host value: personality attributes (`{{personality}}`).
+    pub personality: String,
+    /// Host value: the scenario, usually empty (`{{scenario}}`).
+    pub scenario: String,
+    /// Host value: the user's persona description (`{{persona}}`).
+    pub persona: String,
+    /// Host value: formatted example dialogue (`{{mesExamples}}`).
+    pub mes_examples: String,
+    /// Host value: raw example dialogue (`{{mesExamplesRaw}}`).
+    pub mes_examples_raw: String,
+    /// Host value: card version (`{{char_version}}`), usually empty.
+    pub char_version: String,
+    /// Configured model codename (`{{model}}`).
+    pub model: String,
+    /// Model provider (for hosts; no macro reads it).
+    pub provider: String,
+    /// The one clock reading of the render.
+    pub now: DateTime<Utc>,
+    /// Local time is `now` plus this many minutes (UTC+8 is 480).
+    pub utc_offset_minutes: i32,
+    /// When false every temporal macro expands to empty.
+    pub time_awareness: bool,
+    /// Seed of the render's RNG (`random`, `roll`).
+    pub seed: u64,
+    /// Chat identifier: `pick` is stable per (chat id, node, offset).
+    pub chat_id: String,
+    /// Host-supplied global variables (`getglobalvar`), read back after the render.
+    pub globals: BTreeMap<String, String>,
+    /// Tagged native-context items, in input order.
+    pub items: Vec<ContextItem>,
+    /// Capability and tool facts, answered through the [`Host`] trait.
+    pub host: MapHost,
+    /// Resource limits for this render.
+    pub limits: Limits,
+}
+
+impl Default for Context {
+    fn default() -> Self {
+        Context {
+            user: "User".into(),
+            char: String::new(),
+            description: String::new(),
+            personality: String::new(),
+            scenario: String::new(),
+            persona: String::new(),
+            mes_examples: String::new(),
+            mes_examples_raw: String::new(),
+            char_version: String::new(),
+            model: String::new(),
+            provider: String::new(),
+            now: Utc::now(),
+            utc_offset_minutes: 0,
+            time_awareness: true,
+            seed: 0,
+            chat_id: String::new(),
+            globals: BTreeMap::new(),
+            items: Vec::new(),
+            host: MapHost::default(),
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// Role of a native-context item or an output message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// System instructions.
+    System,
+    /// The human side of the chat.
+    User,
+    /// The model side of the chat (`assistant` is accepted).
+    #[serde(alias = "assistant")]
+    Model,
+}
+
+/// Tags of native-context items (SPEC §4.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[non_exhaustive]
+pub enum Tag {
+    /// `SYSTEM_SERVER_PROMPT`.
+    SystemServerPrompt,
+    /// `SYSTEM_FALLBACK_PROMPT`.
+    SystemFallbackPrompt,
+    /// `SYSTEM_HUMANIZER_RULES`.
+    SystemHumanizerRules,
+    /// `SYSTEM_CHANNEL_PROMPT`.
+    SystemChannelPrompt,
+    /// `SYSTEM_PERSONA_PROMPT`.
+    SystemPersonaPrompt,
+    /// `SYSTEM_PERSONALITY`.
+    SystemPersonality,
+    /// `DIALOGUE_SAMPLE`.
+    DialogueSample,
+    /// `DIALOGUE_HISTORY`.
+    DialogueHistory,
+    /// `KNOWLEDGE_LOREBOOK_BEFORE`.
+    KnowledgeLorebookBefore,
+    /// `KNOWLEDGE_LOREBOOK_AFTER`.
+    KnowledgeLorebookAfter,
+    /// `KNOWLEDGE_SERVER_INFO`.
+    KnowledgeServerInfo,
+    /// `KNOWLEDGE_SERVER_MEMORIES`.
+    KnowledgeServerMemories,
+    /// `KNOWLEDGE_EMOJIS`.
+    KnowledgeEmojis,
+    /// `KNOWLEDGE_STICKERS`.
+    KnowledgeStickers,
+    /// `KNOWLEDGE_ACTIVE_USERS`.
+    KnowledgeActiveUsers,
+    /// `KNOWLEDGE_SHORT_TERM_MEMORY`.
+    KnowledgeShortTermMemory,
+    /// `SYSTEM_CONDITIONING`.
+    SystemConditioning,
+    /// `KNOWLEDGE_LORE_ACTIVATED`.
+    KnowledgeLoreActivated,
+    /// `KNOWLEDGE_RETRIEVED_DOCUMENTS`.
+    KnowledgeRetrievedDocuments,
+    /// `CONTEXT_PARTICIPANT_PRESENCE`.
+    ContextParticipantPresence,
+    /// `CONTEXT_CURRENT`.
+    ContextCurrent,
+}
+
+/// One tagged native-context item.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ContextItem {
+    /// The item's tag, or `None` for an untagged item.
+    #[serde(default)]
+    pub tag: Option<Tag>,
+    /// Who speaks: `system`, `user` or `model` (`assistant` is accepted as `model`).
+    pub role: Role,
+    /// The item's text (never rewritten when it is chat history).
+    #[serde(default)]
+    pub text: String,
+    /// When the message was sent (used by `idle_duration`).
+    #[serde(default)]
+    pub time: Option<DateTime<Utc>>,
+    /// Tail-slot items only: inject at this depth instead of appending.
+    #[serde(default)]
+    pub depth: Option<i64>,
+}
+
+impl ContextItem {
+    /// An item with a tag, a role and text.
+    pub fn new(tag: Option<Tag>, role: Role, text: impl Into<String>) -> Self {
+        ContextItem {
+            tag,
+            role,
+            text: text.into(),
+            time: None,
+            depth: None,
+        }
+    }
+
+    /// Sets the item's send time.
+    pub fn at(mut self, time: DateTime<Utc>) -> Self {
+        self.time = Some(time);
+        self
+    }
+}
+
+/// How the host fills a tool-name placeholder `{key}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolText<'a> {
+    /// A tool name, inserted in backticks.
+    Name(&'a str),
+    /// A phrase, inserted as is.
+    Phrase(&'a str),
+}
+
+/// The host's answers to TomoriBot predicates and tool-name placeholders (SPEC §4.4).
+/// Names arrive lower-cased.
+pub trait Host {
+    /// `capability:NAME`: `None` when the host does not know the capability.
+    fn capability(&self, name: &str) -> Option<bool>;
+    /// `tool:NAME`: is a tool with that name available (never unknown).
+    fn tool(&self, name: &str) -> bool;
+    /// `tool_family:NAME`: `None` when the host does not know the family.
+    fn tool_family(&self, name: &str) -> Option<bool>;
+    /// `{key}` placeholders in template text.
+    fn tool_text(&self, key: &str) -> Option<ToolText<'_>>;
+}
+
+/// A [`Host`] answering from maps. Keys are lower-cased on insertion.
+///
+/// ```
+/// use stpreset::{Host, MapHost};
+/// let mut host = MapHost::default();
+/// host.set_capability("Web_Search", true);
+/// host.add_tool("web_search");
+/// assert_eq!(host.capability("web_search"), Some(true));
+/// assert_eq!(host.capability("teleport"), None);
+/// assert!(host.tool("web_search"));
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct MapHost {
+    capabilities: HashMap<String, bool>,
+    tools: HashSet<String>,
+    tool_families: HashMap<String, bool>,
+    tool_names: HashMap<String, String>,
+    tool_phrases: HashMap<String, String>,
+}
+
+impl MapHost {
+    /// Answers `capability:NAME`.
+    pub fn set_capability(&mut self, name: &str, on: bool) {
+        self.capabilities.insert(name.to_lowercase(), on);
+    }
+    /// Makes `tool:NAME` true.
+    pub fn add_tool(&mut self, name: &str) {
+        self.tools.insert(name.to_lowercase());
+    }
+    /// Answers `tool_family:NAME`.
+    pub fn set_tool_family(&mut self, name: &str, on: bool) {
+        self.tool_families.insert(name.to_lowercase(), on);
+    }
+    /// Maps `{key}` to a tool name (inserted in backticks).
+    pub fn set_tool_name(&mut self, key: &str, tool: &str) {
+        self.tool_names.insert(key.to_lowercase(), tool.to_string());
+    }
+    /// Maps `{key}` to a phrase (inserted as is).
+    pub fn set_tool_phrase(&mut self, key: &str, phrase: &str) {
+        self.tool_phrases.insert(key.to_lowercase(), phrase.to_string());
+    }
+}
+
+impl Host for MapHost {
+    fn capability(&self, name: &str) -> Option<bool> {
+        self.capabilities.get(name).copied()
+    }
+    fn tool(&self, name: &str) -> bool {
+        self.tools.contains(name)
+    }
+    fn tool_family(&self, name: &str) -> Option<bool> {
+        self.tool_families.get(name).copied()
+    }
+    fn tool_text(&self, key: &str) -> Option<ToolText<'_>> {
+        // `tool_names` wins over `tool_phrases` (SPEC §10).
+        if let Some(n) = self.tool_names.get(key) {
+            return Some(ToolText::Name(n));
+        }
+        self.tool_phrases.get(key).map(|p| ToolText::Phrase(p))
+    }
+}
+
+/// The context file of SPEC §9, field for field.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct ContextFile {
+    user: Option<String>,
+    char: String,
+    description: String,
+    personality: String,
+    scenario: String,
+    persona: String,
+    mes_examples: String,
+    mes_examples_raw: String,
+    char_version: String,
+    model: String,
+    provider: String,
+    now: Option<DateTime<Utc>>,
+    utc_offset_minutes: i32,
+    time_awareness: Option<bool>,
+    seed: u64,
+    chat_id: String,
+    capabilities: BTreeMap<String, bool>,
+    tools: Vec<String>,
+    tool_families: BTreeMap<String, bool>,
+    tool_names: BTreeMap<String, String>,
+    tool_phrases: BTreeMap<String, String>,
+    globals: BTreeMap<String, String>,
+    items: Vec<ContextItem>,
+}
+
+impl Context {
+    /// Reads a context file (SPEC §9). Unknown fields and unknown tags are errors that name them.
+    ///
+    /// ```
+    /// let ctx = stpreset::Context::from_json(br#"{"user": "Alice", "seed": 3}"#).unwrap();
+    /// assert_eq!((ctx.user.as_str(), ctx.seed), ("Alice", 3));
+    /// let err = stpreset::Context::from_json(br#"{"usr": "Alice"}"#).unwrap_err();
+    /// assert!(err.to_string().contains("usr"));
+    /// ```
+    pub fn from_json(bytes: &[u8]) -> Result<Context, ContextError> {
+        let text = std::str::from_utf8(bytes).map_err(|e| ContextError::Utf8 {
+            offset: e.valid_up_to(),
+        })?;
+        let file: ContextFile = serde_json::from_str(text).map_err(|e| ContextError::Json {
+            line: e.line(),
+            column: e.column(),
+            message: strip_position(&e.to_string()),
+        })?;
+        let mut host = MapHost::default();
+        for (k, v) in &file.capabilities {
+            host.set_capability(k, *v);
+        }
+        for t in &file.tools {
+            host.add_tool(t);
+        }
+        for (k, v) in &file.tool_families {
+            host.set_tool_family(k, *v);
+        }
+        for (k, v) in &file.tool_names {
+            host.set_tool_name(k, v);
+        }
+        for (k, v) in &file.tool_phrases {
+            host.set_tool_phrase(k, v);
+        }
+        Ok(Context {
+            user: file.user.unwrap_or_else(|| "User".into()),
+            char: file.char,
+            description: file.description,
+            personality: file.personality,
+            scenario: file.scenario,
+            persona: file.persona,
+            mes_examples: file.mes_examples,
+            mes_examples_raw: file.mes_examples_raw,
+            char_version: file.char_version,
+            model: file.model,
+            provider: file.provider,
+            now: file.now.unwrap_or_else(Utc::now),
+            utc_offset_minutes: file.utc_offset_minutes,
+            time_awareness: file.time_awareness.unwrap_or(true),
+            seed: file.seed,
+            chat_id: file.chat_id,
+            globals: file.globals,
+            items: file.items,
+            host,
+            limits: Limits::default(),
+        })
+    }
+}
+
+/// serde_json appends " at line L column C"; the error carries those separately.
+fn strip_position(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_string(),
+        None => msg.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_tag_is_named() {
+        let err = Context::from_json(br#"{"items": [{"tag": "NOPE", "role": "user", "text": ""}]}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("NOPE"), "{err}");
+    }
+
+    #[test]
+    fn assistant_is_model_and_defaults_apply() {
+        let ctx = Context::from_json(br#"{"items": [{"role": "assistant", "text": "x"}]}"#).unwrap();
+        assert_eq!(ctx.items[0].role, Role::Model);
+        assert_eq!(ctx.user, "User");
+        assert!(ctx.time_awareness);
+    }
+
+    #[test]
+    fn bad_json_reports_line_and_column() {
+        let err = Context::from_json(b"{\n  \"seed\": x}").unwrap_err();
+        match err {
+            ContextError::Json { line, column, .. } => assert_eq!((line, column), (2, 11)),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn host_maps_match_lower_case() {
+        let ctx = Context::from_json(
+            br#"{"capabilities": {"Web_Search": true}, "tools": ["Read_File"],
+                 "tool_names": {"Mem": "m"}, "tool_phrases": {"mem": "p", "x": "phrase"}}"#,
+        )
+        .unwrap();
+        assert_eq!(ctx.host.capability("web_search"), Some(true));
+        assert!(ctx.host.tool("read_file"));
+        assert_eq!(ctx.host.tool_text("mem"), Some(ToolText::Name("m")));
+        assert_eq!(ctx.host.tool_text("x"), Some(ToolText::Phrase("phrase")));
+    }
+}

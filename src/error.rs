@@ -1,0 +1,38 @@
+//! Error types for inputs the library refuses. Rendering itself never fails: problems in
+//! templates become [`Diagnostic`](crate::Diagnostic)s.
+
+use thiserror::Error;
+
+/// A context file that cannot be read.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ContextError {
+    /// The file is not UTF-8.
+    #[error("context is not valid UTF-8 (byte {offset})")]
+    Utf8 {
+        /// First invalid byte.
+        offset: usize,
+    },
+    /// The file is not JSON of the context shape.
+    #[error("context file, line {line} column {column}: {message}")]
+    Json {
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What is wrong (names unknown fields and tags).
+        message: String,
+    },
+}
+
+/// A template file that cannot be read.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TemplateError {
+    /// The file is not UTF-8.
+    #[error("template is not valid UTF-8 (byte {offset})")]
+    Utf8 {
+        /// First invalid byte.
+        offset: usize,
+    },
+}

@@ -1,0 +1,188 @@
+//! The render's one clock reading and moment-style formatting (SPEC §3.1).
+
+use chrono::{DateTime, Datelike, Duration, NaiveDateTime, Timelike, Utc};
+
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+const WEEKDAYS: [&str; 7] = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
+
+pub(crate) const TIME: &str = "h:mm A";
+pub(crate) const DATE: &str = "MMMM D, YYYY";
+pub(crate) const WEEKDAY: &str = "dddd";
+pub(crate) const ISOTIME: &str = "HH:mm";
+pub(crate) const ISODATE: &str = "YYYY-MM-DD";
+
+/// Local time of the render: `now` shifted by the host's UTC offset.
+pub(crate) fn local(now: DateTime<Utc>, offset_minutes: i32) -> NaiveDateTime {
+    now.naive_utc()
+        .checked_add_signed(Duration::minutes(offset_minutes.into()))
+        .unwrap_or(now.naive_utc())
+}
+
+fn ordinal(n: u32) -> &'static str {
+    match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    }
+}
+
+/// Tokens, longest first so `MMMM` wins over `MM` and `Do` over `D`.
+const TOKENS: [&str; 22] = [
+    "YYYY", "MMMM", "dddd", "MMM", "ddd", "YY", "MM", "DD", "Do", "HH", "hh", "mm", "ss", "M", "D",
+    "H", "h", "m", "s", "A", "a", "[",
+];
+
+/// Formats `t` with moment-style tokens; other characters are literal, `[text]` is literal text.
+pub(crate) fn format(t: NaiveDateTime, fmt: &str, out: &mut String) {
+    use std::fmt::Write;
+    let mut rest = fmt;
+    while let Some(c) = rest.chars().next() {
+        let Some(tok) = TOKENS.iter().find(|tok| rest.starts_with(**tok)) else {
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+            continue;
+        };
+        rest = &rest[tok.len()..];
+        let hour12 = match t.hour() % 12 {
+            0 => 12,
+            h => h,
+        };
+        let month = MONTHS[t.month0() as usize];
+        let weekday = WEEKDAYS[t.weekday().num_days_from_monday() as usize];
+        let _ = match *tok {
+            "YYYY" => write!(out, "{:04}", t.year()),
+            "YY" => write!(out, "{:02}", t.year().rem_euclid(100)),
+            "MMMM" => write!(out, "{month}"),
+            "MMM" => write!(out, "{}", &month[..3]),
+            "MM" => write!(out, "{:02}", t.month()),
+            "M" => write!(out, "{}", t.month()),
+            "DD" => write!(out, "{:02}", t.day()),
+            "Do" => write!(out, "{}{}", t.day(), ordinal(t.day())),
+            "D" => write!(out, "{}", t.day()),
+            "dddd" => write!(out, "{weekday}"),
+            "ddd" => write!(out, "{}", &weekday[..3]),
+            "HH" => write!(out, "{:02}", t.hour()),
+            "H" => write!(out, "{}", t.hour()),
+            "hh" => write!(out, "{hour12:02}"),
+            "h" => write!(out, "{hour12}"),
+            "mm" => write!(out, "{:02}", t.minute()),
+            "m" => write!(out, "{}", t.minute()),
+            "ss" => write!(out, "{:02}", t.second()),
+            "s" => write!(out, "{}", t.second()),
+            "A" => write!(out, "{}", if t.hour() < 12 { "AM" } else { "PM" }),
+            "a" => write!(out, "{}", if t.hour() < 12 { "am" } else { "pm" }),
+            _ => {
+                // `[text]`: literal up to `]`; an unmatched `[` is itself literal.
+                match rest.find(']') {
+                    Some(end) => {
+                        out.push_str(&rest[..end]);
+                        rest = &rest[end + 1..];
+                    }
+                    None => out.push('['),
+                }
+                Ok(())
+            }
+        };
+    }
+}
+
+/// `idle_duration`: time since `since`, in the largest whole unit (days at most).
+pub(crate) fn idle(now: DateTime<Utc>, since: Option<DateTime<Utc>>) -> String {
+    let Some(since) = since else {
+        return "just now".into();
+    };
+    let secs = (now - since).num_seconds();
+    let (n, unit) = match secs {
+        s if s < 60 => return "just now".into(),
+        s if s < 3600 => (s / 60, "minute"),
+        s if s < 86_400 => (s / 3600, "hour"),
+        s => (s / 86_400, "day"),
+    };
+    if n == 1 {
+        format!("1 {unit}")
+    } else {
+        format!("{n} {unit}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> NaiveDateTime {
+        NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S").unwrap()
+    }
+
+    fn fmt(t: NaiveDateTime, f: &str) -> String {
+        let mut s = String::new();
+        format(t, f, &mut s);
+        s
+    }
+
+    #[test]
+    fn spec_formats() {
+        let t = at("2026-11-29 17:07:05");
+        assert_eq!(fmt(t, TIME), "5:07 PM");
+        assert_eq!(fmt(t, DATE), "November 29, 2026");
+        assert_eq!(fmt(t, WEEKDAY), "Sunday");
+        assert_eq!(fmt(t, ISOTIME), "17:07");
+        assert_eq!(fmt(t, ISODATE), "2026-11-29");
+    }
+
+    #[test]
+    fn every_token() {
+        let t = at("2026-03-02 00:04:09");
+        assert_eq!(
+            fmt(t, "YYYY YY MMMM MMM MM M DD D Do dddd ddd HH H hh h mm m ss s A a"),
+            "2026 26 March Mar 03 3 02 2 2nd Monday Mon 00 0 12 12 04 4 09 9 AM am"
+        );
+        assert_eq!(fmt(at("2026-03-11 12:00:00"), "Do h A"), "11th 12 PM");
+        assert_eq!(fmt(at("2026-03-23 12:00:00"), "Do"), "23rd");
+        assert_eq!(fmt(t, "[Today is] dddd [x"), "Today is Monday [x");
+        assert_eq!(fmt(t, "Q é"), "Q é");
+    }
+
+    #[test]
+    fn offsets_shift_the_day() {
+        let now: DateTime<Utc> = "2026-01-01T02:00:00Z".parse().unwrap();
+        assert_eq!(fmt(local(now, -180), "YYYY-MM-DD HH:mm"), "2025-12-31 23:00");
+        assert_eq!(fmt(local(now, 480), "HH:mm"), "10:00");
+    }
+
+    #[test]
+    fn idle_units() {
+        let now: DateTime<Utc> = "2026-11-29T17:07:00Z".parse().unwrap();
+        let ago = |s: i64| Some(now - Duration::seconds(s));
+        assert_eq!(idle(now, None), "just now");
+        assert_eq!(idle(now, ago(59)), "just now");
+        assert_eq!(idle(now, ago(-500)), "just now");
+        assert_eq!(idle(now, ago(60)), "1 minute");
+        assert_eq!(idle(now, ago(300)), "5 minutes");
+        assert_eq!(idle(now, ago(7200)), "2 hours");
+        assert_eq!(idle(now, ago(86_400 * 3 + 5)), "3 days");
+        assert_eq!(idle(now, ago(86_400 * 400)), "400 days");
+    }
+}

@@ -1,0 +1,139 @@
+//! What each value macro of the catalog produces (SPEC §3). Declarations live in `Run::declare`.
+
+use rand::RngExt;
+
+use super::{HostValue, Run, Signals, chance, clock, text};
+use crate::context::{Role, Tag};
+use crate::syntax::catalog::MacroKind;
+use crate::syntax::tree::Call;
+
+/// A macro refused its arguments (`BadArguments`).
+pub(super) enum Bad {
+    /// Missing key: the macro stays literal, like a wrong argument count.
+    Literal,
+    /// An invalid dice formula renders empty.
+    Empty,
+}
+
+impl Run<'_, '_> {
+    /// Writes the value of a non-declaration macro into `out`.
+    pub(super) fn value(&mut self, call: &Call, args: &[String], out: &mut String) -> Result<(), Bad> {
+        use MacroKind::*;
+        let ctx = self.ctx();
+        let arg = |i: usize| args.get(i).map_or("", |a| a.trim());
+        match call.kind {
+            User => out.push_str(&ctx.user),
+            Char => out.push_str(&ctx.char),
+            Description => self.host_value(HostValue::Description, Signals::DESCRIPTION, out),
+            Personality => self.host_value(HostValue::Personality, Signals::PERSONALITY, out),
+            Scenario => self.host_value(HostValue::Scenario, Signals::SCENARIO, out),
+            Persona => self.host_value(HostValue::Persona, Signals::PERSONA, out),
+            MesExamples => self.host_value(HostValue::MesExamples, Signals::default(), out),
+            MesExamplesRaw => self.host_value(HostValue::MesExamplesRaw, Signals::default(), out),
+            Model => self.host_value(HostValue::Model, Signals::default(), out),
+            CharVersion => self.host_value(HostValue::CharVersion, Signals::default(), out),
+            LastMessage => self.host_value(HostValue::LastMessage, Signals::default(), out),
+            LastUserMessage => self.host_value(HostValue::LastUserMessage, Signals::default(), out),
+            LastCharMessage => self.host_value(HostValue::LastCharMessage, Signals::default(), out),
+            Time => self.clock(clock::TIME, out),
+            Date => self.clock(clock::DATE, out),
+            Weekday => self.clock(clock::WEEKDAY, out),
+            IsoTime => self.clock(clock::ISOTIME, out),
+            IsoDate => self.clock(clock::ISODATE, out),
+            DateTimeFormat => self.clock(arg(0), out),
+            IdleDuration => {
+                if ctx.time_awareness {
+                    let since = ctx
+                        .items
+                        .iter()
+                        .filter(|i| i.tag == Some(Tag::DialogueHistory) && i.role == Role::User)
+                        .filter_map(|i| i.time)
+                        .next_back();
+                    out.push_str(&clock::idle(ctx.now, since));
+                }
+            }
+            GetVar(scope) => {
+                let key = arg(0);
+                if key.is_empty() {
+                    return Err(Bad::Literal);
+                }
+                out.push_str(self.eng.vars.get(scope, key));
+            }
+            Random | Pick => {
+                let items = chance::items(args);
+                if !items.is_empty() {
+                    let i = if call.kind == Random {
+                        self.eng.rng.random_range(0..items.len())
+                    } else {
+                        let offset = call.span.start.to_le_bytes();
+                        let h = chance::stable_hash(&[
+                            ctx.chat_id.as_bytes(),
+                            self.node.id.as_bytes(),
+                            &offset,
+                        ]);
+                        (h % items.len() as u64) as usize
+                    };
+                    out.push_str(&items[i]);
+                }
+            }
+            Roll => {
+                let l = &ctx.limits;
+                let dice = chance::parse_dice(arg(0), (l.dice_count, l.dice_sides, l.dice_modifier))
+                    .ok_or(Bad::Empty)?;
+                let mut sum = dice.modifier;
+                for _ in 0..dice.count {
+                    sum += self.eng.rng.random_range(1..=dice.sides) as i64;
+                }
+                out.push_str(&sum.to_string());
+            }
+            Newline => out.push('\n'),
+            Trim => self.sig.add(Signals::TRIM),
+            Noop | Banned => {}
+            Reverse => out.extend(arg(0).chars().rev()),
+            // Declarations, unknown and unsupported macros never reach here.
+            SetVar(_) | AddVar(_) | IncVar(_) | DecVar(_) | Unsupported | Unknown => {}
+        }
+        Ok(())
+    }
+
+    fn clock(&mut self, fmt: &str, out: &mut String) {
+        if let Some(t) = self.eng.clock {
+            clock::format(t, fmt, out);
+        }
+    }
+
+    /// Inserts a host value, identity-converted (once per render), and signals when non-empty.
+    fn host_value(&mut self, which: HostValue, signal: Signals, out: &mut String) {
+        let ctx = self.ctx();
+        let slot = &mut self.eng.host_values[which as usize];
+        let value = slot.get_or_insert_with(|| {
+            let raw = match which {
+                HostValue::Description => ctx.description.as_str(),
+                HostValue::Personality => &ctx.personality,
+                HostValue::Scenario => &ctx.scenario,
+                HostValue::Persona => &ctx.persona,
+                HostValue::MesExamples => &ctx.mes_examples,
+                HostValue::MesExamplesRaw => &ctx.mes_examples_raw,
+                HostValue::Model => &ctx.model,
+                HostValue::CharVersion => &ctx.char_version,
+                HostValue::LastMessage => last(ctx, None),
+                HostValue::LastUserMessage => last(ctx, Some(Role::User)),
+                HostValue::LastCharMessage => last(ctx, Some(Role::Model)),
+            };
+            text::convert_identities(raw, &ctx.user, &ctx.char).into_owned()
+        });
+        if !value.is_empty() {
+            out.push_str(value);
+            self.sig.add(signal);
+        }
+    }
+}
+
+/// Text of the last `DIALOGUE_HISTORY` item (of a role, if given).
+fn last(ctx: &crate::Context, role: Option<Role>) -> &str {
+    ctx.items
+        .iter()
+        .filter(|i| i.tag == Some(Tag::DialogueHistory) && role.is_none_or(|r| i.role == r))
+        .next_back()
+        .map_or("", |i| i.text.as_str())
+}

@@ -1,0 +1,569 @@
+//! Evaluation (SPEC §2): pass 1 selects branches and applies declarations in order, pass 2
+//! expands values over the saved selection, deciding TomoriBot blocks and tool/identity
+//! placeholders on the way (the host passes), then each node is finished.
+
+mod chance;
+mod clock;
+mod macros;
+mod text;
+mod vars;
+
+use std::collections::BTreeMap;
+
+use chrono::NaiveDateTime;
+use rand::SeedableRng;
+use rand::rngs::Xoshiro256PlusPlus;
+
+use crate::context::{Context, Host, ToolText};
+use crate::diagnostic::{Diagnostic, DiagnosticKind, Finding};
+use crate::syntax::Span;
+use crate::syntax::catalog::{MacroKind, Scope};
+use crate::syntax::lexer::Namespace;
+use crate::syntax::tree::{
+    Block, BlockKind, BlockState, Call, CallShape, Identity, List, Node, Tree,
+};
+use vars::Vars;
+
+/// One node taking part in a render.
+pub(crate) struct EvalNode<'a> {
+    pub id: &'a str,
+    pub tree: &'a Tree,
+    pub findings: &'a [Finding],
+}
+
+/// What a node's body did that the assembler needs to know (SPEC §2.3.3, §4.2).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Signals(u8);
+
+impl Signals {
+    pub const DESCRIPTION: Signals = Signals(1);
+    pub const PERSONALITY: Signals = Signals(2);
+    pub const PERSONA: Signals = Signals(4);
+    pub const SCENARIO: Signals = Signals(8);
+    pub const TRIM: Signals = Signals(16);
+
+    pub fn has(self, s: Signals) -> bool {
+        self.0 & s.0 != 0
+    }
+    fn add(&mut self, s: Signals) {
+        self.0 |= s.0;
+    }
+}
+
+/// A finished node: its text (empty = no output) and its signals.
+#[derive(Debug)]
+pub(crate) struct NodeOutput {
+    pub text: String,
+    pub signals: Signals,
+}
+
+pub(crate) struct Evaluation {
+    pub nodes: Vec<NodeOutput>,
+    pub diagnostics: Vec<Diagnostic>,
+    pub variables: BTreeMap<String, String>,
+    pub globals: BTreeMap<String, String>,
+}
+
+/// Runs both passes and the host passes over `nodes`, in order.
+pub(crate) fn evaluate(nodes: &[EvalNode<'_>], ctx: &Context, host: &dyn Host) -> Evaluation {
+    let mut eng = Engine::new(ctx, host);
+    let mut states: Vec<NodeState> = nodes.iter().map(|n| NodeState::new(n.tree)).collect();
+    for (node, st) in nodes.iter().zip(&mut states) {
+        for f in node.findings {
+            eng.diags.push(diagnostic(node, f.kind, f.span, f.message.clone()));
+        }
+        Run::new(&mut eng, node, st).walk(node.tree.root);
+    }
+    let mut outputs = Vec::with_capacity(nodes.len());
+    for (node, st) in nodes.iter().zip(&mut states) {
+        let mut run = Run::new(&mut eng, node, st);
+        let mut text = String::with_capacity(node.tree.source.len());
+        run.expand(node.tree.root, Mode::Body { literal: true }, &mut text);
+        let signals = run.sig;
+        outputs.push(NodeOutput {
+            text: finish(text, signals),
+            signals,
+        });
+    }
+    Evaluation {
+        nodes: outputs,
+        diagnostics: eng.diags,
+        variables: eng.vars.snapshot(Scope::Local),
+        globals: eng.vars.snapshot(Scope::Global),
+    }
+}
+
+/// `{{trim}}` trims the whole text; whitespace-only text produces nothing.
+fn finish(text: String, signals: Signals) -> String {
+    let trimmed = if signals.has(Signals::TRIM) {
+        text.trim()
+    } else {
+        text.as_str()
+    };
+    if trimmed.trim().is_empty() {
+        String::new()
+    } else if trimmed.len() == text.len() {
+        text
+    } else {
+        trimmed.to_string()
+    }
+}
+
+fn diagnostic(node: &EvalNode<'_>, kind: DiagnosticKind, span: Span, message: String) -> Diagnostic {
+    let (line, column) = node.tree.line_col(span.start);
+    Diagnostic {
+        kind,
+        node: Some(node.id.to_string()),
+        span: Some((span.start, span.end)),
+        line: Some(line),
+        column: Some(column),
+        message,
+    }
+}
+
+/// Host values that are identity-converted once per render, on first use.
+#[derive(Debug, Clone, Copy)]
+enum HostValue {
+    Description,
+    Personality,
+    Scenario,
+    Persona,
+    MesExamples,
+    MesExamplesRaw,
+    Model,
+    CharVersion,
+    LastMessage,
+    LastUserMessage,
+    LastCharMessage,
+}
+const HOST_VALUES: usize = 11;
+
+/// Render-wide state shared by all nodes.
+struct Engine<'a> {
+    ctx: &'a Context,
+    host: &'a dyn Host,
+    vars: Vars,
+    rng: Xoshiro256PlusPlus,
+    /// Local time, or `None` with time awareness off.
+    clock: Option<NaiveDateTime>,
+    work_left: usize,
+    work_out: bool,
+    diags: Vec<Diagnostic>,
+    host_values: [Option<String>; HOST_VALUES],
+}
+
+impl<'a> Engine<'a> {
+    fn new(ctx: &'a Context, host: &'a dyn Host) -> Self {
+        Engine {
+            ctx,
+            host,
+            vars: Vars::new(
+                &ctx.globals,
+                ctx.limits.variable_bytes,
+                ctx.limits.variables_total_bytes,
+            ),
+            rng: Xoshiro256PlusPlus::seed_from_u64(ctx.seed),
+            clock: ctx
+                .time_awareness
+                .then(|| clock::local(ctx.now, ctx.utc_offset_minutes)),
+            work_left: ctx.limits.work_bytes,
+            work_out: false,
+            diags: Vec::new(),
+            host_values: Default::default(),
+        }
+    }
+}
+
+/// Per-node results of pass 1 that pass 2 replays.
+struct NodeState {
+    /// Per block: 0 not selected in pass 1, 1 then-branch, 2 else-branch.
+    decisions: Vec<u8>,
+    /// Per declaration slot: what it renders and the signals of its arguments.
+    records: Vec<Record>,
+}
+
+#[derive(Default, Clone)]
+struct Record {
+    output: String,
+    signals: Signals,
+}
+
+impl NodeState {
+    fn new(tree: &Tree) -> Self {
+        NodeState {
+            decisions: vec![0; tree.blocks.len()],
+            records: vec![Record::default(); tree.slots as usize],
+        }
+    }
+}
+
+/// Where an expansion happens, which decides how unknown macros, placeholders and declarations
+/// behave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Pass 1, inside a condition (at any depth): macros that would stay literal are empty.
+    Cond,
+    /// Pass 1, inside a declaration's arguments.
+    Decl,
+    /// Pass 2. `literal` is true in the node's literal template text (where tool and identity
+    /// placeholders apply), false inside a known macro's arguments.
+    Body { literal: bool },
+}
+
+impl Mode {
+    fn for_args(self) -> Mode {
+        match self {
+            Mode::Body { .. } => Mode::Body { literal: false },
+            m => m,
+        }
+    }
+}
+
+/// One node's pass over the engine.
+struct Run<'r, 'a> {
+    eng: &'r mut Engine<'a>,
+    node: &'r EvalNode<'r>,
+    tree: &'r Tree,
+    st: &'r mut NodeState,
+    /// Signals gathered in the current scope (node body, or one declaration's arguments).
+    sig: Signals,
+}
+
+fn truthy(s: &str) -> bool {
+    let t = s.trim();
+    !(t.is_empty() || t == "0" || t.eq_ignore_ascii_case("false"))
+}
+
+impl<'r, 'a> Run<'r, 'a> {
+    fn new(eng: &'r mut Engine<'a>, node: &'r EvalNode<'r>, st: &'r mut NodeState) -> Self {
+        Run {
+            eng,
+            node,
+            tree: node.tree,
+            st,
+            sig: Signals::default(),
+        }
+    }
+
+    fn diag(&mut self, kind: DiagnosticKind, span: Span, message: String) {
+        let d = diagnostic(self.node, kind, span, message);
+        self.eng.diags.push(d);
+    }
+
+    /// Counts `n` produced bytes against the work budget; false once it is spent.
+    fn charge(&mut self, n: usize) -> bool {
+        if self.eng.work_out {
+            return false;
+        }
+        if n > self.eng.work_left {
+            self.eng.work_left = 0;
+            self.eng.work_out = true;
+            let limit = self.ctx().limits.work_bytes;
+            self.eng.diags.push(Diagnostic {
+                kind: DiagnosticKind::LimitReached,
+                node: Some(self.node.id.to_string()),
+                span: None,
+                line: None,
+                column: None,
+                message: format!("work budget of {limit} bytes spent: further macros render empty"),
+            });
+            return false;
+        }
+        self.eng.work_left -= n;
+        true
+    }
+
+    fn ctx(&self) -> &'a Context {
+        self.eng.ctx
+    }
+
+    // ---- pass 1 -------------------------------------------------------------------------
+
+    /// Pass 1 over kept text: select value blocks, apply declarations in source order.
+    fn walk(&mut self, list: List) {
+        let tree = self.tree;
+        for &node in tree.list(list) {
+            match node {
+                Node::Block(b) => {
+                    let blk = &tree.blocks[b as usize];
+                    match (blk.state, blk.kind) {
+                        (BlockState::Malformed, _) | (BlockState::Unclosed, BlockKind::Tomori { .. }) => {}
+                        (_, BlockKind::Value { negate }) => {
+                            let taken = self.condition(blk, negate);
+                            self.st.decisions[b as usize] = if taken { 1 } else { 2 };
+                            if let Some(branch) = branch(blk, taken) {
+                                self.walk(branch);
+                            }
+                        }
+                        // Decided by the host in pass 2; both branches declare now.
+                        (_, BlockKind::Tomori { .. }) => {
+                            self.walk(blk.then);
+                            if let Some(e) = blk.otherwise {
+                                self.walk(e);
+                            }
+                        }
+                    }
+                }
+                Node::Call(c) => {
+                    let call = &tree.calls[c as usize];
+                    if call.slot != u32::MAX {
+                        let saved = std::mem::take(&mut self.sig);
+                        let mut out = String::new();
+                        self.declare(call, Mode::Decl, &mut out);
+                        let signals = std::mem::replace(&mut self.sig, saved);
+                        self.st.records[call.slot as usize] = Record { output: out, signals };
+                    } else {
+                        for arg in tree.call_args(call) {
+                            self.walk(arg.body);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Evaluates a value block's condition now (pass 1). Conditions never signal.
+    fn condition(&mut self, blk: &Block, negate: bool) -> bool {
+        let Some(c) = blk.cond else { return false };
+        let saved = std::mem::take(&mut self.sig);
+        let mut s = String::new();
+        self.call(c, Mode::Cond, &mut s);
+        self.sig = saved;
+        truthy(&s) != negate
+    }
+
+    /// Applies a declaration (`setvar` & co.), writing what it renders to `out`.
+    fn declare(&mut self, call: &Call, mode: Mode, out: &mut String) {
+        let args = self.args(call, mode);
+        let key = args[0].trim();
+        if key.is_empty() {
+            self.diag(
+                DiagnosticKind::BadArguments,
+                call.span,
+                "variable key is empty: the macro stays literal".into(),
+            );
+            self.literal_from(call, &args, out);
+            return;
+        }
+        let value = args.get(1).map_or("", String::as_str);
+        if !self.charge(key.len() + value.len()) {
+            return;
+        }
+        let capped = match call.kind {
+            MacroKind::SetVar(scope) => self.eng.vars.set(scope, key, value.to_string()).is_err(),
+            MacroKind::AddVar(scope) => self.eng.vars.add(scope, key, value).is_err(),
+            MacroKind::IncVar(scope) | MacroKind::DecVar(scope) => {
+                let delta = if matches!(call.kind, MacroKind::IncVar(_)) { 1 } else { -1 };
+                let (stored, res) = self.eng.vars.step(scope, key, delta);
+                out.push_str(&stored);
+                res.is_err()
+            }
+            _ => false,
+        };
+        if capped {
+            self.diag(
+                DiagnosticKind::LimitReached,
+                call.span,
+                format!("variable `{key}` cut to fit the variable memory limits"),
+            );
+        }
+    }
+
+    // ---- both passes --------------------------------------------------------------------
+
+    /// Evaluates a call's arguments to strings (not yet trimmed).
+    fn args(&mut self, call: &Call, mode: Mode) -> Vec<String> {
+        let tree = self.tree;
+        let mut out = Vec::with_capacity(call.args.len());
+        for arg in tree.call_args(call) {
+            let mut s = String::new();
+            self.expand(arg.body, mode.for_args(), &mut s);
+            self.charge(s.len());
+            out.push(s);
+        }
+        out
+    }
+
+    /// Expands a list into `out`.
+    fn expand(&mut self, list: List, mode: Mode, out: &mut String) {
+        let tree = self.tree;
+        for &node in tree.list(list) {
+            match node {
+                Node::Text(s) | Node::Verbatim(s) => {
+                    self.charge(s.len());
+                    out.push_str(tree.text(s));
+                }
+                Node::Escape(b) => out.push(b as char),
+                Node::Placeholder(s) => {
+                    if mode == (Mode::Body { literal: true }) {
+                        self.placeholder(s, out);
+                    } else {
+                        out.push_str(tree.text(s));
+                    }
+                }
+                Node::Compat(who) => {
+                    let ctx = self.ctx();
+                    let name = match who {
+                        Identity::User => &ctx.user,
+                        Identity::Char | Identity::Bot => &ctx.char,
+                    };
+                    if self.charge(name.len()) {
+                        out.push_str(name);
+                    }
+                }
+                Node::Block(b) => {
+                    let blk = &tree.blocks[b as usize];
+                    let taken = match (blk.state, blk.kind) {
+                        (BlockState::Malformed, _) | (BlockState::Unclosed, BlockKind::Tomori { .. }) => continue,
+                        (_, BlockKind::Value { negate }) => match mode {
+                            Mode::Body { .. } => self.st.decisions[b as usize] == 1,
+                            _ => self.condition(blk, negate),
+                        },
+                        (_, BlockKind::Tomori { negate, ns, name }) => {
+                            self.tomori(ns, name, negate, blk.span)
+                        }
+                    };
+                    if let Some(branch) = branch(blk, taken) {
+                        self.expand(branch, mode, out);
+                    }
+                }
+                Node::Call(c) => self.call(c, mode, out),
+            }
+        }
+    }
+
+    /// Asks the host about `[!]ns:name`. Unknown capabilities and families are false either way.
+    fn tomori(&mut self, ns: Namespace, name: Span, negate: bool, span: Span) -> bool {
+        let name = self.tree.text(name).to_ascii_lowercase();
+        let answer = match ns {
+            Namespace::Tool => Some(self.eng.host.tool(&name)),
+            Namespace::Capability => self.eng.host.capability(&name),
+            Namespace::ToolFamily => self.eng.host.tool_family(&name),
+        };
+        match answer {
+            Some(v) => v != negate,
+            None => {
+                let what = match ns {
+                    Namespace::Capability => "capability",
+                    _ => "tool family",
+                };
+                self.diag(
+                    DiagnosticKind::UnknownCondition,
+                    span,
+                    format!("the host does not know {what} `{name}`: the condition is false"),
+                );
+                false
+            }
+        }
+    }
+
+    /// A `{key}` placeholder in literal template text: tool name, tool phrase, or identity.
+    fn placeholder(&mut self, span: Span, out: &mut String) {
+        let raw = self.tree.text(span);
+        let key = &raw[1..raw.len() - 1];
+        let ctx = self.ctx();
+        let host = self.eng.host;
+        let lower = key.to_ascii_lowercase();
+        let replacement: Option<std::borrow::Cow<'_, str>> = match host.tool_text(&lower) {
+            Some(ToolText::Name(n)) => Some(format!("`{n}`").into()),
+            Some(ToolText::Phrase(p)) => Some(p.into()),
+            None => text::identity(key, &ctx.user, &ctx.char).map(Into::into),
+        };
+        match replacement {
+            Some(r) if self.charge(r.len()) => out.push_str(&r),
+            _ => out.push_str(raw),
+        }
+    }
+
+    /// Evaluates one call into `out`.
+    fn call(&mut self, c: u32, mode: Mode, out: &mut String) {
+        if self.eng.work_out {
+            return;
+        }
+        let tree = self.tree;
+        let call = &tree.calls[c as usize];
+        let stays_literal = match (call.shape, call.kind) {
+            (CallShape::BadArguments, _) => Some((
+                DiagnosticKind::BadArguments,
+                "wrong number of arguments: the macro stays literal",
+            )),
+            (_, MacroKind::Unknown) => Some((DiagnosticKind::UnknownMacro, "unknown macro stays literal")),
+            (_, MacroKind::Unsupported) => Some((
+                DiagnosticKind::UnsupportedMacro,
+                "group-chat macros are not supported: the macro stays literal",
+            )),
+            _ => None,
+        };
+        if let Some((kind, message)) = stays_literal {
+            self.diag(kind, call.span, message.into());
+            if mode != Mode::Cond {
+                self.literal(call, mode, out);
+            }
+            return;
+        }
+        if call.kind.is_declaration() {
+            match mode {
+                Mode::Body { .. } => {
+                    let rec = &self.st.records[call.slot as usize];
+                    out.push_str(&rec.output);
+                    let signals = rec.signals;
+                    self.sig.add(signals);
+                }
+                _ => self.declare(call, mode, out),
+            }
+            return;
+        }
+        let args = self.args(call, mode);
+        let before = out.len();
+        if let Err(bad) = self.value(call, &args, out) {
+            out.truncate(before);
+            let literal = matches!(bad, macros::Bad::Literal) && mode != Mode::Cond;
+            self.diag(
+                DiagnosticKind::BadArguments,
+                call.span,
+                if literal {
+                    "empty key: the macro stays literal"
+                } else {
+                    "invalid argument: the macro renders empty"
+                }
+                .into(),
+            );
+            if literal {
+                self.literal_from(call, &args, out);
+            }
+        }
+        let produced = out.len() - before;
+        if !self.charge(produced) {
+            out.truncate(before);
+        }
+    }
+
+    /// Writes a call as written, with each nested tag replaced by its output.
+    fn literal(&mut self, call: &Call, mode: Mode, out: &mut String) {
+        let tree = self.tree;
+        let mut at = call.span.start;
+        for arg in tree.call_args(call) {
+            out.push_str(tree.text(Span { start: at, end: arg.span.start }));
+            self.expand(arg.body, mode, out);
+            at = arg.span.end;
+        }
+        out.push_str(tree.text(Span { start: at, end: call.span.end }));
+    }
+
+    /// Like `literal`, from arguments already evaluated.
+    fn literal_from(&mut self, call: &Call, args: &[String], out: &mut String) {
+        let tree = self.tree;
+        let mut at = call.span.start;
+        for (arg, text) in tree.call_args(call).iter().zip(args) {
+            out.push_str(tree.text(Span { start: at, end: arg.span.start }));
+            out.push_str(text);
+            at = arg.span.end;
+        }
+        out.push_str(tree.text(Span { start: at, end: call.span.end }));
+    }
+}
+
+fn branch(blk: &Block, taken: bool) -> Option<List> {
+    if taken { Some(blk.then) } else { blk.otherwise }
+}

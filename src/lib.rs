@@ -1,0 +1,29 @@
+//! stpreset renders SillyTavern chat-completion presets for chat bots.
+//!
+//! Templates are parsed once into a compact tree ([`Template::compile`]) and rendered many times
+//! against a host [`Context`]. Rendering never fails: problems become [`Diagnostic`]s.
+//!
+//! ```
+//! use stpreset::{Context, Template};
+//!
+//! let mut ctx = Context::default();
+//! ctx.user = "Alice".into();
+//! let t = Template::compile("{{setvar::mood::calm}}Hi {{user}}, you seem {{getvar::mood}}.");
+//! assert_eq!(t.render(&ctx).text, "Hi Alice, you seem calm.");
+//! ```
+#![deny(missing_docs)]
+
+mod context;
+mod diagnostic;
+mod error;
+mod eval;
+mod limits;
+mod syntax;
+mod template;
+
+pub use context::{Context, ContextItem, Host, MapHost, Role, Tag, ToolText};
+pub use diagnostic::{Diagnostic, DiagnosticKind, Severity};
+pub use error::{ContextError, TemplateError};
+pub use limits::Limits;
+pub use syntax::Span;
+pub use template::{Expanded, Expansion, Template, expand};

@@ -1,0 +1,49 @@
+//! Resource limits (SPEC §8). Every limit lives here, with its SPEC default.
+
+/// Limits that bound the work and memory of parsing and rendering.
+///
+/// ```
+/// let limits = stpreset::Limits { block_nesting: 8, ..Default::default() };
+/// assert_eq!(limits.tag_nesting, 64);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Deepest block nesting that renders; deeper openers stay literal (`NestingLimit`).
+    pub block_nesting: usize,
+    /// Deepest tag nesting inside arguments; deeper tags stay literal (`LimitReached`).
+    pub tag_nesting: usize,
+    /// Rendered output bytes per render.
+    pub output_bytes: usize,
+    /// Bytes of one variable value.
+    pub variable_bytes: usize,
+    /// Bytes of all variable values of a render together (host globals included).
+    pub variables_total_bytes: usize,
+    /// Bytes evaluation may produce per render before macros render empty.
+    pub work_bytes: usize,
+    /// Largest preset file accepted.
+    pub preset_bytes: usize,
+    /// Most dice one roll may throw.
+    pub dice_count: u32,
+    /// Most sides a die may have.
+    pub dice_sides: u32,
+    /// Largest `+Z`/`-Z` modifier.
+    pub dice_modifier: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            block_nesting: 32,
+            tag_nesting: 64,
+            output_bytes: 8 << 20,
+            variable_bytes: 1 << 20,
+            variables_total_bytes: 8 << 20,
+            work_bytes: 64 << 20,
+            preset_bytes: 2 << 20,
+            dice_count: 100,
+            dice_sides: 1000,
+            dice_modifier: 1_000_000,
+        }
+    }
+}

@@ -1,0 +1,691 @@
+//! Tokens → tree. One linear pass pairs `{{` with `}}` on a frame stack, then each finished
+//! scope (the template body, an argument, a condition operand) pairs its blocks on a block stack
+//! and applies the recovery rules of SPEC §1.2. Nothing here recurses on input structure.
+
+use super::catalog::{Arity, MacroKind};
+use super::lexer::{TokKind, Token};
+use super::tree::{Arg, Block, BlockKind, BlockState, Call, CallShape, List, Node, Span, Tree};
+use crate::diagnostic::{DiagnosticKind, Finding};
+use crate::limits::Limits;
+
+/// Which closer a block expects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Closer {
+    If,
+    Unless,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Opener {
+    kind: BlockKind,
+    closer: Closer,
+    cond: Option<u32>,
+    malformed: bool,
+}
+
+/// What a finished tag (or a raw token) contributes to the scope around it.
+#[derive(Debug, Clone, Copy)]
+enum ItemKind {
+    Node(Node),
+    Sep,
+    Open(Opener),
+    Else { malformed: bool },
+    Close { closer: Closer, trailing: bool },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Item {
+    span: Span,
+    kind: ItemKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FrameKind {
+    Macro { name: Span },
+    Open,
+    Comment,
+    Cond { closer: Closer, negate: bool },
+    Else,
+    Close(Closer),
+}
+
+/// An open `{{`. `base` indexes its literal fallback item (the opener's own text); the tag's
+/// content follows it on the shared item stack. If the tag never closes, or turns out to be
+/// unparsable, that fallback simply stays: nothing has to be moved.
+#[derive(Debug, Clone, Copy)]
+struct Frame {
+    kind: FrameKind,
+    base: usize,
+    /// Findings made before the tag opened; a comment drops the ones made inside it.
+    findings: usize,
+}
+
+/// A block being filled in while its scope is built.
+#[derive(Debug, Clone, Copy)]
+struct OpenBlock {
+    opener: Opener,
+    span: Span,
+    then_start: usize,
+    else_start: Option<usize>,
+    faults: bool,
+}
+
+/// How a tag's text after the macro name splits into arguments.
+enum Form {
+    NoArgs,
+    /// `::`-separated arguments, starting at this item.
+    DoubleColon(usize),
+    /// One argument (`:x`, ` x`) made of the items from here to the end of the tag.
+    Single(usize),
+}
+
+pub(crate) struct Builder<'s> {
+    src: &'s str,
+    limits: &'s Limits,
+    nodes: Vec<Node>,
+    calls: Vec<Call>,
+    args: Vec<Arg>,
+    blocks: Vec<Block>,
+    items: Vec<Item>,
+    frames: Vec<Frame>,
+    pending: Vec<Node>,
+    open: Vec<OpenBlock>,
+    arg_scratch: Vec<(usize, usize, Span)>,
+    findings: Vec<Finding>,
+    slots: u32,
+    had_comment: bool,
+}
+
+impl<'s> Builder<'s> {
+    pub fn new(src: &'s str, limits: &'s Limits) -> Self {
+        Builder {
+            src,
+            limits,
+            nodes: Vec::with_capacity(src.len() / 32 + 4),
+            calls: Vec::new(),
+            args: Vec::new(),
+            blocks: Vec::new(),
+            items: Vec::new(),
+            frames: Vec::new(),
+            pending: Vec::new(),
+            open: Vec::new(),
+            arg_scratch: Vec::new(),
+            findings: Vec::new(),
+            slots: 0,
+            had_comment: false,
+        }
+    }
+
+    /// Consumes the token stream and returns the finished tree parts.
+    pub fn build(mut self, tokens: &[Token]) -> (Tree, Vec<Finding>) {
+        // Inside a tag past the tag-nesting limit: (start, depth).
+        let mut literal: Option<(u32, u32)> = None;
+        for tok in tokens {
+            if let Some((start, depth)) = literal.as_mut() {
+                if tok.kind.opens_tag() {
+                    *depth += 1;
+                } else if tok.kind == TokKind::Close {
+                    *depth -= 1;
+                    if *depth == 0 {
+                        let span = Span {
+                            start: *start,
+                            end: tok.span.end,
+                        };
+                        self.push_item(span, ItemKind::Node(Node::Verbatim(span)));
+                        literal = None;
+                    }
+                }
+                continue;
+            }
+            match tok.kind {
+                k if k.opens_tag() => {
+                    if self.frames.len() >= self.limits.tag_nesting {
+                        self.finding(
+                            DiagnosticKind::LimitReached,
+                            tok.span,
+                            format!(
+                                "tag nested deeper than {} levels stays literal text",
+                                self.limits.tag_nesting
+                            ),
+                        );
+                        literal = Some((tok.span.start, 1));
+                    } else {
+                        self.open_frame(k, tok.span);
+                    }
+                }
+                TokKind::Close => match self.frames.pop() {
+                    Some(frame) => self.close_frame(frame, tok.span),
+                    None => self.push_item(tok.span, ItemKind::Node(Node::Text(tok.span))),
+                },
+                TokKind::Sep => self.push_item(tok.span, ItemKind::Sep),
+                TokKind::Text => self.push_item(tok.span, ItemKind::Node(Node::Text(tok.span))),
+                TokKind::Escape(b) => self.push_item(tok.span, ItemKind::Node(Node::Escape(b))),
+                TokKind::Placeholder => {
+                    self.push_item(tok.span, ItemKind::Node(Node::Placeholder(tok.span)))
+                }
+                TokKind::Compat(who) => self.push_item(tok.span, ItemKind::Node(Node::Compat(who))),
+                TokKind::Tomori { negate, ns, name } => {
+                    let opener = Opener {
+                        kind: BlockKind::Tomori { negate, ns, name },
+                        closer: Closer::If,
+                        cond: None,
+                        malformed: false,
+                    };
+                    self.push_item(tok.span, ItemKind::Open(opener));
+                }
+                // `opens_tag` kinds are handled above.
+                _ => {}
+            }
+        }
+        if let Some((start, _)) = literal {
+            let span = Span::new(start as usize, self.src.len());
+            self.push_item(span, ItemKind::Node(Node::Verbatim(span)));
+        }
+        // Unclosed tags: their fallback text is already in place, so dropping the frames leaves
+        // `{{` as literal text with the inside parsed normally.
+        self.frames.clear();
+        let root = self.build_list(0, self.items.len());
+        let comment_only = self.had_comment && self.is_comment_only(root);
+        let mut findings = self.findings;
+        findings.sort_by_key(|f| f.span.start);
+        let tree = Tree {
+            source: Box::default(),
+            nodes: self.nodes,
+            calls: self.calls,
+            args: self.args,
+            blocks: self.blocks,
+            root,
+            slots: self.slots,
+            comment_only,
+            lines: Default::default(),
+        };
+        (tree, findings)
+    }
+
+    fn finding(&mut self, kind: DiagnosticKind, span: Span, message: String) {
+        self.findings.push(Finding {
+            kind,
+            span,
+            message,
+        });
+    }
+
+    fn push_item(&mut self, span: Span, kind: ItemKind) {
+        self.items.push(Item { span, kind });
+    }
+
+    fn text(&self, span: Span) -> &'s str {
+        self.src.get(span.range()).unwrap_or("")
+    }
+
+    fn open_frame(&mut self, kind: TokKind, span: Span) {
+        let kind = match kind {
+            TokKind::Macro { name } => FrameKind::Macro { name },
+            TokKind::Comment => FrameKind::Comment,
+            TokKind::HashIf => FrameKind::Cond {
+                closer: Closer::If,
+                negate: false,
+            },
+            TokKind::ValueIf => FrameKind::Cond {
+                closer: Closer::If,
+                negate: false,
+            },
+            TokKind::HashUnless => FrameKind::Cond {
+                closer: Closer::Unless,
+                negate: true,
+            },
+            TokKind::Else => FrameKind::Else,
+            TokKind::CloseIf => FrameKind::Close(Closer::If),
+            TokKind::CloseUnless => FrameKind::Close(Closer::Unless),
+            _ => FrameKind::Open,
+        };
+        let base = self.items.len();
+        self.push_item(span, ItemKind::Node(Node::Text(span)));
+        let findings = self.findings.len();
+        self.frames.push(Frame {
+            kind,
+            base,
+            findings,
+        });
+    }
+
+    fn close_frame(&mut self, frame: Frame, close: Span) {
+        let open = self.items[frame.base].span;
+        let tag = Span {
+            start: open.start,
+            end: close.end,
+        };
+        let content = frame.base + 1;
+        let result = match frame.kind {
+            FrameKind::Comment => {
+                self.had_comment = true;
+                self.items.truncate(frame.base);
+                self.findings.truncate(frame.findings);
+                return;
+            }
+            FrameKind::Open => None,
+            FrameKind::Macro { name } => self
+                .macro_call(name, tag, content, close)
+                .map(|id| ItemKind::Node(Node::Call(id))),
+            FrameKind::Cond { closer, negate } => {
+                let (cond, negate, malformed) = match self.condition(content, close) {
+                    Some((id, neg)) => (Some(id), negate ^ neg, false),
+                    None => (None, negate, true),
+                };
+                Some(ItemKind::Open(Opener {
+                    kind: BlockKind::Value { negate },
+                    closer,
+                    cond,
+                    malformed,
+                }))
+            }
+            FrameKind::Else => Some(ItemKind::Else {
+                malformed: !self.blank(content, self.items.len()),
+            }),
+            FrameKind::Close(closer) => Some(ItemKind::Close {
+                closer,
+                trailing: !self.blank(content, self.items.len()),
+            }),
+        };
+        match result {
+            Some(kind) => {
+                self.items.truncate(frame.base);
+                self.push_item(tag, kind);
+            }
+            // Unparsable: `{{` and `}}` are literal text, the inside stays as parsed.
+            None => self.push_item(close, ItemKind::Node(Node::Text(close))),
+        }
+    }
+
+    /// True when items[from..to] are only whitespace text.
+    fn blank(&self, from: usize, to: usize) -> bool {
+        self.items[from..to].iter().all(|it| match it.kind {
+            ItemKind::Node(Node::Text(s)) => self.text(s).trim_ascii().is_empty(),
+            _ => false,
+        })
+    }
+
+    /// Reads the argument form after a macro name; `None` when the tag is unparsable.
+    fn form(&mut self, from: usize, to: usize) -> Option<Form> {
+        if from == to {
+            return Some(Form::NoArgs);
+        }
+        let first = self.items[from];
+        match first.kind {
+            ItemKind::Sep => Some(Form::DoubleColon(from + 1)),
+            ItemKind::Node(Node::Text(t)) => {
+                let s = self.text(t);
+                if s.trim_ascii().is_empty() {
+                    if from + 1 == to {
+                        return Some(Form::NoArgs);
+                    }
+                    if matches!(self.items[from + 1].kind, ItemKind::Sep) {
+                        return Some(Form::DoubleColon(from + 2));
+                    }
+                }
+                let b = s.as_bytes().first().copied().unwrap_or(b'!');
+                if b == b':' || b.is_ascii_whitespace() {
+                    // Drop the one-byte separator; the argument is trimmed when evaluated.
+                    let rest = Span {
+                        start: t.start + 1,
+                        end: t.end,
+                    };
+                    self.items[from] = Item {
+                        span: rest,
+                        kind: ItemKind::Node(Node::Text(rest)),
+                    };
+                    Some(Form::Single(from))
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        }
+    }
+
+    fn macro_call(&mut self, name: Span, tag: Span, from: usize, close: Span) -> Option<u32> {
+        let to = self.items.len();
+        let kind = MacroKind::lookup(self.text(name));
+        let form = self.form(from, to)?;
+        Some(self.call(kind, tag, form, to, close.start))
+    }
+
+    /// Splits items[from..to] into arguments per `form`, builds each, and records the call.
+    fn call(
+        &mut self,
+        kind: MacroKind,
+        span: Span,
+        form: Form,
+        to: usize,
+        end: u32,
+    ) -> u32 {
+        self.arg_scratch.clear();
+        match form {
+            Form::NoArgs => {}
+            Form::Single(first) => {
+                let start = self.items.get(first).map_or(end, |it| it.span.start);
+                self.arg_scratch
+                    .push((first, to, Span { start, end }));
+            }
+            Form::DoubleColon(first) => {
+                let mut start = first;
+                let mut start_off = self.items[first - 1].span.end;
+                let max_split = if kind.raw_value() { 1 } else { usize::MAX };
+                for i in first..to {
+                    if self.arg_scratch.len() < max_split
+                        && matches!(self.items[i].kind, ItemKind::Sep)
+                    {
+                        let sep = self.items[i].span;
+                        self.arg_scratch.push((
+                            start,
+                            i,
+                            Span {
+                                start: start_off,
+                                end: sep.start,
+                            },
+                        ));
+                        start = i + 1;
+                        start_off = sep.end;
+                    }
+                }
+                self.arg_scratch.push((
+                    start,
+                    to,
+                    Span {
+                        start: start_off,
+                        end,
+                    },
+                ));
+            }
+        }
+        let shape = match kind.arity() {
+            Arity::Exactly(n) if self.arg_scratch.len() != n as usize => CallShape::BadArguments,
+            _ => CallShape::Ok,
+        };
+        let first_arg = self.args.len() as u32;
+        for i in 0..self.arg_scratch.len() {
+            let (a, b, aspan) = self.arg_scratch[i];
+            // Building an argument never creates calls, so the scratch list stays intact.
+            let body = self.build_list(a, b);
+            self.args.push(Arg { span: aspan, body });
+        }
+        let slot = if kind.is_declaration() && shape == CallShape::Ok {
+            self.slots += 1;
+            self.slots - 1
+        } else {
+            u32::MAX
+        };
+        self.calls.push(Call {
+            span,
+            kind,
+            shape,
+            args: first_arg..self.args.len() as u32,
+            slot,
+        });
+        (self.calls.len() - 1) as u32
+    }
+
+    /// Parses a block condition (SPEC §1.2): `[!]name[::args]` or `[!]{{nested tag}}`.
+    /// Returns the condition call and whether `!` negates it; `None` when malformed.
+    fn condition(&mut self, from: usize, close: Span) -> Option<(u32, bool)> {
+        let to = self.items.len();
+        let mut i = from;
+        // Skip leading whitespace-only text.
+        while i < to {
+            match self.items[i].kind {
+                ItemKind::Node(Node::Text(s)) if self.text(s).trim_ascii().is_empty() => i += 1,
+                _ => break,
+            }
+        }
+        let mut negate = false;
+        let it = *self.items.get(i)?;
+        match it.kind {
+            ItemKind::Node(Node::Call(id)) => {
+                return self.blank(i + 1, to).then_some((id, false));
+            }
+            ItemKind::Node(Node::Text(t)) => {
+                let s = self.text(t);
+                let lead = s.len() - s.trim_ascii_start().len();
+                let mut at = t.start as usize + lead;
+                if self.src.as_bytes()[at] == b'!' {
+                    negate = true;
+                    at += 1;
+                    if at == t.end as usize {
+                        // `!{{nested}}`: the operand is the very next item.
+                        return match self.items.get(i + 1).map(|x| x.kind) {
+                            Some(ItemKind::Node(Node::Call(id))) if self.blank(i + 2, to) => {
+                                Some((id, true))
+                            }
+                            _ => None,
+                        };
+                    }
+                }
+                let bytes = self.src.as_bytes();
+                let name_end = name_end(bytes, at, t.end as usize)?;
+                if !bytes[name_end..t.end as usize].iter().all(u8::is_ascii_whitespace) {
+                    return None; // legacy `:x` / ` x` forms, `! name`, stray text
+                }
+                let name = Span::new(at, name_end);
+                let kind = MacroKind::lookup(self.text(name));
+                let span = Span {
+                    start: name.start,
+                    end: close.start,
+                };
+                let form = if self.blank(i + 1, to) {
+                    Form::NoArgs
+                } else if matches!(self.items[i + 1].kind, ItemKind::Sep) {
+                    Form::DoubleColon(i + 2)
+                } else {
+                    return None;
+                };
+                let id = self.call(kind, span, form, to, close.start);
+                Some((id, negate))
+            }
+            _ => None,
+        }
+    }
+
+    fn push_node(&mut self, node: Node) {
+        if let (Some(last), Node::Text(s)) = (self.pending.last_mut(), node) {
+            if let Node::Text(prev) = last {
+                if prev.end == s.start {
+                    prev.end = s.end;
+                    return;
+                }
+            }
+        }
+        if let (Some(Node::Verbatim(prev)), Node::Verbatim(s)) = (self.pending.last_mut(), node) {
+            if prev.end == s.start {
+                prev.end = s.end;
+                return;
+            }
+        }
+        self.pending.push(node);
+    }
+
+    fn commit(&mut self, from: usize) -> List {
+        let start = self.nodes.len() as u32;
+        self.nodes.extend_from_slice(&self.pending[from..]);
+        self.pending.truncate(from);
+        List {
+            start,
+            len: self.nodes.len() as u32 - start,
+        }
+    }
+
+    /// Builds one scope (items[from..to]) into a list, pairing its blocks.
+    fn build_list(&mut self, from: usize, to: usize) -> List {
+        let pending_base = self.pending.len();
+        let open_base = self.open.len();
+        let mut literal_depth = 0u32;
+        for i in from..to {
+            let it = self.items[i];
+            if literal_depth > 0 {
+                match it.kind {
+                    ItemKind::Open(_) => {
+                        literal_depth += 1;
+                        self.nesting_limit(it.span);
+                    }
+                    ItemKind::Close { .. } => literal_depth -= 1,
+                    ItemKind::Else { .. } => {}
+                    ItemKind::Node(n) => {
+                        self.push_node(n);
+                        continue;
+                    }
+                    ItemKind::Sep => {
+                        self.push_node(Node::Text(it.span));
+                        continue;
+                    }
+                }
+                self.push_node(Node::Verbatim(it.span));
+                continue;
+            }
+            match it.kind {
+                ItemKind::Node(n) => self.push_node(n),
+                ItemKind::Sep => self.push_node(Node::Text(it.span)),
+                ItemKind::Open(opener) => {
+                    if self.open.len() - open_base >= self.limits.block_nesting {
+                        literal_depth = 1;
+                        self.nesting_limit(it.span);
+                        self.push_node(Node::Verbatim(it.span));
+                    } else {
+                        self.open.push(OpenBlock {
+                            opener,
+                            span: it.span,
+                            then_start: self.pending.len(),
+                            else_start: None,
+                            faults: opener.malformed,
+                        });
+                    }
+                }
+                ItemKind::Else { malformed } => {
+                    if self.open.len() == open_base {
+                        self.finding(
+                            DiagnosticKind::StrayElse,
+                            it.span,
+                            "`{{else}}` outside any block is dropped".into(),
+                        );
+                    } else {
+                        let len = self.pending.len();
+                        if let Some(top) = self.open.last_mut() {
+                            if top.else_start.is_some() || malformed {
+                                top.faults = true;
+                            }
+                            top.else_start.get_or_insert(len);
+                        }
+                    }
+                }
+                ItemKind::Close { closer, trailing } => {
+                    if self.open.len() == open_base {
+                        self.finding(
+                            DiagnosticKind::StrayCloser,
+                            it.span,
+                            "closer without an open block is dropped".into(),
+                        );
+                    } else if let Some(mut top) = self.open.pop() {
+                        if trailing || top.opener.closer != closer {
+                            top.faults = true;
+                        }
+                        self.finish_block(top, false);
+                    }
+                }
+            }
+        }
+        while self.open.len() > open_base {
+            if let Some(top) = self.open.pop() {
+                self.finish_block(top, true);
+            }
+        }
+        self.commit(pending_base)
+    }
+
+    fn nesting_limit(&mut self, span: Span) {
+        let limit = self.limits.block_nesting;
+        self.finding(
+            DiagnosticKind::NestingLimit,
+            span,
+            format!("block nested deeper than {limit} levels stays literal text"),
+        );
+    }
+
+    fn finish_block(&mut self, b: OpenBlock, unclosed: bool) {
+        let end = self.pending.len();
+        let then_end = b.else_start.unwrap_or(end);
+        let then = {
+            let start = self.nodes.len() as u32;
+            self.nodes
+                .extend_from_slice(&self.pending[b.then_start..then_end]);
+            List {
+                start,
+                len: (then_end - b.then_start) as u32,
+            }
+        };
+        let otherwise = b.else_start.map(|_| {
+            let start = self.nodes.len() as u32;
+            self.nodes.extend_from_slice(&self.pending[then_end..end]);
+            List {
+                start,
+                len: (end - then_end) as u32,
+            }
+        });
+        self.pending.truncate(b.then_start);
+        if unclosed {
+            self.finding(
+                DiagnosticKind::UnclosedBlock,
+                b.span,
+                match b.opener.kind {
+                    BlockKind::Tomori { .. } => {
+                        "block not closed before the end of its text is omitted".into()
+                    }
+                    BlockKind::Value { .. } => {
+                        "block not closed before the end of its text ends there".into()
+                    }
+                },
+            );
+        }
+        if b.faults {
+            self.finding(
+                DiagnosticKind::MalformedBlock,
+                b.span,
+                "malformed block is omitted with everything inside it".into(),
+            );
+        }
+        let state = if b.faults {
+            BlockState::Malformed
+        } else if unclosed {
+            BlockState::Unclosed
+        } else {
+            BlockState::Closed
+        };
+        self.blocks.push(Block {
+            span: b.span,
+            kind: b.opener.kind,
+            cond: b.opener.cond,
+            then,
+            otherwise,
+            state,
+        });
+        let id = (self.blocks.len() - 1) as u32;
+        self.pending.push(Node::Block(id));
+    }
+
+    fn is_comment_only(&self, root: List) -> bool {
+        self.nodes[root.range()].iter().all(|n| match *n {
+            Node::Text(s) => self.text(s).trim_ascii().is_empty(),
+            Node::Call(id) => self.calls[id as usize].kind == MacroKind::Trim,
+            _ => false,
+        })
+    }
+}
+
+/// End of an ASCII macro name starting at `at`, or `None` if no name starts there.
+fn name_end(bytes: &[u8], at: usize, limit: usize) -> Option<usize> {
+    if at >= limit || !bytes[at].is_ascii_alphabetic() {
+        return None;
+    }
+    let mut end = at + 1;
+    while end < limit && (bytes[end].is_ascii_alphanumeric() || matches!(bytes[end], b'_' | b'-')) {
+        end += 1;
+    }
+    Some(end)
+}

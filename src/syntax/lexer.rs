@@ -1,0 +1,233 @@
+//! pest pairs → flat tokens with byte spans. The only place that touches pest.
+
+use pest::Parser;
+use pest::iterators::Pair;
+use pest_derive::Parser;
+
+use super::tree::{Identity, Span};
+
+#[derive(Parser)]
+#[grammar = "../grammar/template.pest"]
+struct TemplateGrammar;
+
+/// TomoriBot predicate namespace (`capability:`, `tool:`, `tool_family:`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Namespace {
+    Capability,
+    Tool,
+    ToolFamily,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TokKind {
+    Text,
+    Escape(u8),
+    Tomori {
+        negate: bool,
+        ns: Namespace,
+        name: Span,
+    },
+    Comment,
+    HashIf,
+    HashUnless,
+    ValueIf,
+    Else,
+    CloseIf,
+    CloseUnless,
+    Macro {
+        name: Span,
+    },
+    Open,
+    Close,
+    Sep,
+    Placeholder,
+    Compat(Identity),
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Token {
+    pub kind: TokKind,
+    pub span: Span,
+}
+
+impl TokKind {
+    /// Does this token start a tag that needs a `}}` of its own?
+    pub fn opens_tag(self) -> bool {
+        matches!(
+            self,
+            TokKind::Comment
+                | TokKind::HashIf
+                | TokKind::HashUnless
+                | TokKind::ValueIf
+                | TokKind::Else
+                | TokKind::CloseIf
+                | TokKind::CloseUnless
+                | TokKind::Macro { .. }
+                | TokKind::Open
+        )
+    }
+}
+
+/// Tokenizes `source`. Fails only when pest itself gives up (a host-set call limit);
+/// the caller then treats the whole source as text.
+pub(crate) fn tokenize(source: &str) -> Result<Vec<Token>, ()> {
+    let pairs = TemplateGrammar::parse(Rule::template, source).map_err(|_| ())?;
+    // Roughly one token per 24 bytes of typical preset text.
+    let mut out = Vec::with_capacity(source.len() / 24 + 4);
+    for pair in pairs {
+        if let Some(tok) = token(pair) {
+            out.push(tok);
+        }
+    }
+    Ok(out)
+}
+
+fn span_of(pair: &Pair<'_, Rule>) -> Span {
+    let s = pair.as_span();
+    Span::new(s.start(), s.end())
+}
+
+fn token(pair: Pair<'_, Rule>) -> Option<Token> {
+    let span = span_of(&pair);
+    let kind = match pair.as_rule() {
+        Rule::text | Rule::lone => TokKind::Text,
+        Rule::escape => TokKind::Escape(pair.as_str().as_bytes()[1]),
+        Rule::comment_open => TokKind::Comment,
+        Rule::hash_if => TokKind::HashIf,
+        Rule::hash_unless => TokKind::HashUnless,
+        Rule::value_if => TokKind::ValueIf,
+        Rule::else_open => TokKind::Else,
+        Rule::close_if => TokKind::CloseIf,
+        Rule::close_unless => TokKind::CloseUnless,
+        Rule::open => TokKind::Open,
+        Rule::close => TokKind::Close,
+        Rule::sep => TokKind::Sep,
+        Rule::placeholder => TokKind::Placeholder,
+        Rule::compat => TokKind::Compat(match pair.as_str() {
+            "<USER>" => Identity::User,
+            "<BOT>" => Identity::Bot,
+            _ => Identity::Char,
+        }),
+        Rule::macro_open => {
+            let name = pair.into_inner().next().map(|p| span_of(&p))?;
+            TokKind::Macro { name }
+        }
+        Rule::tb_open => tomori(pair)?,
+        _ => return None,
+    };
+    Some(Token { kind, span })
+}
+
+fn tomori(pair: Pair<'_, Rule>) -> Option<TokKind> {
+    let mut negate = false;
+    let mut ns = None;
+    let mut name = None;
+    for inner in pair.into_inner() {
+        match inner.as_rule() {
+            Rule::tb_not => negate = true,
+            Rule::tb_ns => {
+                let s = inner.as_str();
+                ns = Some(if s.eq_ignore_ascii_case("capability") {
+                    Namespace::Capability
+                } else if s.eq_ignore_ascii_case("tool") {
+                    Namespace::Tool
+                } else {
+                    Namespace::ToolFamily
+                });
+            }
+            Rule::tb_name => name = Some(span_of(&inner)),
+            _ => {}
+        }
+    }
+    Some(TokKind::Tomori {
+        negate,
+        ns: ns?,
+        name: name?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(src: &str) -> Vec<(&'static str, String)> {
+        tokenize(src)
+            .unwrap()
+            .into_iter()
+            .map(|t| {
+                let k = match t.kind {
+                    TokKind::Text => "text",
+                    TokKind::Escape(_) => "escape",
+                    TokKind::Tomori { .. } => "tomori",
+                    TokKind::Comment => "comment",
+                    TokKind::HashIf => "#if",
+                    TokKind::HashUnless => "#unless",
+                    TokKind::ValueIf => "if",
+                    TokKind::Else => "else",
+                    TokKind::CloseIf => "/if",
+                    TokKind::CloseUnless => "/unless",
+                    TokKind::Macro { .. } => "macro",
+                    TokKind::Open => "open",
+                    TokKind::Close => "close",
+                    TokKind::Sep => "sep",
+                    TokKind::Placeholder => "ph",
+                    TokKind::Compat(_) => "compat",
+                };
+                (k, src[t.span.range()].to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn brace_runs_open_with_the_last_two() {
+        let k = kinds("{{{user}}}");
+        assert_eq!(k[0], ("text", "{".into()));
+        assert_eq!(k[1], ("macro", "{{user".into()));
+        assert_eq!(k[2], ("close", "}}".into()));
+        assert_eq!(k[3], ("text", "}".into()));
+    }
+
+    #[test]
+    fn directive_keywords_need_a_word_end() {
+        assert_eq!(kinds("{{if::x}}")[0].0, "macro");
+        assert_eq!(kinds("{{iffy}}")[0].0, "macro");
+        assert_eq!(kinds("{{elseif}}")[0].0, "macro");
+        assert_eq!(kinds("{{ ELSE }}")[0].0, "else");
+        assert_eq!(kinds("{{#if}}")[0].0, "#if");
+        assert_eq!(kinds("{{/if x}}")[0].0, "/if");
+        assert_eq!(kinds("{{/ifx}}")[0].0, "open");
+    }
+
+    #[test]
+    fn tomori_openers_are_whole_tags() {
+        let t = tokenize("{{IF !Tool_Family:url.fetch-2 }}").unwrap();
+        assert_eq!(t.len(), 1);
+        match t[0].kind {
+            TokKind::Tomori { negate, ns, .. } => {
+                assert!(negate);
+                assert_eq!(ns, Namespace::ToolFamily);
+            }
+            other => panic!("{other:?}"),
+        }
+        // Not of the TomoriBot form: a value condition.
+        assert_eq!(kinds("{{if capability:a b}}")[0].0, "if");
+    }
+
+    #[test]
+    fn placeholders_and_escapes() {
+        let k = kinds("\\{user} {tool}} \\\\{ <USER><user>");
+        assert_eq!(k[0].0, "escape");
+        assert_eq!(k[1], ("text", "user".into()));
+        assert!(k.contains(&("text".into(), "{".into())) || k.iter().any(|x| x.1 == "{"));
+        assert!(!k.iter().any(|x| x.0 == "ph" && x.1 == "{tool}"));
+        assert!(k.iter().any(|x| x.0 == "compat" && x.1 == "<USER>"));
+        assert!(k.iter().any(|x| x.0 == "escape" && x.1 == "\\{"));
+    }
+
+    #[test]
+    fn separators_and_comments() {
+        let k = kinds("{{ // x }}{{a :: b}}");
+        assert_eq!(k[0].0, "comment");
+        assert!(k.iter().any(|x| x.0 == "sep"));
+    }
+}

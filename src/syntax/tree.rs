@@ -1,0 +1,171 @@
+//! The compiled form of one template: a flat arena of nodes that point into the source by span.
+//!
+//! Lists of nodes are stored contiguously in `Tree::nodes` and referenced by `List` ranges, so a
+//! tree is a handful of vectors: dropping or walking it never recurses through boxes.
+
+use std::ops::Range;
+use std::sync::OnceLock;
+
+use super::catalog::MacroKind;
+use super::lexer::Namespace;
+use super::lines::LineIndex;
+
+/// A byte range into a template's source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Span {
+    /// First byte.
+    pub start: u32,
+    /// One past the last byte.
+    pub end: u32,
+}
+
+impl Span {
+    pub(crate) fn new(start: usize, end: usize) -> Span {
+        // Sources are capped far below 4 GiB (SPEC §8), so offsets fit in u32.
+        Span {
+            start: start as u32,
+            end: end as u32,
+        }
+    }
+    pub(crate) fn range(self) -> Range<usize> {
+        self.start as usize..self.end as usize
+    }
+    pub(crate) fn len(self) -> usize {
+        (self.end - self.start) as usize
+    }
+}
+
+/// Who an identity placeholder or compatibility placeholder names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Identity {
+    User,
+    Char,
+    Bot,
+}
+
+/// A contiguous run of nodes in `Tree::nodes`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct List {
+    /// First byte.
+    pub start: u32,
+    pub len: u32,
+}
+
+impl List {
+    pub fn range(self) -> Range<usize> {
+        self.start as usize..(self.start + self.len) as usize
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Node {
+    /// Literal template text.
+    Text(Span),
+    /// Text kept verbatim: structural tags past the nesting limit, tags past the tag-nesting limit.
+    Verbatim(Span),
+    /// `\{` or `\}`: a plain brace that never takes part in a tag or placeholder.
+    Escape(u8),
+    /// `{name}`: a tool or identity placeholder (in body text); plain text in arguments.
+    Placeholder(Span),
+    /// `<USER>`, `<BOT>`, `<CHAR>`.
+    Compat(Identity),
+    /// A value macro: index into `Tree::calls`.
+    Call(u32),
+    /// A block: index into `Tree::blocks`.
+    Block(u32),
+}
+
+/// How a call fared at compile time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CallShape {
+    Ok,
+    /// A known macro with the wrong number of arguments: stays literal (`BadArguments`).
+    BadArguments,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Call {
+    /// The whole tag, `{{` to `}}` (for a bare condition: the condition text).
+    pub span: Span,
+    pub kind: MacroKind,
+    pub shape: CallShape,
+    /// Range into `Tree::args`.
+    pub args: Range<u32>,
+    /// Declarations (`setvar` & co.) own a slot for what pass 1 records; others `u32::MAX`.
+    pub slot: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Arg {
+    /// Where the argument's text sits in the source (for literal re-rendering).
+    pub span: Span,
+    pub body: List,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BlockKind {
+    /// `{{#if}}` and `{{if}}` (value condition); `negate` for `#unless` and `!`.
+    Value { negate: bool },
+    /// `{{if [!]ns:name}}`, answered by the host.
+    Tomori {
+        negate: bool,
+        ns: Namespace,
+        name: Span,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BlockState {
+    Closed,
+    /// Reached the end of its scope without a closer.
+    Unclosed,
+    /// Omitted whole (`MalformedBlock`).
+    Malformed,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Block {
+    /// The opener tag.
+    pub span: Span,
+    pub kind: BlockKind,
+    /// The condition call of a value block.
+    pub cond: Option<u32>,
+    pub then: List,
+    pub otherwise: Option<List>,
+    pub state: BlockState,
+}
+
+/// A parsed template. Built by `syntax::parse`, read by `eval`.
+#[derive(Debug)]
+pub(crate) struct Tree {
+    pub source: Box<str>,
+    pub nodes: Vec<Node>,
+    pub calls: Vec<Call>,
+    pub args: Vec<Arg>,
+    pub blocks: Vec<Block>,
+    pub root: List,
+    /// Number of declaration slots (see `Call::slot`).
+    pub slots: u32,
+    /// Whether the template contains anything but comments, `{{trim}}` and whitespace.
+    pub comment_only: bool,
+    pub lines: OnceLock<LineIndex>,
+}
+
+impl Tree {
+    pub fn text(&self, span: Span) -> &str {
+        // Spans come from the tokenizer and always fall on char boundaries.
+        self.source.get(span.range()).unwrap_or("")
+    }
+    pub fn list(&self, list: List) -> &[Node] {
+        &self.nodes[list.range()]
+    }
+    pub fn call_args(&self, call: &Call) -> &[Arg] {
+        &self.args[call.args.start as usize..call.args.end as usize]
+    }
+    /// 1-based line and byte column of a byte offset.
+    pub fn line_col(&self, offset: u32) -> (u32, u32) {
+        self.lines
+            .get_or_init(|| LineIndex::new(&self.source))
+            .line_col(offset)
+    }
+}
