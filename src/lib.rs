@@ -13,6 +13,9 @@
 //! ```
 #![deny(missing_docs)]
 
+// pest_derive without its `std` feature (which adds a per-rule stack probe) names `alloc`.
+extern crate alloc;
+
 mod context;
 mod diagnostic;
 mod error;

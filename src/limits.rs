@@ -3,8 +3,11 @@
 /// Limits that bound the work and memory of parsing and rendering.
 ///
 /// ```
-/// let limits = stpreset::Limits { block_nesting: 8, ..Default::default() };
-/// assert_eq!(limits.tag_nesting, 64);
+/// let mut limits = stpreset::Limits::default();
+/// limits.block_nesting = 8;
+/// let t = stpreset::Template::compile_with(&"{{#if user}}".repeat(9), &limits);
+/// let ctx = stpreset::Context::default();
+/// assert_eq!(t.render(&ctx).text, "{{#if user}}");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

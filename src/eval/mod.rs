@@ -335,6 +335,9 @@ impl<'r, 'a> Run<'r, 'a> {
 
     /// Applies a declaration (`setvar` & co.), writing what it renders to `out`.
     fn declare(&mut self, call: &Call, mode: Mode, out: &mut String) {
+        if self.eng.work_out {
+            return;
+        }
         let args = self.args(call, mode);
         let key = args[0].trim();
         if key.is_empty() {
@@ -347,7 +350,12 @@ impl<'r, 'a> Run<'r, 'a> {
             return;
         }
         let value = args.get(1).map_or("", String::as_str);
-        if !self.charge(key.len() + value.len()) {
+        // Storing copies bytes: an `addvar` loop on a large value must spend the budget.
+        let stored = match call.kind {
+            MacroKind::AddVar(scope) => self.eng.vars.get(scope, key).len() + value.len(),
+            _ => value.len(),
+        };
+        if !self.charge(key.len() + stored) {
             return;
         }
         let capped = match call.kind {
@@ -378,8 +386,8 @@ impl<'r, 'a> Run<'r, 'a> {
         let mut out = Vec::with_capacity(call.args.len());
         for arg in tree.call_args(call) {
             let mut s = String::new();
+            // Argument bytes are charged as they are produced (text and macro outputs).
             self.expand(arg.body, mode.for_args(), &mut s);
-            self.charge(s.len());
             out.push(s);
         }
         out

@@ -2,6 +2,7 @@
 
 use pest::Parser;
 use pest::iterators::Pair;
+
 use pest_derive::Parser;
 
 use super::tree::{Identity, Span};
@@ -75,9 +76,20 @@ pub(crate) fn tokenize(source: &str) -> Result<Vec<Token>, ()> {
     // Roughly one token per 24 bytes of typical preset text.
     let mut out = Vec::with_capacity(source.len() / 24 + 4);
     for pair in pairs {
-        if let Some(tok) = token(pair) {
-            out.push(tok);
-        }
+        let span = span_of(&pair);
+        let kind = match pair.as_rule() {
+            Rule::text => {
+                split_text(source, span, &mut out);
+                continue;
+            }
+            Rule::lone => TokKind::Text,
+            Rule::escape => TokKind::Escape(source.as_bytes()[span.start as usize + 1]),
+            Rule::close => TokKind::Close,
+            Rule::placeholder => TokKind::Placeholder,
+            Rule::tag => tag(pair),
+            _ => continue,
+        };
+        out.push(Token { kind, span });
     }
     Ok(out)
 }
@@ -87,63 +99,97 @@ fn span_of(pair: &Pair<'_, Rule>) -> Span {
     Span::new(s.start(), s.end())
 }
 
-fn token(pair: Pair<'_, Rule>) -> Option<Token> {
-    let span = span_of(&pair);
-    let kind = match pair.as_rule() {
-        Rule::text | Rule::lone => TokKind::Text,
-        Rule::escape => TokKind::Escape(pair.as_str().as_bytes()[1]),
-        Rule::comment_open => TokKind::Comment,
+/// Classifies a `tag` by its head.
+fn tag(pair: Pair<'_, Rule>) -> TokKind {
+    let Some(head) = pair.into_inner().next() else {
+        return TokKind::Open;
+    };
+    match head.as_rule() {
+        Rule::comment => TokKind::Comment,
         Rule::hash_if => TokKind::HashIf,
         Rule::hash_unless => TokKind::HashUnless,
-        Rule::value_if => TokKind::ValueIf,
-        Rule::else_open => TokKind::Else,
         Rule::close_if => TokKind::CloseIf,
         Rule::close_unless => TokKind::CloseUnless,
-        Rule::open => TokKind::Open,
-        Rule::close => TokKind::Close,
-        Rule::sep => TokKind::Sep,
-        Rule::placeholder => TokKind::Placeholder,
-        Rule::compat => TokKind::Compat(match pair.as_str() {
-            "<USER>" => Identity::User,
-            "<BOT>" => Identity::Bot,
-            _ => Identity::Char,
-        }),
-        Rule::macro_open => {
-            let name = pair.into_inner().next().map(|p| span_of(&p))?;
-            TokKind::Macro { name }
-        }
-        Rule::tb_open => tomori(pair)?,
-        _ => return None,
-    };
-    Some(Token { kind, span })
+        Rule::value_if => TokKind::ValueIf,
+        Rule::else_kw => TokKind::Else,
+        Rule::name => TokKind::Macro {
+            name: span_of(&head),
+        },
+        Rule::tomori => tomori(head),
+        _ => TokKind::Open,
+    }
 }
 
-fn tomori(pair: Pair<'_, Rule>) -> Option<TokKind> {
+fn tomori(pair: Pair<'_, Rule>) -> TokKind {
     let mut negate = false;
-    let mut ns = None;
-    let mut name = None;
+    let mut ns = Namespace::Tool;
+    let mut name = Span::default();
     for inner in pair.into_inner() {
         match inner.as_rule() {
             Rule::tb_not => negate = true,
             Rule::tb_ns => {
                 let s = inner.as_str();
-                ns = Some(if s.eq_ignore_ascii_case("capability") {
+                ns = if s.eq_ignore_ascii_case("capability") {
                     Namespace::Capability
                 } else if s.eq_ignore_ascii_case("tool") {
                     Namespace::Tool
                 } else {
                     Namespace::ToolFamily
-                });
+                };
             }
-            Rule::tb_name => name = Some(span_of(&inner)),
+            Rule::tb_name => name = span_of(&inner),
             _ => {}
         }
     }
-    Some(TokKind::Tomori {
-        negate,
-        ns: ns?,
-        name: name?,
-    })
+    TokKind::Tomori { negate, ns, name }
+}
+
+/// Cuts `::` separators and `<USER>`/`<BOT>`/`<CHAR>` out of a text token (see the grammar).
+fn split_text(source: &str, span: Span, out: &mut Vec<Token>) {
+    let bytes = &source.as_bytes()[span.range()];
+    let base = span.start as usize;
+    let mut from = 0;
+    let mut i = 0;
+    while let Some(off) = memchr::memchr2(b':', b'<', &bytes[i..]) {
+        let at = i + off;
+        let (kind, len) = if bytes[at] == b':' {
+            if bytes.get(at + 1) != Some(&b':') {
+                i = at + 1;
+                continue;
+            }
+            (TokKind::Sep, 2)
+        } else {
+            let rest = &bytes[at..];
+            if rest.starts_with(b"<USER>") {
+                (TokKind::Compat(Identity::User), 6)
+            } else if rest.starts_with(b"<BOT>") {
+                (TokKind::Compat(Identity::Bot), 5)
+            } else if rest.starts_with(b"<CHAR>") {
+                (TokKind::Compat(Identity::Char), 6)
+            } else {
+                i = at + 1;
+                continue;
+            }
+        };
+        if at > from {
+            out.push(Token {
+                kind: TokKind::Text,
+                span: Span::new(base + from, base + at),
+            });
+        }
+        out.push(Token {
+            kind,
+            span: Span::new(base + at, base + at + len),
+        });
+        from = at + len;
+        i = from;
+    }
+    if from < bytes.len() {
+        out.push(Token {
+            kind: TokKind::Text,
+            span: Span::new(base + from, base + bytes.len()),
+        });
+    }
 }
 
 #[cfg(test)]
