@@ -227,7 +227,14 @@ struct Run<'r, 'a> {
     st: &'r mut NodeState,
     /// Signals gathered in the current scope (node body, or one declaration's arguments).
     sig: Signals,
+    /// Recursion depth of `walk`/`expand` (bounded by the nesting limits, but deep enough to
+    /// exhaust a small thread stack: see `guarded`).
+    depth: u32,
 }
+
+/// Free stack below which `guarded` moves evaluation onto a fresh heap-allocated segment.
+const RED_ZONE: usize = 128 * 1024;
+const SEGMENT: usize = 1024 * 1024;
 
 fn truthy(s: &str) -> bool {
     let t = s.trim();
@@ -242,7 +249,21 @@ impl<'r, 'a> Run<'r, 'a> {
             tree: node.tree,
             st,
             sig: Signals::default(),
+            depth: 0,
         }
+    }
+
+    /// Runs `f` one recursion level deeper. Tag nesting (64) times block nesting per argument
+    /// (32) allows ~2,000 levels, more than a 256 KiB thread stack holds, so every few levels
+    /// the remaining stack is checked and, when short, evaluation continues on a new segment.
+    fn guarded(&mut self, f: impl FnOnce(&mut Self)) {
+        self.depth += 1;
+        if self.depth % 4 == 0 {
+            stacker::maybe_grow(RED_ZONE, SEGMENT, || f(self));
+        } else {
+            f(self);
+        }
+        self.depth -= 1;
     }
 
     fn diag(&mut self, kind: DiagnosticKind, span: Span, message: String) {
@@ -281,6 +302,10 @@ impl<'r, 'a> Run<'r, 'a> {
 
     /// Pass 1 over kept text: select value blocks, apply declarations in source order.
     fn walk(&mut self, list: List) {
+        self.guarded(|run| run.walk_list(list));
+    }
+
+    fn walk_list(&mut self, list: List) {
         let tree = self.tree;
         for &node in tree.list(list) {
             match node {
@@ -395,6 +420,10 @@ impl<'r, 'a> Run<'r, 'a> {
 
     /// Expands a list into `out`.
     fn expand(&mut self, list: List, mode: Mode, out: &mut String) {
+        self.guarded(|run| run.expand_list(list, mode, out));
+    }
+
+    fn expand_list(&mut self, list: List, mode: Mode, out: &mut String) {
         let tree = self.tree;
         for &node in tree.list(list) {
             match node {
