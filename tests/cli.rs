@@ -1,0 +1,102 @@
+//! `stpreset expand` driven from outside, as scripts and people use it (SPEC §9).
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn stpreset(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_stpreset"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    if let Some(input) = stdin {
+        child.stdin.take().unwrap().write_all(input).unwrap();
+    }
+    drop(child.stdin.take());
+    child.wait_with_output().unwrap()
+}
+
+fn temp(name: &str, content: &[u8]) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("stpreset-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, content).unwrap();
+    path
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn expand_text_prints_exactly_the_text() {
+    let tpl = temp("a.txt", b"Hi {{user}}{{else}}!");
+    let ctx = temp("a.json", br#"{"user": "Alice"}"#);
+    let out = stpreset(&["expand", tpl.to_str().unwrap(), "--context", ctx.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out.stdout), "Hi Alice!");
+    let err = text(&out.stderr);
+    assert!(err.contains("warning[StrayElse]"), "{err}");
+    assert!(err.contains("a.txt:1:12"), "{err}");
+    assert!(err.contains("^^^^^^^^"), "{err}");
+}
+
+#[test]
+fn expand_json_and_stdin() {
+    let out = stpreset(
+        &["expand", "-", "--format", "json", "--seed", "5", "--now", "2026-11-29T17:07:00Z"],
+        Some(b"{{setvar::k::v}}{{isodate}} {{foo}}"),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["text"], "2026-11-29 {{foo}}");
+    assert_eq!(v["variables"]["k"], "v");
+    let d = &v["diagnostics"][0];
+    assert_eq!(d["severity"], "info");
+    assert_eq!(d["kind"], "UnknownMacro");
+    assert_eq!(d["node"], "template");
+    assert_eq!(d["span"], serde_json::json!([28, 35]));
+    assert_eq!((d["line"].as_u64(), d["column"].as_u64()), (Some(1), Some(29)));
+    assert!(out.stderr.is_empty());
+}
+
+#[test]
+fn seed_and_now_override_the_context_file() {
+    let ctx = temp("s.json", br#"{"seed": 1, "now": "2020-01-01T00:00:00Z"}"#);
+    let run = |seed: &str| {
+        let out = stpreset(
+            &["expand", "-", "--context", ctx.to_str().unwrap(), "--seed", seed, "--now", "2026-11-29T17:07:00+02:00"],
+            Some(b"{{isodate}} {{isotime}} {{roll:1d1000000}}"),
+        );
+        text(&out.stdout)
+    };
+    assert!(run("9").starts_with("2026-11-29 15:07 "));
+    assert_eq!(run("9"), run("9"));
+}
+
+#[test]
+fn bad_inputs_exit_1_with_one_line() {
+    let ctx = temp("bad.json", br#"{"user": "A", "colour": "red"}"#);
+    let out = stpreset(&["expand", "-", "--context", ctx.to_str().unwrap()], Some(b"x"));
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("colour") && err.contains("bad.json"), "{err}");
+
+    let out = stpreset(&["expand", "/nonexistent/t.txt"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stderr).lines().count(), 1);
+
+    let out = stpreset(&["expand", "-"], Some(b"ok \xff"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("UTF-8"));
+}
+
+#[test]
+fn bad_usage_exits_2() {
+    assert_eq!(stpreset(&["expand", "--format", "yaml"], Some(b"")).status.code(), Some(2));
+    assert_eq!(stpreset(&["expand", "--now", "yesterday"], Some(b"")).status.code(), Some(2));
+    assert_eq!(stpreset(&["frobnicate"], None).status.code(), Some(2));
+}
