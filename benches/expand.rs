@@ -12,12 +12,18 @@ fn template(size: usize) -> String {
     while t.len() < size {
         t.push_str("You are {{char}}, speaking with {{user}}. Stay in character and write vivid, ");
         t.push_str("grounded prose. Avoid repeating phrases from earlier replies.\n");
-        t.push_str(&format!("{{{{setvar::turn_{i}::{{{{getvar::turn}}}}}}}}{{{{incvar::turn}}}}"));
-        t.push_str("{{#if description}}<character>{{description}}</character>{{else}}none{{/if}}\n");
+        t.push_str(&format!(
+            "{{{{setvar::turn_{i}::{{{{getvar::turn}}}}}}}}{{{{incvar::turn}}}}"
+        ));
+        t.push_str(
+            "{{#if description}}<character>{{description}}</character>{{else}}none{{/if}}\n",
+        );
         t.push_str("{{if capability:web_search}}Use {search_tool} when facts matter.{{else}}Do not browse.{{/if}}\n");
         t.push_str("{{// authors leave notes like this one {{setvar::x::1}} }}");
         t.push_str("Mood: {{random::calm::tense::playful}}; roll {{roll:1d20}}; ");
-        t.push_str(&format!("{{{{#unless getvar::flag_{i}}}}}first time{{{{/unless}}}} "));
+        t.push_str(&format!(
+            "{{{{#unless getvar::flag_{i}}}}}first time{{{{/unless}}}} "
+        ));
         t.push_str("{{time}} on {{weekday}}. \\{literal braces\\} and <USER>.\n\n");
         i += 1;
     }

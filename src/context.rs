@@ -254,7 +254,8 @@ impl MapHost {
     }
     /// Maps `{key}` to a phrase (inserted as is).
     pub fn set_tool_phrase(&mut self, key: &str, phrase: &str) {
-        self.tool_phrases.insert(key.to_lowercase(), phrase.to_string());
+        self.tool_phrases
+            .insert(key.to_lowercase(), phrase.to_string());
     }
 }
 
@@ -379,15 +380,17 @@ mod tests {
 
     #[test]
     fn unknown_tag_is_named() {
-        let err = Context::from_json(br#"{"items": [{"tag": "NOPE", "role": "user", "text": ""}]}"#)
-            .unwrap_err()
-            .to_string();
+        let err =
+            Context::from_json(br#"{"items": [{"tag": "NOPE", "role": "user", "text": ""}]}"#)
+                .unwrap_err()
+                .to_string();
         assert!(err.contains("NOPE"), "{err}");
     }
 
     #[test]
     fn assistant_is_model_and_defaults_apply() {
-        let ctx = Context::from_json(br#"{"items": [{"role": "assistant", "text": "x"}]}"#).unwrap();
+        let ctx =
+            Context::from_json(br#"{"items": [{"role": "assistant", "text": "x"}]}"#).unwrap();
         assert_eq!(ctx.items[0].role, Role::Model);
         assert_eq!(ctx.user, "User");
         assert!(ctx.time_awareness);

@@ -149,7 +149,10 @@ fn push_snippet(out: &mut String, src: &str, line: u32, start: usize, end: usize
     let pad = " ".repeat(gutter.len());
     // Caret columns count characters so they line up under multi-byte text.
     let lead = src[line_start..start].chars().count();
-    let width = src[start..end.clamp(start, line_end)].chars().count().max(1);
+    let width = src[start..end.clamp(start, line_end)]
+        .chars()
+        .count()
+        .max(1);
     out.push_str(&format!(
         "{pad} |\n{gutter} | {text}\n{pad} | {}{}\n",
         " ".repeat(lead),

@@ -30,3 +30,8 @@ pub use error::{ContextError, TemplateError};
 pub use limits::Limits;
 pub use syntax::Span;
 pub use template::{Expanded, Expansion, Template, expand};
+
+/// The README's examples run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -34,7 +34,15 @@ fn text(b: &[u8]) -> String {
 fn expand_text_prints_exactly_the_text() {
     let tpl = temp("a.txt", b"Hi {{user}}{{else}}!");
     let ctx = temp("a.json", br#"{"user": "Alice"}"#);
-    let out = stpreset(&["expand", tpl.to_str().unwrap(), "--context", ctx.to_str().unwrap()], None);
+    let out = stpreset(
+        &[
+            "expand",
+            tpl.to_str().unwrap(),
+            "--context",
+            ctx.to_str().unwrap(),
+        ],
+        None,
+    );
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(text(&out.stdout), "Hi Alice!");
     let err = text(&out.stderr);
@@ -46,7 +54,16 @@ fn expand_text_prints_exactly_the_text() {
 #[test]
 fn expand_json_and_stdin() {
     let out = stpreset(
-        &["expand", "-", "--format", "json", "--seed", "5", "--now", "2026-11-29T17:07:00Z"],
+        &[
+            "expand",
+            "-",
+            "--format",
+            "json",
+            "--seed",
+            "5",
+            "--now",
+            "2026-11-29T17:07:00Z",
+        ],
         Some(b"{{setvar::k::v}}{{isodate}} {{foo}}"),
     );
     assert_eq!(out.status.code(), Some(0));
@@ -58,7 +75,10 @@ fn expand_json_and_stdin() {
     assert_eq!(d["kind"], "UnknownMacro");
     assert_eq!(d["node"], "template");
     assert_eq!(d["span"], serde_json::json!([28, 35]));
-    assert_eq!((d["line"].as_u64(), d["column"].as_u64()), (Some(1), Some(29)));
+    assert_eq!(
+        (d["line"].as_u64(), d["column"].as_u64()),
+        (Some(1), Some(29))
+    );
     assert!(out.stderr.is_empty());
 }
 
@@ -67,7 +87,16 @@ fn seed_and_now_override_the_context_file() {
     let ctx = temp("s.json", br#"{"seed": 1, "now": "2020-01-01T00:00:00Z"}"#);
     let run = |seed: &str| {
         let out = stpreset(
-            &["expand", "-", "--context", ctx.to_str().unwrap(), "--seed", seed, "--now", "2026-11-29T17:07:00+02:00"],
+            &[
+                "expand",
+                "-",
+                "--context",
+                ctx.to_str().unwrap(),
+                "--seed",
+                seed,
+                "--now",
+                "2026-11-29T17:07:00+02:00",
+            ],
             Some(b"{{isodate}} {{isotime}} {{roll:1d1000000}}"),
         );
         text(&out.stdout)
@@ -79,7 +108,10 @@ fn seed_and_now_override_the_context_file() {
 #[test]
 fn bad_inputs_exit_1_with_one_line() {
     let ctx = temp("bad.json", br#"{"user": "A", "colour": "red"}"#);
-    let out = stpreset(&["expand", "-", "--context", ctx.to_str().unwrap()], Some(b"x"));
+    let out = stpreset(
+        &["expand", "-", "--context", ctx.to_str().unwrap()],
+        Some(b"x"),
+    );
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -96,7 +128,17 @@ fn bad_inputs_exit_1_with_one_line() {
 
 #[test]
 fn bad_usage_exits_2() {
-    assert_eq!(stpreset(&["expand", "--format", "yaml"], Some(b"")).status.code(), Some(2));
-    assert_eq!(stpreset(&["expand", "--now", "yesterday"], Some(b"")).status.code(), Some(2));
+    assert_eq!(
+        stpreset(&["expand", "--format", "yaml"], Some(b""))
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        stpreset(&["expand", "--now", "yesterday"], Some(b""))
+            .status
+            .code(),
+        Some(2)
+    );
     assert_eq!(stpreset(&["frobnicate"], None).status.code(), Some(2));
 }

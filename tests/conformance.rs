@@ -7,11 +7,16 @@ use serde_json::Value;
 use stpreset::{Context, Severity, expand};
 
 fn shared(file: &str) -> Option<Vec<Value>> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance").join(file);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/conformance")
+        .join(file);
     match std::fs::read(&path) {
         Ok(bytes) => Some(serde_json::from_slice(&bytes).expect("vector file is JSON")),
         Err(_) => {
-            eprintln!("SKIPPED: {} not found (../shared is not beside this checkout)", path.display());
+            eprintln!(
+                "SKIPPED: {} not found (../shared is not beside this checkout)",
+                path.display()
+            );
             None
         }
     }
@@ -19,7 +24,9 @@ fn shared(file: &str) -> Option<Vec<Value>> {
 
 #[test]
 fn template_vectors() {
-    let Some(cases) = shared("templates.json") else { return };
+    let Some(cases) = shared("templates.json") else {
+        return;
+    };
     let mut failures = Vec::new();
     for case in &cases {
         let name = case["name"].as_str().unwrap_or("?");
@@ -27,7 +34,10 @@ fn template_vectors() {
             .unwrap_or_else(|e| panic!("{name}: bad context: {e}"));
         let out = expand(case["template"].as_str().unwrap(), &ctx);
         if out.text != case["expect"].as_str().unwrap() {
-            failures.push(format!("{name}: text {:?} != {:?}", out.text, case["expect"]));
+            failures.push(format!(
+                "{name}: text {:?} != {:?}",
+                out.text, case["expect"]
+            ));
             continue;
         }
         if let Some(expected) = case.get("warnings").and_then(Value::as_array) {
@@ -45,6 +55,12 @@ fn template_vectors() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} of {} cases fail:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases fail:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
     eprintln!("{} template vectors pass", cases.len());
 }

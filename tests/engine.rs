@@ -30,7 +30,11 @@ fn run(t: &str) -> String {
 }
 
 fn kinds(t: &str) -> Vec<DiagnosticKind> {
-    expand(t, &ctx()).diagnostics.iter().map(|d| d.kind).collect()
+    expand(t, &ctx())
+        .diagnostics
+        .iter()
+        .map(|d| d.kind)
+        .collect()
 }
 
 #[test]
@@ -60,7 +64,10 @@ fn directive_words_need_a_word_end() {
 fn argument_forms() {
     assert_eq!(run("[{{reverse:}}]"), "[]");
     assert_eq!(run("{{reverse :x}}"), "x:");
-    assert_eq!(run("{{reverse abc}}|{{reverse:abc}}|{{reverse :: abc }}"), "cba|cba|cba");
+    assert_eq!(
+        run("{{reverse abc}}|{{reverse:abc}}|{{reverse :: abc }}"),
+        "cba|cba|cba"
+    );
     assert_eq!(run("{{random:a::b}}"), "a::b");
     assert_eq!(run("{{setvar::k::  v }}[{{getvar:k}}]"), "[  v ]");
     assert_eq!(run("{{setvar ::k:: v}}[{{getvar k}}]"), "[ v]");
@@ -81,10 +88,16 @@ fn escapes() {
 
 #[test]
 fn comments() {
-    assert_eq!(run("a{{// x {{setvar::k::1}} {{/if}} }}b[{{getvar::k}}]"), "ab[]");
+    assert_eq!(
+        run("a{{// x {{setvar::k::1}} {{/if}} }}b[{{getvar::k}}]"),
+        "ab[]"
+    );
     assert!(kinds("a{{// {{/if}} {{else}} }}b").is_empty());
     assert_eq!(run("a{{ // spaced }}b"), "ab");
-    assert_eq!(run("a{{// never closed {{user}}"), "a{{// never closed Alice");
+    assert_eq!(
+        run("a{{// never closed {{user}}"),
+        "a{{// never closed Alice"
+    );
 }
 
 #[test]
@@ -93,12 +106,12 @@ fn unknown_and_unsupported_macros() {
     assert_eq!(run("{{foo:: {user} }}"), "{{foo:: Alice }}");
     assert_eq!(kinds("{{foo}}"), [DiagnosticKind::UnknownMacro]);
     assert_eq!(run("{{group}}|{{notChar::x}}"), "{{group}}|{{notChar::x}}");
-    assert_eq!(
-        kinds("{{group}}"),
-        [DiagnosticKind::UnsupportedMacro]
-    );
+    assert_eq!(kinds("{{group}}"), [DiagnosticKind::UnsupportedMacro]);
     assert_eq!(run("{{#if {{group}}}}T{{else}}F{{/if}}"), "F");
-    assert_eq!(kinds("{{#if summary}}T{{/if}}"), [DiagnosticKind::UnknownMacro]);
+    assert_eq!(
+        kinds("{{#if summary}}T{{/if}}"),
+        [DiagnosticKind::UnknownMacro]
+    );
 }
 
 #[test]
@@ -133,7 +146,10 @@ fn block_recovery() {
     assert_eq!(k, [MalformedBlock, StrayCloser]);
     // Unclosed: Handlebars ends at the node boundary, TomoriBot is omitted.
     assert_eq!(run("{{#if user}}A{{#unless scenario}}B"), "AB");
-    assert_eq!(kinds("{{#if user}}A{{#unless scenario}}B"), [UnclosedBlock, UnclosedBlock]);
+    assert_eq!(
+        kinds("{{#if user}}A{{#unless scenario}}B"),
+        [UnclosedBlock, UnclosedBlock]
+    );
     assert_eq!(run("X{{if tool:web_search}}A{{#if user}}B{{/if}}"), "X");
     // A wrong-kind closer still closes the innermost block.
     assert_eq!(run("{{#if user}}A{{#if user}}B{{/unless}}C{{/if}}D"), "ACD");
@@ -146,7 +162,10 @@ fn block_nesting_limit() {
     c.limits.block_nesting = 1;
     let render = |t: &str| {
         let out = Template::compile_with(t, &c.limits).render(&c);
-        (out.text, out.diagnostics.iter().map(|d| d.kind).collect::<Vec<_>>())
+        (
+            out.text,
+            out.diagnostics.iter().map(|d| d.kind).collect::<Vec<_>>(),
+        )
     };
     let (text, k) = render("{{#if user}}{{#if user}}{{user}}{{else}}{{char}}{{/if}}{{/if}}");
     assert_eq!(text, "{{#if user}}Alice{{else}}Tomori{{/if}}");
@@ -169,9 +188,18 @@ fn block_nesting_limit() {
 
 #[test]
 fn conditions_run_side_effects_in_order() {
-    assert_eq!(run("{{#if {{incvar::n}}}}A{{/if}}{{#if {{incvar::n}}}}B{{/if}}[{{getvar::n}}]"), "AB[2]");
-    assert_eq!(run("{{setvar::f::0}}{{#if getvar::f}}T{{else}}F{{/if}}"), "F");
-    assert_eq!(run("{{#if getvar::{{getvar::missing}}}}T{{else}}F{{/if}}"), "F");
+    assert_eq!(
+        run("{{#if {{incvar::n}}}}A{{/if}}{{#if {{incvar::n}}}}B{{/if}}[{{getvar::n}}]"),
+        "AB[2]"
+    );
+    assert_eq!(
+        run("{{setvar::f::0}}{{#if getvar::f}}T{{else}}F{{/if}}"),
+        "F"
+    );
+    assert_eq!(
+        run("{{#if getvar::{{getvar::missing}}}}T{{else}}F{{/if}}"),
+        "F"
+    );
     assert_eq!(run("{{#if getvar::mood}}T{{/if}}"), "");
     assert_eq!(run("{{#if getglobalvar::mood}}T{{/if}}"), "T");
 }
@@ -180,29 +208,54 @@ fn conditions_run_side_effects_in_order() {
 fn tomori_blocks_are_decided_in_pass_two() {
     let c = ctx();
     let alone = expand("{{random::a::b::c::d::e::f}}", &c).text;
-    let with_dropped = expand("{{if tool:absent}}{{random::1::2::3}}{{/if}}{{random::a::b::c::d::e::f}}", &c).text;
+    let with_dropped = expand(
+        "{{if tool:absent}}{{random::1::2::3}}{{/if}}{{random::a::b::c::d::e::f}}",
+        &c,
+    )
+    .text;
     assert_eq!(alone, with_dropped);
     assert!(kinds("{{if tool:absent}}{{summary}}{{/if}}").is_empty());
     // Declarations in the dropped branch ran in pass 1, with their diagnostics.
-    let out = expand("{{if tool:absent}}{{setvar::k::{{summary}}}}{{/if}}[{{getvar::k}}]", &c);
+    let out = expand(
+        "{{if tool:absent}}{{setvar::k::{{summary}}}}{{/if}}[{{getvar::k}}]",
+        &c,
+    );
     assert_eq!(out.text, "[{{summary}}]");
     assert_eq!(out.diagnostics.len(), 1);
-    assert_eq!(run("{{if !tool_family:url_fetch}}Y{{/if}}{{if TOOL:Web_Search}}W{{/if}}"), "YW");
+    assert_eq!(
+        run("{{if !tool_family:url_fetch}}Y{{/if}}{{if TOOL:Web_Search}}W{{/if}}"),
+        "YW"
+    );
 }
 
 #[test]
 fn placeholders() {
-    assert_eq!(run("{memory_tool}|{search_tool}|{both}|{Memory_Tool}"), "`create_long_term_memory`|the web search tool|`the_name`|`create_long_term_memory`");
-    assert_eq!(run("{user} {char} {bot} {User} {{memory_tool}}"), "Alice Tomori Tomori {User} {{memory_tool}}");
+    assert_eq!(
+        run("{memory_tool}|{search_tool}|{both}|{Memory_Tool}"),
+        "`create_long_term_memory`|the web search tool|`the_name`|`create_long_term_memory`"
+    );
+    assert_eq!(
+        run("{user} {char} {bot} {User} {{memory_tool}}"),
+        "Alice Tomori Tomori {User} {{memory_tool}}"
+    );
     // Arguments of known macros are not literal template text.
     assert_eq!(run("{{reverse::{user}x}}"), "x}resu{");
-    assert_eq!(run("<USER> <BOT> <CHAR> <user> {{reverse::<USER>}}"), "Alice Tomori Tomori <user> ecilA");
+    assert_eq!(
+        run("<USER> <BOT> <CHAR> <user> {{reverse::<USER>}}"),
+        "Alice Tomori Tomori <user> ecilA"
+    );
 }
 
 #[test]
 fn host_values_are_identity_converted() {
-    assert_eq!(run("{{description}}"), "A shrine maiden. Alice is her friend; Tomori likes tea.");
-    assert_eq!(run("{{lastMessage}}|{{lastUserMessage}}|{{lastCharMessage}}"), "hello Alice|Alice: hi|hello Alice");
+    assert_eq!(
+        run("{{description}}"),
+        "A shrine maiden. Alice is her friend; Tomori likes tea."
+    );
+    assert_eq!(
+        run("{{lastMessage}}|{{lastUserMessage}}|{{lastCharMessage}}"),
+        "hello Alice|Alice: hi|hello Alice"
+    );
     assert_eq!(run("{{model}}|{{idle_duration}}"), "gemini-2.5-pro|2 hours");
 }
 
@@ -232,10 +285,16 @@ fn trim_and_empty_nodes() {
 
 #[test]
 fn clock() {
-    assert_eq!(run("{{datetimeformat::[Day] Do MMM, ddd hh:mm:ss a}}"), "Day 30th Nov, Mon 01:07:00 am");
+    assert_eq!(
+        run("{{datetimeformat::[Day] Do MMM, ddd hh:mm:ss a}}"),
+        "Day 30th Nov, Mon 01:07:00 am"
+    );
     let mut c = ctx();
     c.time_awareness = false;
-    assert_eq!(expand("[{{datetimeformat::YYYY}}{{idle_duration}}{{time}}]", &c).text, "[]");
+    assert_eq!(
+        expand("[{{datetimeformat::YYYY}}{{idle_duration}}{{time}}]", &c).text,
+        "[]"
+    );
 }
 
 #[test]
@@ -286,12 +345,18 @@ fn dice() {
 #[test]
 fn variables() {
     use DiagnosticKind::*;
-    assert_eq!(run("{{incglobalvar::mood}}{{decglobalvar::g}}|{{getglobalvar::mood}}"), "1-1|1");
+    assert_eq!(
+        run("{{incglobalvar::mood}}{{decglobalvar::g}}|{{getglobalvar::mood}}"),
+        "1-1|1"
+    );
     assert_eq!(run("{{setvar:: k ::v}}{{getvar::  k}}"), "v");
     assert_eq!(run("[{{getvar::}}]"), "[{{getvar::}}]");
     assert_eq!(kinds("{{getvar::}}"), [BadArguments]);
     assert_eq!(run("{{setvar::{{getvar::none}}::v}}|"), "{{setvar::::v}}|");
-    assert_eq!(run("{{addvar::n::1}}{{addvar::n::2.5}}{{getvar::n}}"), "3.5");
+    assert_eq!(
+        run("{{addvar::n::1}}{{addvar::n::2.5}}{{getvar::n}}"),
+        "3.5"
+    );
     let out = expand("{{setvar::a::1}}{{setglobalvar::g::2}}", &ctx());
     assert_eq!(out.variables.get("a").map(String::as_str), Some("1"));
     assert_eq!(out.globals.get("g").map(String::as_str), Some("2"));
@@ -309,9 +374,16 @@ fn memory_and_work_limits() {
 
     let mut c = ctx();
     c.limits.work_bytes = 40;
-    let out = expand("{{setvar::a::0123456789}}{{getvar::a}}{{getvar::a}}{{getvar::a}}{{getvar::a}}|{{user}}", &c);
+    let out = expand(
+        "{{setvar::a::0123456789}}{{getvar::a}}{{getvar::a}}{{getvar::a}}{{getvar::a}}|{{user}}",
+        &c,
+    );
     assert_eq!(out.text, "0123456789|");
-    let limits: Vec<_> = out.diagnostics.iter().filter(|d| d.kind == LimitReached).collect();
+    let limits: Vec<_> = out
+        .diagnostics
+        .iter()
+        .filter(|d| d.kind == LimitReached)
+        .collect();
     assert_eq!(limits.len(), 1);
 
     let mut c = ctx();
@@ -330,17 +402,27 @@ fn doubling_chain_stops() {
     t.push_str("{{getvar::a}}");
     let out = expand(&t, &ctx());
     assert!(out.text.len() <= 1 << 20);
-    assert!(out.diagnostics.iter().any(|d| d.kind == DiagnosticKind::LimitReached));
+    assert!(
+        out.diagnostics
+            .iter()
+            .any(|d| d.kind == DiagnosticKind::LimitReached)
+    );
 }
 
 #[test]
 fn diagnostics_carry_positions() {
     let out = expand("line one\n  {{else}} and {{foo}}", &ctx());
     let d = &out.diagnostics[0];
-    assert_eq!((d.kind, d.span, d.line, d.column), (DiagnosticKind::StrayElse, Some((11, 19)), Some(2), Some(3)));
+    assert_eq!(
+        (d.kind, d.span, d.line, d.column),
+        (DiagnosticKind::StrayElse, Some((11, 19)), Some(2), Some(3))
+    );
     assert_eq!(d.node.as_deref(), Some("template"));
     let f = &out.diagnostics[1];
-    assert_eq!((f.kind, f.line, f.column), (DiagnosticKind::UnknownMacro, Some(2), Some(16)));
+    assert_eq!(
+        (f.kind, f.line, f.column),
+        (DiagnosticKind::UnknownMacro, Some(2), Some(16))
+    );
 }
 
 #[test]
@@ -354,8 +436,16 @@ fn comment_only_detection() {
 fn addvar_loops_spend_the_budget() {
     let mut c = ctx();
     c.limits.work_bytes = 1 << 16;
-    let t = format!("{{{{setvar::a::{}}}}}{}", "x".repeat(4096), "{{addvar::a::y}}".repeat(1000));
+    let t = format!(
+        "{{{{setvar::a::{}}}}}{}",
+        "x".repeat(4096),
+        "{{addvar::a::y}}".repeat(1000)
+    );
     let out = expand(&t, &c);
-    assert!(out.diagnostics.iter().any(|d| d.kind == DiagnosticKind::LimitReached));
+    assert!(
+        out.diagnostics
+            .iter()
+            .any(|d| d.kind == DiagnosticKind::LimitReached)
+    );
     assert!(out.variables["a"].len() < 4096 + 1000);
 }

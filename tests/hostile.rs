@@ -55,7 +55,14 @@ fn a_million_nested_ifs() {
 #[test]
 fn a_million_unclosed_arguments_and_tomori_blocks() {
     on_small_stack(|| {
-        for unit in ["{{m::", "{{if tool:x}}", "{{/if}}", "{{// ", "}}", "{{else}}"] {
+        for unit in [
+            "{{m::",
+            "{{if tool:x}}",
+            "{{/if}}",
+            "{{// ",
+            "}}",
+            "{{else}}",
+        ] {
             let src = unit.repeat(200_000);
             let out = Template::compile(&src).render(&Context::default());
             assert!(out.text.len() <= src.len(), "{unit}");

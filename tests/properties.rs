@@ -44,7 +44,11 @@ fn nest(levels: &[(usize, bool)], limit: usize) -> (String, String) {
         let inner = expect(levels, i + 1, limit);
         if i >= limit {
             // Past the limit: structure verbatim, text renders normally.
-            let els = if with_else { format!("{{{{else}}}}B{i}.") } else { String::new() };
+            let els = if with_else {
+                format!("{{{{else}}}}B{i}.")
+            } else {
+                String::new()
+            };
             format!("{}A{i}.{inner}{els}{}", LEVELS[k].0, LEVELS[k].1)
         } else if LEVELS[k].2 {
             format!("A{i}.{inner}")

@@ -11,7 +11,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use stpreset::Context;
 
 #[derive(Parser)]
-#[command(name = "stpreset", version, about = "Render SillyTavern chat-completion presets")]
+#[command(
+    name = "stpreset",
+    version,
+    about = "Render SillyTavern chat-completion presets"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

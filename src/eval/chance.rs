@@ -108,14 +108,25 @@ mod tests {
 
     #[test]
     fn dice_forms() {
-        let d = |c, s, m| Some(Dice { count: c, sides: s, modifier: m });
+        let d = |c, s, m| {
+            Some(Dice {
+                count: c,
+                sides: s,
+                modifier: m,
+            })
+        };
         assert_eq!(parse_dice("3d6", CAPS), d(3, 6, 0));
         assert_eq!(parse_dice(" 2D10+5 ", CAPS), d(2, 10, 5));
         assert_eq!(parse_dice("1d4-1", CAPS), d(1, 4, -1));
         assert_eq!(parse_dice("20", CAPS), d(1, 20, 0));
         assert_eq!(parse_dice("0d6", CAPS), d(0, 6, 0));
-        assert_eq!(parse_dice("999d99999+99999999", CAPS), d(100, 1000, 1_000_000));
-        for bad in ["", "abc", "d6", "1d", "1d0", "0", "1 d6", "1d6+", "6+1", "1d6*2", "-3"] {
+        assert_eq!(
+            parse_dice("999d99999+99999999", CAPS),
+            d(100, 1000, 1_000_000)
+        );
+        for bad in [
+            "", "abc", "d6", "1d", "1d0", "0", "1 d6", "1d6+", "6+1", "1d6*2", "-3",
+        ] {
             assert_eq!(parse_dice(bad, CAPS), None, "{bad}");
         }
     }

@@ -156,7 +156,10 @@ mod tests {
     fn every_token() {
         let t = at("2026-03-02 00:04:09");
         assert_eq!(
-            fmt(t, "YYYY YY MMMM MMM MM M DD D Do dddd ddd HH H hh h mm m ss s A a"),
+            fmt(
+                t,
+                "YYYY YY MMMM MMM MM M DD D Do dddd ddd HH H hh h mm m ss s A a"
+            ),
             "2026 26 March Mar 03 3 02 2 2nd Monday Mon 00 0 12 12 04 4 09 9 AM am"
         );
         assert_eq!(fmt(at("2026-03-11 12:00:00"), "Do h A"), "11th 12 PM");
@@ -168,7 +171,10 @@ mod tests {
     #[test]
     fn offsets_shift_the_day() {
         let now: DateTime<Utc> = "2026-01-01T02:00:00Z".parse().unwrap();
-        assert_eq!(fmt(local(now, -180), "YYYY-MM-DD HH:mm"), "2025-12-31 23:00");
+        assert_eq!(
+            fmt(local(now, -180), "YYYY-MM-DD HH:mm"),
+            "2025-12-31 23:00"
+        );
         assert_eq!(fmt(local(now, 480), "HH:mm"), "10:00");
     }
 

@@ -17,7 +17,12 @@ pub(super) enum Bad {
 
 impl Run<'_, '_> {
     /// Writes the value of a non-declaration macro into `out`.
-    pub(super) fn value(&mut self, call: &Call, args: &[String], out: &mut String) -> Result<(), Bad> {
+    pub(super) fn value(
+        &mut self,
+        call: &Call,
+        args: &[String],
+        out: &mut String,
+    ) -> Result<(), Bad> {
         use MacroKind::*;
         let ctx = self.ctx();
         let arg = |i: usize| args.get(i).map_or("", |a| a.trim());
@@ -78,8 +83,9 @@ impl Run<'_, '_> {
             }
             Roll => {
                 let l = &ctx.limits;
-                let dice = chance::parse_dice(arg(0), (l.dice_count, l.dice_sides, l.dice_modifier))
-                    .ok_or(Bad::Empty)?;
+                let dice =
+                    chance::parse_dice(arg(0), (l.dice_count, l.dice_sides, l.dice_modifier))
+                        .ok_or(Bad::Empty)?;
                 let mut sum = dice.modifier;
                 for _ in 0..dice.count {
                     sum += self.eng.rng.random_range(1..=dice.sides) as i64;
@@ -133,7 +139,6 @@ impl Run<'_, '_> {
 fn last(ctx: &crate::Context, role: Option<Role>) -> &str {
     ctx.items
         .iter()
-        .filter(|i| i.tag == Some(Tag::DialogueHistory) && role.is_none_or(|r| i.role == r))
-        .next_back()
+        .rfind(|i| i.tag == Some(Tag::DialogueHistory) && role.is_none_or(|r| i.role == r))
         .map_or("", |i| i.text.as_str())
 }

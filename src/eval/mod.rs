@@ -70,7 +70,8 @@ pub(crate) fn evaluate(nodes: &[EvalNode<'_>], ctx: &Context, host: &dyn Host) -
     let mut states: Vec<NodeState> = nodes.iter().map(|n| NodeState::new(n.tree)).collect();
     for (node, st) in nodes.iter().zip(&mut states) {
         for f in node.findings {
-            eng.diags.push(diagnostic(node, f.kind, f.span, f.message.clone()));
+            eng.diags
+                .push(diagnostic(node, f.kind, f.span, f.message.clone()));
         }
         Run::new(&mut eng, node, st).walk(node.tree.root);
     }
@@ -109,7 +110,12 @@ fn finish(text: String, signals: Signals) -> String {
     }
 }
 
-fn diagnostic(node: &EvalNode<'_>, kind: DiagnosticKind, span: Span, message: String) -> Diagnostic {
+fn diagnostic(
+    node: &EvalNode<'_>,
+    kind: DiagnosticKind,
+    span: Span,
+    message: String,
+) -> Diagnostic {
     let (line, column) = node.tree.line_col(span.start);
     Diagnostic {
         kind,
@@ -258,7 +264,7 @@ impl<'r, 'a> Run<'r, 'a> {
     /// the remaining stack is checked and, when short, evaluation continues on a new segment.
     fn guarded(&mut self, f: impl FnOnce(&mut Self)) {
         self.depth += 1;
-        if self.depth % 4 == 0 {
+        if self.depth.is_multiple_of(4) {
             stacker::maybe_grow(RED_ZONE, SEGMENT, || f(self));
         } else {
             f(self);
@@ -312,7 +318,8 @@ impl<'r, 'a> Run<'r, 'a> {
                 Node::Block(b) => {
                     let blk = &tree.blocks[b as usize];
                     match (blk.state, blk.kind) {
-                        (BlockState::Malformed, _) | (BlockState::Unclosed, BlockKind::Tomori { .. }) => {}
+                        (BlockState::Malformed, _)
+                        | (BlockState::Unclosed, BlockKind::Tomori { .. }) => {}
                         (_, BlockKind::Value { negate }) => {
                             let taken = self.condition(blk, negate);
                             self.st.decisions[b as usize] = if taken { 1 } else { 2 };
@@ -336,7 +343,10 @@ impl<'r, 'a> Run<'r, 'a> {
                         let mut out = String::new();
                         self.declare(call, Mode::Decl, &mut out);
                         let signals = std::mem::replace(&mut self.sig, saved);
-                        self.st.records[call.slot as usize] = Record { output: out, signals };
+                        self.st.records[call.slot as usize] = Record {
+                            output: out,
+                            signals,
+                        };
                     } else {
                         for arg in tree.call_args(call) {
                             self.walk(arg.body);
@@ -387,7 +397,11 @@ impl<'r, 'a> Run<'r, 'a> {
             MacroKind::SetVar(scope) => self.eng.vars.set(scope, key, value.to_string()).is_err(),
             MacroKind::AddVar(scope) => self.eng.vars.add(scope, key, value).is_err(),
             MacroKind::IncVar(scope) | MacroKind::DecVar(scope) => {
-                let delta = if matches!(call.kind, MacroKind::IncVar(_)) { 1 } else { -1 };
+                let delta = if matches!(call.kind, MacroKind::IncVar(_)) {
+                    1
+                } else {
+                    -1
+                };
                 let (stored, res) = self.eng.vars.step(scope, key, delta);
                 out.push_str(&stored);
                 res.is_err()
@@ -452,7 +466,8 @@ impl<'r, 'a> Run<'r, 'a> {
                 Node::Block(b) => {
                     let blk = &tree.blocks[b as usize];
                     let taken = match (blk.state, blk.kind) {
-                        (BlockState::Malformed, _) | (BlockState::Unclosed, BlockKind::Tomori { .. }) => continue,
+                        (BlockState::Malformed, _)
+                        | (BlockState::Unclosed, BlockKind::Tomori { .. }) => continue,
                         (_, BlockKind::Value { negate }) => match mode {
                             Mode::Body { .. } => self.st.decisions[b as usize] == 1,
                             _ => self.condition(blk, negate),
@@ -525,7 +540,9 @@ impl<'r, 'a> Run<'r, 'a> {
                 DiagnosticKind::BadArguments,
                 "wrong number of arguments: the macro stays literal",
             )),
-            (_, MacroKind::Unknown) => Some((DiagnosticKind::UnknownMacro, "unknown macro stays literal")),
+            (_, MacroKind::Unknown) => {
+                Some((DiagnosticKind::UnknownMacro, "unknown macro stays literal"))
+            }
             (_, MacroKind::Unsupported) => Some((
                 DiagnosticKind::UnsupportedMacro,
                 "group-chat macros are not supported: the macro stays literal",
@@ -581,11 +598,17 @@ impl<'r, 'a> Run<'r, 'a> {
         let tree = self.tree;
         let mut at = call.span.start;
         for arg in tree.call_args(call) {
-            out.push_str(tree.text(Span { start: at, end: arg.span.start }));
+            out.push_str(tree.text(Span {
+                start: at,
+                end: arg.span.start,
+            }));
             self.expand(arg.body, mode, out);
             at = arg.span.end;
         }
-        out.push_str(tree.text(Span { start: at, end: call.span.end }));
+        out.push_str(tree.text(Span {
+            start: at,
+            end: call.span.end,
+        }));
     }
 
     /// Like `literal`, from arguments already evaluated.
@@ -593,11 +616,17 @@ impl<'r, 'a> Run<'r, 'a> {
         let tree = self.tree;
         let mut at = call.span.start;
         for (arg, text) in tree.call_args(call).iter().zip(args) {
-            out.push_str(tree.text(Span { start: at, end: arg.span.start }));
+            out.push_str(tree.text(Span {
+                start: at,
+                end: arg.span.start,
+            }));
             out.push_str(text);
             at = arg.span.end;
         }
-        out.push_str(tree.text(Span { start: at, end: call.span.end }));
+        out.push_str(tree.text(Span {
+            start: at,
+            end: call.span.end,
+        }));
     }
 }
 

@@ -106,10 +106,22 @@ mod tests {
 
     #[test]
     fn single_and_double_braces() {
-        assert_eq!(conv("{user} and {char} and {bot}"), "Alice and Tomori and Tomori");
-        assert_eq!(conv("{{user}} is {{ Char }}'s {{BOT}}"), "Alice is Tomori's Tomori");
-        assert_eq!(conv("{User} {{user} {user}} {{{user}}}"), "{User} {{user} {user}} {Alice}");
+        assert_eq!(
+            conv("{user} and {char} and {bot}"),
+            "Alice and Tomori and Tomori"
+        );
+        assert_eq!(
+            conv("{{user}} is {{ Char }}'s {{BOT}}"),
+            "Alice is Tomori's Tomori"
+        );
+        assert_eq!(
+            conv("{User} {{user} {user}} {{{user}}}"),
+            "{User} {{user} {user}} {Alice}"
+        );
         assert_eq!(conv("{{ someone }} {x}"), "{{ someone }} {x}");
-        assert!(matches!(convert_identities("plain", "A", "B"), Cow::Borrowed(_)));
+        assert!(matches!(
+            convert_identities("plain", "A", "B"),
+            Cow::Borrowed(_)
+        ));
     }
 }

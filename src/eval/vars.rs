@@ -23,10 +23,10 @@ fn parse_number(s: &str) -> Option<Num> {
     if !digits(int) || frac.is_some_and(|f| !digits(f)) {
         return None;
     }
-    if frac.is_none() {
-        if let Ok(i) = t.parse::<i64>() {
-            return Some(Num::Int(i));
-        }
+    if frac.is_none()
+        && let Ok(i) = t.parse::<i64>()
+    {
+        return Some(Num::Int(i));
     }
     t.parse::<f64>().ok().map(Num::Float)
 }
@@ -53,7 +53,7 @@ fn format_number(n: Num) -> String {
     match n {
         Num::Int(i) => i.to_string(),
         // Rust's `Display` for f64 is shortest-round-trip and never uses exponents.
-        Num::Float(f) if f == 0.0 => "0".into(),
+        Num::Float(0.0) => "0".into(),
         Num::Float(f) => f.to_string(),
     }
 }

@@ -351,21 +351,13 @@ impl<'s> Builder<'s> {
     }
 
     /// Splits items[from..to] into arguments per `form`, builds each, and records the call.
-    fn call(
-        &mut self,
-        kind: MacroKind,
-        span: Span,
-        form: Form,
-        to: usize,
-        end: u32,
-    ) -> u32 {
+    fn call(&mut self, kind: MacroKind, span: Span, form: Form, to: usize, end: u32) -> u32 {
         self.arg_scratch.clear();
         match form {
             Form::NoArgs => {}
             Form::Single(first) => {
                 let start = self.items.get(first).map_or(end, |it| it.span.start);
-                self.arg_scratch
-                    .push((first, to, Span { start, end }));
+                self.arg_scratch.push((first, to, Span { start, end }));
             }
             Form::DoubleColon(first) => {
                 let mut start = first;
@@ -440,9 +432,7 @@ impl<'s> Builder<'s> {
         let mut negate = false;
         let it = *self.items.get(i)?;
         match it.kind {
-            ItemKind::Node(Node::Call(id)) => {
-                return self.blank(i + 1, to).then_some((id, false));
-            }
+            ItemKind::Node(Node::Call(id)) => self.blank(i + 1, to).then_some((id, false)),
             ItemKind::Node(Node::Text(t)) => {
                 let s = self.text(t);
                 let lead = s.len() - s.trim_ascii_start().len();
@@ -462,7 +452,10 @@ impl<'s> Builder<'s> {
                 }
                 let bytes = self.src.as_bytes();
                 let name_end = name_end(bytes, at, t.end as usize)?;
-                if !bytes[name_end..t.end as usize].iter().all(u8::is_ascii_whitespace) {
+                if !bytes[name_end..t.end as usize]
+                    .iter()
+                    .all(u8::is_ascii_whitespace)
+                {
                     return None; // legacy `:x` / ` x` forms, `! name`, stray text
                 }
                 let name = Span::new(at, name_end);
@@ -486,21 +479,16 @@ impl<'s> Builder<'s> {
     }
 
     fn push_node(&mut self, node: Node) {
-        if let (Some(last), Node::Text(s)) = (self.pending.last_mut(), node) {
-            if let Node::Text(prev) = last {
-                if prev.end == s.start {
-                    prev.end = s.end;
-                    return;
-                }
-            }
-        }
-        if let (Some(Node::Verbatim(prev)), Node::Verbatim(s)) = (self.pending.last_mut(), node) {
-            if prev.end == s.start {
+        // Adjacent literal runs merge, so a placeholder scan or copy sees one run.
+        match (self.pending.last_mut(), node) {
+            (Some(Node::Text(prev)), Node::Text(s))
+            | (Some(Node::Verbatim(prev)), Node::Verbatim(s))
+                if prev.end == s.start =>
+            {
                 prev.end = s.end;
-                return;
             }
+            _ => self.pending.push(node),
         }
-        self.pending.push(node);
     }
 
     fn commit(&mut self, from: usize) -> List {
@@ -688,4 +676,75 @@ fn name_end(bytes: &[u8], at: usize, limit: usize) -> Option<usize> {
         end += 1;
     }
     Some(end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syntax::parse;
+
+    fn tree(src: &str) -> (Tree, Vec<DiagnosticKind>) {
+        let (t, f) = parse(src.into(), &Limits::default());
+        (t, f.into_iter().map(|f| f.kind).collect())
+    }
+
+    #[test]
+    fn text_runs_merge() {
+        let (t, _) = tree("a::b {{ }} c");
+        assert_eq!(t.list(t.root), [Node::Text(Span::new(0, 12))]);
+    }
+
+    #[test]
+    fn call_arguments_and_spans() {
+        let (t, _) = tree("{{setvar:: k ::a::b}}");
+        let call = &t.calls[0];
+        assert_eq!(call.kind, MacroKind::SetVar(crate::syntax::catalog::Scope::Local));
+        assert_eq!(call.shape, CallShape::Ok);
+        let args: Vec<&str> = t.call_args(call).iter().map(|a| t.text(a.span)).collect();
+        assert_eq!(args, [" k ", "a::b"]);
+        assert_eq!(call.slot, 0);
+        let (t, _) = tree("{{random: a::b }}");
+        let args: Vec<&str> = t.call_args(&t.calls[0]).iter().map(|a| t.text(a.span)).collect();
+        assert_eq!(args, [" a::b "]);
+        let (t, _) = tree("{{user::x}}");
+        assert_eq!(t.calls[0].shape, CallShape::BadArguments);
+        assert_eq!(t.calls[0].slot, u32::MAX);
+    }
+
+    #[test]
+    fn block_states_and_findings() {
+        use DiagnosticKind::*;
+        let (t, f) = tree("{{#if a}}x{{else}}y{{/if}}");
+        assert!(f.is_empty());
+        let b = &t.blocks[0];
+        assert_eq!(b.state, BlockState::Closed);
+        assert_eq!(t.list(b.then), [Node::Text(Span::new(9, 10))]);
+        assert!(b.otherwise.is_some());
+        let (t, f) = tree("{{#unless a}}x{{/if}}");
+        assert_eq!(t.blocks[0].state, BlockState::Malformed);
+        assert_eq!(f, [MalformedBlock]);
+        let (t, f) = tree("{{if tool:x}}{{#if a}}");
+        assert_eq!(f, [UnclosedBlock, UnclosedBlock]);
+        assert!(t.blocks.iter().all(|b| b.state == BlockState::Unclosed));
+        let (_, f) = tree("{{else}}{{/unless}}{{#if}}{{/if}}");
+        assert_eq!(f, [StrayElse, StrayCloser, MalformedBlock]);
+    }
+
+    #[test]
+    fn conditions_become_calls() {
+        let (t, _) = tree("{{#if !getvar::x}}{{/if}}{{#if {{user}}}}{{/if}}");
+        assert_eq!(t.blocks[0].kind, BlockKind::Value { negate: true });
+        let c = &t.calls[t.blocks[0].cond.unwrap() as usize];
+        assert_eq!(c.kind, MacroKind::GetVar(crate::syntax::catalog::Scope::Local));
+        let c = &t.calls[t.blocks[1].cond.unwrap() as usize];
+        assert_eq!(c.kind, MacroKind::User);
+    }
+
+    #[test]
+    fn comments_drop_their_findings() {
+        let (t, f) = tree("{{// {{else}} {{foo::{{/if}}}} }}");
+        assert!(f.is_empty());
+        assert!(t.list(t.root).is_empty());
+        assert!(t.comment_only);
+    }
 }

@@ -130,7 +130,10 @@ impl MacroKind {
     pub fn is_declaration(self) -> bool {
         matches!(
             self,
-            MacroKind::SetVar(_) | MacroKind::AddVar(_) | MacroKind::IncVar(_) | MacroKind::DecVar(_)
+            MacroKind::SetVar(_)
+                | MacroKind::AddVar(_)
+                | MacroKind::IncVar(_)
+                | MacroKind::DecVar(_)
         )
     }
 }
@@ -155,8 +158,14 @@ mod tests {
         assert_eq!(MacroKind::lookup("User"), MacroKind::User);
         assert_eq!(MacroKind::lookup("BOT"), MacroKind::Char);
         assert_eq!(MacroKind::lookup("charDescription"), MacroKind::Description);
-        assert_eq!(MacroKind::lookup("lastChatMessage"), MacroKind::LastUserMessage);
-        assert_eq!(MacroKind::lookup("GetGlobalVar"), MacroKind::GetVar(Scope::Global));
+        assert_eq!(
+            MacroKind::lookup("lastChatMessage"),
+            MacroKind::LastUserMessage
+        );
+        assert_eq!(
+            MacroKind::lookup("GetGlobalVar"),
+            MacroKind::GetVar(Scope::Global)
+        );
         assert_eq!(MacroKind::lookup("notChar"), MacroKind::Unsupported);
         assert_eq!(MacroKind::lookup("summary"), MacroKind::Unknown);
         assert_eq!(

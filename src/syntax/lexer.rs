@@ -261,13 +261,29 @@ mod tests {
 
     #[test]
     fn placeholders_and_escapes() {
-        let k = kinds("\\{user} {tool}} \\\\{ <USER><user>");
-        assert_eq!(k[0].0, "escape");
-        assert_eq!(k[1], ("text", "user".into()));
-        assert!(k.contains(&("text".into(), "{".into())) || k.iter().any(|x| x.1 == "{"));
-        assert!(!k.iter().any(|x| x.0 == "ph" && x.1 == "{tool}"));
-        assert!(k.iter().any(|x| x.0 == "compat" && x.1 == "<USER>"));
-        assert!(k.iter().any(|x| x.0 == "escape" && x.1 == "\\{"));
+        let k = kinds("\\{user} {tool}} \\\\{ {a b} <USER><user>");
+        let want: Vec<(&str, &str)> = vec![
+            ("escape", "\\{"),
+            ("text", "user"),
+            ("text", "}"),
+            ("text", " "),
+            ("text", "{"),
+            ("text", "tool"),
+            ("close", "}}"),
+            ("text", " "),
+            ("text", "\\"),
+            ("escape", "\\{"),
+            ("text", " "),
+            ("text", "{"),
+            ("text", "a b"),
+            ("text", "}"),
+            ("text", " "),
+            ("compat", "<USER>"),
+            ("text", "<user>"),
+        ];
+        let got: Vec<(&str, &str)> = k.iter().map(|(a, b)| (*a, b.as_str())).collect();
+        assert_eq!(got, want);
+        assert_eq!(kinds("{user}.")[0], ("ph", "{user}".to_string()));
     }
 
     #[test]
