@@ -698,13 +698,20 @@ mod tests {
     fn call_arguments_and_spans() {
         let (t, _) = tree("{{setvar:: k ::a::b}}");
         let call = &t.calls[0];
-        assert_eq!(call.kind, MacroKind::SetVar(crate::syntax::catalog::Scope::Local));
+        assert_eq!(
+            call.kind,
+            MacroKind::SetVar(crate::syntax::catalog::Scope::Local)
+        );
         assert_eq!(call.shape, CallShape::Ok);
         let args: Vec<&str> = t.call_args(call).iter().map(|a| t.text(a.span)).collect();
         assert_eq!(args, [" k ", "a::b"]);
         assert_eq!(call.slot, 0);
         let (t, _) = tree("{{random: a::b }}");
-        let args: Vec<&str> = t.call_args(&t.calls[0]).iter().map(|a| t.text(a.span)).collect();
+        let args: Vec<&str> = t
+            .call_args(&t.calls[0])
+            .iter()
+            .map(|a| t.text(a.span))
+            .collect();
         assert_eq!(args, [" a::b "]);
         let (t, _) = tree("{{user::x}}");
         assert_eq!(t.calls[0].shape, CallShape::BadArguments);
@@ -735,7 +742,10 @@ mod tests {
         let (t, _) = tree("{{#if !getvar::x}}{{/if}}{{#if {{user}}}}{{/if}}");
         assert_eq!(t.blocks[0].kind, BlockKind::Value { negate: true });
         let c = &t.calls[t.blocks[0].cond.unwrap() as usize];
-        assert_eq!(c.kind, MacroKind::GetVar(crate::syntax::catalog::Scope::Local));
+        assert_eq!(
+            c.kind,
+            MacroKind::GetVar(crate::syntax::catalog::Scope::Local)
+        );
         let c = &t.calls[t.blocks[1].cond.unwrap() as usize];
         assert_eq!(c.kind, MacroKind::User);
     }
