@@ -106,7 +106,8 @@ impl Diagnostic {
     }
 
     /// Renders the diagnostic like a compiler message: a header, `file:line:col`, the source
-    /// line and a caret under the span. `source` is the node's content.
+    /// line and a caret under the span. `file` names where `source` (the node's content) came
+    /// from: a template file, or `preset.json#node` for a preset node.
     ///
     /// ```
     /// let src = "x\nA{{else}}B";
@@ -122,19 +123,14 @@ impl Diagnostic {
             Severity::Info => "info",
         };
         let mut out = format!("{sev}[{}]: {}\n", self.kind, self.message);
-        let node = self
-            .node
-            .as_deref()
-            .map(|n| format!(" (node {n})"))
-            .unwrap_or_default();
         match (self.line, self.column) {
             (Some(line), Some(col)) => {
-                out.push_str(&format!("  --> {file}:{line}:{col}{node}\n"));
+                out.push_str(&format!("  --> {file}:{line}:{col}\n"));
                 if let (Some(src), Some((start, end))) = (source, self.span) {
                     push_snippet(&mut out, src, line, start as usize, end as usize);
                 }
             }
-            _ => out.push_str(&format!("  --> {file}{node}\n")),
+            _ => out.push_str(&format!("  --> {file}\n")),
         }
         out
     }

@@ -16,11 +16,13 @@
 // pest_derive without its `std` feature (which adds a per-rule stack probe) names `alloc`.
 extern crate alloc;
 
+mod assemble;
 mod context;
 mod diagnostic;
 mod error;
 mod eval;
 mod limits;
+mod preset;
 mod syntax;
 mod template;
 
@@ -28,6 +30,7 @@ pub use context::{Context, ContextItem, Host, MapHost, Role, Tag, ToolText};
 pub use diagnostic::{Diagnostic, DiagnosticKind, Severity};
 pub use error::{ContextError, TemplateError};
 pub use limits::Limits;
+pub use preset::{CompiledPreset, Message, Preset, PresetError, PresetNode, Rendered, Source};
 pub use syntax::Span;
 pub use template::{Expanded, Expansion, Template, expand};
 

@@ -64,3 +64,72 @@ fn template_vectors() {
     );
     eprintln!("{} template vectors pass", cases.len());
 }
+
+#[test]
+fn render_vectors() {
+    let Some(cases) = shared("renders.json") else {
+        return;
+    };
+    let mut failures = Vec::new();
+    for case in &cases {
+        let name = case["name"].as_str().unwrap_or("?");
+        let ctx = Context::from_json(&serde_json::to_vec(&case["context"]).unwrap())
+            .unwrap_or_else(|e| panic!("{name}: bad context: {e}"));
+        let preset =
+            match stpreset::Preset::from_json(&serde_json::to_vec(&case["preset"]).unwrap()) {
+                Ok(p) => p,
+                Err(e) => {
+                    failures.push(format!("{name}: import failed: {e}"));
+                    continue;
+                }
+            };
+        let out = preset.compile().render(&ctx);
+        let got: Vec<Value> = out
+            .messages
+            .iter()
+            .map(|m| serde_json::json!([m.role, m.text()]))
+            .collect();
+        if Value::Array(got.clone()) != case["expect_messages"] {
+            failures.push(format!(
+                "{name}: {} != {}",
+                Value::Array(got),
+                case["expect_messages"]
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases fail:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+    eprintln!("{} render vectors pass", cases.len());
+}
+
+#[test]
+fn import_error_vectors() {
+    let Some(cases) = shared("import-errors.json") else {
+        return;
+    };
+    let mut failures = Vec::new();
+    for case in &cases {
+        let name = case["name"].as_str().unwrap_or("?");
+        let text = case["preset_text"].as_str().unwrap();
+        let bytes = if text == "@oversize" {
+            serde_json::to_vec(&serde_json::json!({"prompts": [{"identifier": "a", "content": "x".repeat(2 * 1024 * 1024 + 10)}]})).unwrap()
+        } else {
+            text.as_bytes().to_vec()
+        };
+        match stpreset::Preset::from_json(&bytes) {
+            Ok(_) => failures.push(format!("{name}: imported, expected an error")),
+            Err(e) => {
+                let msg = e.to_string();
+                if msg.lines().count() != 1 || msg.is_empty() {
+                    failures.push(format!("{name}: message is not one line: {msg:?}"));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

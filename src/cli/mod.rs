@@ -2,6 +2,7 @@
 //! Exit codes: 0 success, 1 bad input file, 2 bad usage (clap's own code).
 
 mod expand;
+mod render;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -23,6 +24,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Import, render and assemble a preset; print the messages.
+    Render(render::RenderArgs),
+    /// Import a preset and report problems a preset author should know about.
+    Audit(render::AuditArgs),
     /// Render one template as a single enabled custom node and print its text.
     Expand(expand::ExpandArgs),
 }
@@ -77,6 +82,8 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Expand(args) => expand::run(args),
+        Command::Render(args) => render::render(args),
+        Command::Audit(args) => render::audit(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

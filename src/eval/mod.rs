@@ -22,6 +22,7 @@ use crate::syntax::lexer::Namespace;
 use crate::syntax::tree::{
     Block, BlockKind, BlockState, Call, CallShape, Identity, List, Node, Tree,
 };
+pub(crate) use text::convert_identities;
 use vars::Vars;
 
 /// One node taking part in a render.
@@ -45,7 +46,7 @@ impl Signals {
     pub fn has(self, s: Signals) -> bool {
         self.0 & s.0 != 0
     }
-    fn add(&mut self, s: Signals) {
+    pub fn add(&mut self, s: Signals) {
         self.0 |= s.0;
     }
 }

@@ -126,6 +126,15 @@ impl MacroKind {
         matches!(self, MacroKind::SetVar(_) | MacroKind::AddVar(_))
     }
 
+    /// Macros that read the clock (for the cache-unfriendly-prefix audit).
+    pub fn is_temporal(self) -> bool {
+        use MacroKind::*;
+        matches!(
+            self,
+            Time | Date | Weekday | IsoTime | IsoDate | DateTimeFormat | IdleDuration
+        )
+    }
+
     /// Declarations run in pass 1 and render their recorded result in pass 2.
     pub fn is_declaration(self) -> bool {
         matches!(

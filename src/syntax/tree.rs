@@ -162,6 +162,38 @@ impl Tree {
     pub fn call_args(&self, call: &Call) -> &[Arg] {
         &self.args[call.args.start as usize..call.args.end as usize]
     }
+    /// Every call reachable from the root: both branches of every block (malformed ones too),
+    /// conditions and arguments, in no particular order. Iterative: input depth cannot grow
+    /// the stack.
+    pub fn reachable_calls(&self) -> Vec<&Call> {
+        let mut out = Vec::new();
+        let mut todo = vec![self.root];
+        while let Some(list) = todo.pop() {
+            for node in self.list(list) {
+                match *node {
+                    Node::Call(c) => {
+                        let call = &self.calls[c as usize];
+                        out.push(call);
+                        todo.extend(self.call_args(call).iter().map(|a| a.body));
+                    }
+                    Node::Block(b) => {
+                        let block = &self.blocks[b as usize];
+                        todo.push(block.then);
+                        todo.extend(block.otherwise);
+                        if let Some(c) = block.cond {
+                            let call = &self.calls[c as usize];
+                            out.push(call);
+                            todo.extend(self.call_args(call).iter().map(|a| a.body));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        out.sort_by_key(|c| c.span.start);
+        out
+    }
+
     /// 1-based line and byte column of a byte offset.
     pub fn line_col(&self, offset: u32) -> (u32, u32) {
         self.lines

@@ -1,0 +1,140 @@
+//! `stpreset render PRESET.json` and `stpreset audit PRESET.json`.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::json;
+use stpreset::{Diagnostic, Message, Preset, Role, Source};
+
+use super::{ContextArgs, Failure, Format, read};
+
+#[derive(Args)]
+pub(crate) struct RenderArgs {
+    /// Preset file (SillyTavern JSON).
+    preset: PathBuf,
+    #[command(flatten)]
+    context: ContextArgs,
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
+}
+
+#[derive(Args)]
+pub(crate) struct AuditArgs {
+    /// Preset file (SillyTavern JSON).
+    preset: PathBuf,
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
+}
+
+fn import(path: &std::path::Path) -> Result<Preset, Failure> {
+    let bytes = read(path)?;
+    Preset::from_json(&bytes).map_err(|e| Failure(format!("{}: {e}", path.display())))
+}
+
+/// Diagnostics in human form, each with its node's source line when it has a position.
+fn print_diagnostics(file: &str, preset: &Preset, diags: &[Diagnostic]) {
+    let mut stderr = std::io::stderr().lock();
+    for d in diags {
+        let source = d.node.as_deref().and_then(|id| {
+            preset
+                .nodes()
+                .iter()
+                .find(|n| n.identifier == id)
+                .map(|n| n.content.as_str())
+        });
+        let label = match &d.node {
+            Some(id) => format!("{file}#{id}"),
+            None => file.to_string(),
+        };
+        // Best effort: a closed stderr must not fail the command.
+        let _ = write!(stderr, "{}", d.render(&label, source));
+    }
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Model => "model",
+    }
+}
+
+fn source_name(source: &Source) -> String {
+    match source {
+        Source::Node(id) => format!("node {id}"),
+        Source::Tag(Some(tag)) => serde_json::to_value(tag)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default(),
+        Source::Tag(None) => "untagged".into(),
+        _ => "SAMPLE_SEPARATOR".into(),
+    }
+}
+
+fn write_text(out: &mut impl Write, messages: &[Message]) -> std::io::Result<()> {
+    for m in messages {
+        writeln!(
+            out,
+            "### {} ({})",
+            role_name(m.role),
+            source_name(&m.source)
+        )?;
+        writeln!(out, "{}", m.text())?;
+    }
+    Ok(())
+}
+
+pub(crate) fn render(args: RenderArgs) -> Result<(), Failure> {
+    let preset = import(&args.preset)?;
+    let ctx = args.context.load()?;
+    let out = preset.compile().render(&ctx);
+    let file = args.preset.display().to_string();
+    let mut stdout = std::io::stdout().lock();
+    let written = match args.format {
+        Format::Text => {
+            print_diagnostics(&file, &preset, &out.diagnostics);
+            write_text(&mut stdout, &out.messages)
+        }
+        Format::Json => serde_json::to_writer(&mut stdout, &out)
+            .map_err(std::io::Error::other)
+            .and_then(|()| writeln!(stdout)),
+    };
+    written
+        .and_then(|()| stdout.flush())
+        .map_err(|e| Failure(format!("cannot write output: {e}")))
+}
+
+pub(crate) fn audit(args: AuditArgs) -> Result<(), Failure> {
+    let preset = import(&args.preset)?;
+    let diags = preset.audit();
+    let file = args.preset.display().to_string();
+    let nodes = preset.nodes();
+    let enabled = nodes.iter().filter(|n| n.enabled).count();
+    let mut stdout = std::io::stdout().lock();
+    let written = match args.format {
+        Format::Text => {
+            print_diagnostics(&file, &preset, &diags);
+            writeln!(
+                stdout,
+                "{file}: {} nodes ({enabled} enabled), {} warnings, {} notes",
+                nodes.len(),
+                diags
+                    .iter()
+                    .filter(|d| d.severity() == stpreset::Severity::Warning)
+                    .count(),
+                diags
+                    .iter()
+                    .filter(|d| d.severity() == stpreset::Severity::Info)
+                    .count(),
+            )
+        }
+        Format::Json => {
+            let doc = json!({"nodes": nodes.len(), "enabled": enabled, "diagnostics": diags});
+            writeln!(stdout, "{doc}")
+        }
+    };
+    written
+        .and_then(|()| stdout.flush())
+        .map_err(|e| Failure(format!("cannot write output: {e}")))
+}

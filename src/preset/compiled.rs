@@ -1,0 +1,158 @@
+//! A preset compiled once (every taking-part node parsed into a tree) and rendered many times.
+
+use std::collections::BTreeMap;
+
+use super::{Preset, PresetNode};
+use crate::assemble::{self, Slot};
+use crate::context::{Context, Host};
+use crate::diagnostic::{Diagnostic, Finding};
+use crate::eval::{self, EvalNode, Signals};
+use crate::limits::Limits;
+use crate::syntax::{self, Tree};
+
+pub use crate::assemble::{Message, Source};
+
+/// A parsed node: its tree and its parse findings.
+#[derive(Debug)]
+struct Compiled {
+    tree: Tree,
+    findings: Vec<Finding>,
+}
+
+/// A preset ready to render: enabled nodes are parsed once, here.
+///
+/// ```
+/// use stpreset::{Context, Preset};
+/// let preset = Preset::from_json(br#"{"prompts": [
+///     {"identifier": "main", "content": "You are {{char}}."},
+///     {"identifier": "chatHistory", "marker": true},
+///     {"identifier": "jb", "content": "Stay in character.", "injection_position": 1, "injection_depth": 0}
+/// ]}"#).unwrap();
+/// let compiled = preset.compile();
+/// let mut ctx = Context::from_json(br#"{"char": "Tomori", "items": [
+///     {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}]}"#).unwrap();
+/// let out = compiled.render(&ctx);
+/// let texts: Vec<String> = out.messages.iter().map(|m| m.text()).collect();
+/// assert_eq!(texts, ["You are Tomori.", "hi\n[System: Stay in character.]"]);
+/// ```
+#[derive(Debug)]
+pub struct CompiledPreset {
+    nodes: Vec<PresetNode>,
+    /// Per node: the parsed tree of an enabled, non-marker node.
+    compiled: Vec<Option<Compiled>>,
+    import_diagnostics: Vec<Diagnostic>,
+}
+
+/// The result of rendering a preset.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct Rendered {
+    /// The ordered messages for the model provider.
+    pub messages: Vec<Message>,
+    /// Import, parse, pass-1, pass-2 and assembly diagnostics, in that order.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Local variables after the render.
+    pub variables: BTreeMap<String, String>,
+    /// Global variables after the render.
+    pub globals: BTreeMap<String, String>,
+}
+
+use serde::Serialize;
+
+impl Preset {
+    /// Parses every enabled, non-marker node once, with the default limits.
+    pub fn compile(&self) -> CompiledPreset {
+        self.compile_with(&Limits::default())
+    }
+
+    /// Parses every enabled, non-marker node once, with the given parse limits.
+    pub fn compile_with(&self, limits: &Limits) -> CompiledPreset {
+        let compiled = self
+            .nodes
+            .iter()
+            .map(|n| {
+                (n.enabled && !n.is_marker()).then(|| {
+                    let (tree, findings) = syntax::parse(n.content.as_str().into(), limits);
+                    Compiled { tree, findings }
+                })
+            })
+            .collect();
+        CompiledPreset {
+            nodes: self.nodes.clone(),
+            compiled,
+            import_diagnostics: self.diagnostics.clone(),
+        }
+    }
+}
+
+impl CompiledPreset {
+    /// The preset's nodes, in walk order.
+    pub fn nodes(&self) -> &[PresetNode] {
+        &self.nodes
+    }
+
+    /// Whether node `index` holds only comments, `{{trim}}` and whitespace (never rendered).
+    /// `None` for nodes that were not compiled (disabled nodes and markers).
+    pub fn is_comment_only(&self, index: usize) -> Option<bool> {
+        self.compiled
+            .get(index)?
+            .as_ref()
+            .map(|c| c.tree.comment_only)
+    }
+
+    /// Renders against `ctx`, answering host predicates from `ctx.host`.
+    pub fn render(&self, ctx: &Context) -> Rendered {
+        self.render_with_host(ctx, &ctx.host)
+    }
+
+    /// Renders against `ctx`, answering host predicates from `host`.
+    pub fn render_with_host(&self, ctx: &Context, host: &dyn Host) -> Rendered {
+        // Nodes taking part: enabled, non-marker, not comment-only (`main` is kept as anchor
+        // but a comment-only `main` renders no text).
+        let mut eval_nodes = Vec::new();
+        let mut eval_index = vec![usize::MAX; self.nodes.len()];
+        for (i, (node, c)) in self.nodes.iter().zip(&self.compiled).enumerate() {
+            if let Some(c) = c.as_ref().filter(|c| !c.tree.comment_only) {
+                eval_index[i] = eval_nodes.len();
+                eval_nodes.push(EvalNode {
+                    id: &node.identifier,
+                    tree: &c.tree,
+                    findings: &c.findings,
+                });
+            }
+        }
+        let ev = eval::evaluate(&eval_nodes, ctx, host);
+        let mut signals = Signals::default();
+        for out in &ev.nodes {
+            signals.add(out.signals);
+        }
+        let slots: Vec<Slot<'_>> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(i, n)| n.enabled && (n.is_marker() || self.compiled[*i].is_some()))
+            .filter(|(i, n)| {
+                // Comment-only custom nodes never render; `main` stays as the anchor.
+                n.is_marker() || n.identifier == "main" || eval_index[*i] != usize::MAX
+            })
+            .map(|(i, n)| Slot {
+                identifier: &n.identifier,
+                role: &n.role,
+                marker: n.is_marker(),
+                depth: n
+                    .is_depth()
+                    .then_some((n.injection_depth, n.injection_order)),
+                text: ev.nodes.get(eval_index[i]).map_or("", |o| o.text.as_str()),
+            })
+            .collect();
+        let mut diagnostics = self.import_diagnostics.clone();
+        diagnostics.extend(ev.diagnostics);
+        let messages = assemble::assemble(&slots, signals, ctx, &mut diagnostics);
+        Rendered {
+            messages,
+            diagnostics,
+            variables: ev.variables,
+            globals: ev.globals,
+        }
+    }
+}

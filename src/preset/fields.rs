@@ -1,0 +1,146 @@
+//! Typed reads of preset JSON fields (SPEC §6 "Node fields"): strings, booleans and the
+//! integer rules, each failing with an error that names the prompt and the field.
+
+use serde_json::Value;
+
+use super::PresetError;
+
+/// Where a field sits, for error messages: a prompt (by identifier or index) or a path.
+pub(super) struct At<'a> {
+    pub prompt: &'a str,
+}
+
+impl At<'_> {
+    fn err(&self, field: &str, problem: impl Into<String>) -> PresetError {
+        PresetError::Field {
+            prompt: self.prompt.to_string(),
+            field: field.to_string(),
+            problem: problem.into(),
+        }
+    }
+
+    /// A string field; `null` or missing gives `None`.
+    pub fn string(
+        &self,
+        obj: &serde_json::Map<String, Value>,
+        field: &str,
+    ) -> Result<Option<String>, PresetError> {
+        match obj.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => {
+                Err(self.err(field, format!("expected a string, found {}", kind(other))))
+            }
+        }
+    }
+
+    /// A boolean field; `null` or missing gives `None`.
+    pub fn boolean(
+        &self,
+        obj: &serde_json::Map<String, Value>,
+        field: &str,
+    ) -> Result<Option<bool>, PresetError> {
+        match obj.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(other) => Err(self.err(
+                field,
+                format!("expected true or false, found {}", kind(other)),
+            )),
+        }
+    }
+
+    /// An integer field: a JSON number with no fractional part, or a string of an optional sign
+    /// and decimal digits with optional surrounding spaces; clamped to i32.
+    pub fn integer(
+        &self,
+        obj: &serde_json::Map<String, Value>,
+        field: &str,
+    ) -> Result<Option<i32>, PresetError> {
+        let clamp = |v: f64| v.clamp(i32::MIN as f64, i32::MAX as f64) as i32;
+        match obj.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) => {
+                if let Some(i) = n.as_i64() {
+                    Ok(Some(i.clamp(i32::MIN as i64, i32::MAX as i64) as i32))
+                } else if let Some(u) = n.as_u64() {
+                    Ok(Some(u.min(i32::MAX as u64) as i32))
+                } else {
+                    match n.as_f64() {
+                        Some(f) if f.is_finite() && f.fract() == 0.0 => Ok(Some(clamp(f))),
+                        _ => Err(self.err(field, format!("expected a whole number, found {n}"))),
+                    }
+                }
+            }
+            Some(Value::String(s)) => {
+                let t = s.trim_matches(' ');
+                let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
+                if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(self.err(field, format!("expected a whole number, found \"{s}\"")));
+                }
+                let negative = t.starts_with('-');
+                // Saturate long digit strings instead of failing on overflow.
+                let v = digits.parse::<i64>().unwrap_or(i64::MAX);
+                let v = if negative { -v } else { v };
+                Ok(Some(v.clamp(i32::MIN as i64, i32::MAX as i64) as i32))
+            }
+            Some(other) => Err(self.err(
+                field,
+                format!("expected a whole number, found {}", kind(other)),
+            )),
+        }
+    }
+}
+
+/// A short name for a JSON value's type, for messages.
+pub(super) fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn int(v: Value) -> Result<Option<i32>, PresetError> {
+        let obj = json!({ "f": v });
+        At { prompt: "p" }.integer(obj.as_object().unwrap(), "f")
+    }
+
+    #[test]
+    fn integer_rules() {
+        assert_eq!(int(json!(2)).unwrap(), Some(2));
+        assert_eq!(int(json!(2.0)).unwrap(), Some(2));
+        assert_eq!(int(json!(1e12)).unwrap(), Some(i32::MAX));
+        assert_eq!(int(json!(-1e12)).unwrap(), Some(i32::MIN));
+        assert_eq!(int(json!(" 90 ")).unwrap(), Some(90));
+        assert_eq!(int(json!("-7")).unwrap(), Some(-7));
+        assert_eq!(int(json!("+7")).unwrap(), Some(7));
+        assert_eq!(
+            int(json!("99999999999999999999999")).unwrap(),
+            Some(i32::MAX)
+        );
+        assert_eq!(int(json!(u64::MAX)).unwrap(), Some(i32::MAX));
+        assert_eq!(int(Value::Null).unwrap(), None);
+        for bad in [
+            json!(2.5),
+            json!("4.5"),
+            json!("1e3"),
+            json!(true),
+            json!("x"),
+            json!(""),
+            json!([1]),
+            json!("- 1"),
+        ] {
+            let e = int(bad.clone()).unwrap_err().to_string();
+            assert!(e.contains("prompt p") && e.contains("`f`"), "{bad}: {e}");
+        }
+    }
+}

@@ -1,0 +1,421 @@
+//! Preset import (SPEC §6): Prompt Manager presets, legacy text-completion presets and legacy
+//! post-history fields, validated whole before anything is returned.
+
+mod audit;
+mod compiled;
+mod fields;
+mod legacy;
+
+use std::collections::HashSet;
+
+use serde_json::{Map, Value};
+use thiserror::Error;
+
+use crate::diagnostic::{Diagnostic, DiagnosticKind};
+use crate::limits::Limits;
+use fields::{At, kind};
+
+pub use compiled::{CompiledPreset, Message, Rendered, Source};
+
+/// A preset file that cannot be imported. Nothing is half-imported.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PresetError {
+    /// The file is larger than [`Limits::preset_bytes`].
+    #[error("preset is {size} bytes, over the limit of {limit} bytes")]
+    TooLarge {
+        /// Size of the file.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The file is not UTF-8.
+    #[error("preset is not valid UTF-8 (byte {offset})")]
+    Utf8 {
+        /// First invalid byte.
+        offset: usize,
+    },
+    /// The file is not JSON.
+    #[error("preset is not valid JSON at line {line} column {column}: {message}")]
+    Json {
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What the JSON parser said.
+        message: String,
+    },
+    /// Valid JSON that is no preset.
+    #[error("not a preset: {0}")]
+    NotAPreset(String),
+    /// A prompt field of the wrong type or value.
+    #[error("prompt {prompt}: field `{field}`: {problem}")]
+    Field {
+        /// The prompt's identifier (or `#index` when it has none).
+        prompt: String,
+        /// The field.
+        field: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// Any other part of the file of the wrong shape.
+    #[error("`{path}`: {problem}")]
+    Shape {
+        /// Where in the file (`prompt_order[0].order`).
+        path: String,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+/// One prompt node of a preset, with SPEC §6 defaults applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PresetNode {
+    /// Unique identifier within the preset (`main`, `chatHistory`, a UUID, ...).
+    pub identifier: String,
+    /// Display name.
+    pub name: String,
+    /// `system` (default), `user`, `assistant`, or anything a preset wrote.
+    pub role: String,
+    /// Template text.
+    pub content: String,
+    /// A marker stands for a block the host builds; it has no text of its own.
+    pub marker: bool,
+    /// Whether the node takes part in a render.
+    pub enabled: bool,
+    /// 0: placed by the walk; 1: injected into chat history at `injection_depth`.
+    pub injection_position: i32,
+    /// How many history items from the end (0 = the last).
+    pub injection_depth: i32,
+    /// Ordering among injections at the same depth (ascending).
+    pub injection_order: i32,
+}
+
+impl PresetNode {
+    fn custom(identifier: String, content: String, enabled: bool) -> PresetNode {
+        PresetNode {
+            name: identifier.clone(),
+            identifier,
+            role: "system".into(),
+            content,
+            marker: false,
+            enabled,
+            injection_position: 0,
+            injection_depth: 4,
+            injection_order: 100,
+        }
+    }
+
+    fn marker(identifier: &str) -> PresetNode {
+        PresetNode {
+            marker: true,
+            ..PresetNode::custom(identifier.to_string(), String::new(), true)
+        }
+    }
+
+    /// A depth node is a custom (non-marker) node injected into chat history.
+    pub fn is_depth(&self) -> bool {
+        !self.marker && self.injection_position == 1
+    }
+
+    /// Whether the node is a marker in the walk. `main` is the anchor either way (SPEC §10).
+    pub fn is_marker(&self) -> bool {
+        self.marker && self.identifier != "main"
+    }
+}
+
+/// An imported preset: its nodes in walk order, import diagnostics, and the whole file.
+///
+/// ```
+/// let p = stpreset::Preset::from_json(br#"{"prompts": [
+///     {"identifier": "main", "content": "Be {{char}}."},
+///     {"identifier": "chatHistory", "marker": true}
+/// ]}"#).unwrap();
+/// assert_eq!(p.nodes().len(), 2);
+/// assert!(p.raw().get("prompts").is_some());
+/// ```
+#[derive(Debug, Clone)]
+pub struct Preset {
+    nodes: Vec<PresetNode>,
+    diagnostics: Vec<Diagnostic>,
+    raw: Value,
+}
+
+impl Preset {
+    /// Imports a preset file with the default limits.
+    pub fn from_json(bytes: &[u8]) -> Result<Preset, PresetError> {
+        Preset::from_json_with(bytes, &Limits::default())
+    }
+
+    /// Imports a preset file, refusing files over `limits.preset_bytes`.
+    pub fn from_json_with(bytes: &[u8], limits: &Limits) -> Result<Preset, PresetError> {
+        if bytes.len() > limits.preset_bytes {
+            return Err(PresetError::TooLarge {
+                size: bytes.len(),
+                limit: limits.preset_bytes,
+            });
+        }
+        let text = std::str::from_utf8(bytes).map_err(|e| PresetError::Utf8 {
+            offset: e.valid_up_to(),
+        })?;
+        let raw: Value = serde_json::from_str(text).map_err(|e| PresetError::Json {
+            line: e.line(),
+            column: e.column(),
+            message: json_message(&e),
+        })?;
+        let Some(root) = raw.as_object() else {
+            return Err(PresetError::NotAPreset(format!(
+                "the file is {}, not an object",
+                kind(&raw)
+            )));
+        };
+        let mut diagnostics = Vec::new();
+        let mut nodes = match root.get("prompts") {
+            Some(Value::Array(prompts)) if !prompts.is_empty() => {
+                prompt_manager(root, prompts, &mut diagnostics)?
+            }
+            None | Some(Value::Null | Value::Array(_)) => legacy_or_none(root)?,
+            Some(other) => {
+                return Err(PresetError::Shape {
+                    path: "prompts".into(),
+                    problem: format!("expected an array, found {}", kind(other)),
+                });
+            }
+        };
+        legacy::post_history(root, &mut nodes)?;
+        Ok(Preset {
+            nodes,
+            diagnostics,
+            raw,
+        })
+    }
+
+    /// The imported nodes, in walk order (depth nodes included).
+    pub fn nodes(&self) -> &[PresetNode] {
+        &self.nodes
+    }
+
+    /// Mutable access to the nodes (to toggle `enabled`, say) before compiling.
+    pub fn nodes_mut(&mut self) -> &mut [PresetNode] {
+        &mut self.nodes
+    }
+
+    /// Import diagnostics (`UnknownOrderReference`, `DuplicateIdentifier`).
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+
+    /// The whole file as parsed, including fields stpreset does not use (sampler settings, ...).
+    pub fn raw(&self) -> &Value {
+        &self.raw
+    }
+}
+
+fn json_message(e: &serde_json::Error) -> String {
+    let msg = e.to_string();
+    match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_string(),
+        None => msg,
+    }
+}
+
+fn legacy_or_none(root: &Map<String, Value>) -> Result<Vec<PresetNode>, PresetError> {
+    match legacy::story(root)? {
+        Some(nodes) => Ok(nodes),
+        None => Err(PresetError::NotAPreset(
+            "no non-empty `prompts` array and no legacy `context.story_string` with \
+             `sysprompt.content`"
+                .into(),
+        )),
+    }
+}
+
+fn import_diag(kind: DiagnosticKind, message: String) -> Diagnostic {
+    Diagnostic {
+        kind,
+        node: None,
+        span: None,
+        line: None,
+        column: None,
+        message,
+    }
+}
+
+/// Reads and validates every prompt, then orders them by the chosen order list.
+fn prompt_manager(
+    root: &Map<String, Value>,
+    prompts: &[Value],
+    diags: &mut Vec<Diagnostic>,
+) -> Result<Vec<PresetNode>, PresetError> {
+    // Every prompt is validated, also those the order list does not reference.
+    let mut all = Vec::with_capacity(prompts.len());
+    for (i, p) in prompts.iter().enumerate() {
+        let Some(obj) = p.as_object() else {
+            return Err(PresetError::Shape {
+                path: format!("prompts[{i}]"),
+                problem: format!("expected an object, found {}", kind(p)),
+            });
+        };
+        let index_name = format!("#{i}");
+        let id = At {
+            prompt: &index_name,
+        }
+        .string(obj, "identifier")?;
+        let label = id.clone().unwrap_or(index_name);
+        let at = At { prompt: &label };
+        let marker = at.boolean(obj, "marker")?.unwrap_or(false);
+        let position = at.integer(obj, "injection_position")?.unwrap_or(0);
+        if position != 0 && position != 1 {
+            return Err(PresetError::Field {
+                prompt: label.clone(),
+                field: "injection_position".into(),
+                problem: format!("must be 0 or 1, found {position}"),
+            });
+        }
+        let identifier = id.unwrap_or_else(|| format!("prompt_{i}"));
+        let node = PresetNode {
+            name: at
+                .string(obj, "name")?
+                .unwrap_or_else(|| identifier.clone()),
+            role: at.string(obj, "role")?.unwrap_or_else(|| "system".into()),
+            content: at.string(obj, "content")?.unwrap_or_default(),
+            marker,
+            enabled: at.boolean(obj, "enabled")?.unwrap_or(true),
+            injection_position: position,
+            injection_depth: at.integer(obj, "injection_depth")?.unwrap_or(4),
+            injection_order: at.integer(obj, "injection_order")?.unwrap_or(100),
+            identifier,
+        };
+        all.push(node);
+    }
+    // The first prompt with an identifier wins (NemoEngine 5.9.1 has two `main`).
+    let mut seen = HashSet::new();
+    let mut unique = Vec::with_capacity(all.len());
+    for node in all {
+        if seen.insert(node.identifier.clone()) {
+            unique.push(node);
+        } else {
+            diags.push(import_diag(
+                DiagnosticKind::DuplicateIdentifier,
+                format!(
+                    "prompt identifier `{}` appears more than once: the first prompt is used",
+                    node.identifier
+                ),
+            ));
+        }
+    }
+    let Some(order) = order_list(root)? else {
+        return Ok(unique);
+    };
+    let mut by_id: std::collections::HashMap<String, PresetNode> = unique
+        .into_iter()
+        .map(|n| (n.identifier.clone(), n))
+        .collect();
+    let mut used = HashSet::new();
+    let mut nodes = Vec::with_capacity(order.len());
+    for (identifier, enabled) in order {
+        if !used.insert(identifier.clone()) {
+            diags.push(import_diag(
+                DiagnosticKind::DuplicateIdentifier,
+                format!(
+                    "`{identifier}` is listed twice in the order list: the first entry is used"
+                ),
+            ));
+            continue;
+        }
+        match by_id.remove(&identifier) {
+            Some(mut node) => {
+                node.enabled = enabled;
+                nodes.push(node);
+            }
+            None => diags.push(import_diag(
+                DiagnosticKind::UnknownOrderReference,
+                format!("the order list names `{identifier}`, which no prompt has: skipped"),
+            )),
+        }
+    }
+    Ok(nodes)
+}
+
+/// The order list of `character_id` 100001, else 100000: `(identifier, enabled)` pairs.
+/// `None` when neither has an array `order`.
+fn order_list(root: &Map<String, Value>) -> Result<Option<Vec<(String, bool)>>, PresetError> {
+    let entries = match root.get("prompt_order") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Array(a)) => a,
+        Some(other) => {
+            return Err(PresetError::Shape {
+                path: "prompt_order".into(),
+                problem: format!("expected an array, found {}", kind(other)),
+            });
+        }
+    };
+    let mut lists: [Option<(usize, &Vec<Value>)>; 2] = [None, None];
+    for (i, e) in entries.iter().enumerate() {
+        let path = format!("prompt_order[{i}]");
+        let Some(obj) = e.as_object() else {
+            return Err(PresetError::Shape {
+                path,
+                problem: format!("expected an object, found {}", kind(e)),
+            });
+        };
+        let id = match obj.get("character_id") {
+            Some(Value::Number(n)) => n.as_i64(),
+            Some(Value::String(s)) => s.trim().parse::<i64>().ok(),
+            _ => None,
+        };
+        let order = match obj.get("order") {
+            None | Some(Value::Null) => None,
+            Some(Value::Array(a)) => Some(a),
+            Some(other) => {
+                return Err(PresetError::Shape {
+                    path: format!("{path}.order"),
+                    problem: format!("expected an array, found {}", kind(other)),
+                });
+            }
+        };
+        let slot = match id {
+            Some(100001) => 0,
+            Some(100000) => 1,
+            _ => continue,
+        };
+        if let (Some(order), None) = (order, lists[slot]) {
+            lists[slot] = Some((i, order));
+        }
+    }
+    let Some((i, order)) = lists[0].or(lists[1]) else {
+        return Ok(None);
+    };
+    let mut out = Vec::with_capacity(order.len());
+    for (j, entry) in order.iter().enumerate() {
+        let path = format!("prompt_order[{i}].order[{j}]");
+        let Some(obj) = entry.as_object() else {
+            return Err(PresetError::Shape {
+                path,
+                problem: format!("expected an object, found {}", kind(entry)),
+            });
+        };
+        let identifier = match obj.get("identifier") {
+            Some(Value::String(s)) => s.clone(),
+            other => {
+                return Err(PresetError::Shape {
+                    path: format!("{path}.identifier"),
+                    problem: format!("expected a string, found {}", other.map_or("nothing", kind)),
+                });
+            }
+        };
+        let enabled = match obj.get("enabled") {
+            None | Some(Value::Null) => true,
+            Some(Value::Bool(b)) => *b,
+            Some(other) => {
+                return Err(PresetError::Shape {
+                    path: format!("{path}.enabled"),
+                    problem: format!("expected true or false, found {}", kind(other)),
+                });
+            }
+        };
+        out.push((identifier, enabled));
+    }
+    Ok(Some(out))
+}
