@@ -61,8 +61,8 @@ pub(crate) struct Slot<'a> {
     pub marker: bool,
     /// `(depth, order)` for depth nodes.
     pub depth: Option<(i32, i32)>,
-    /// The finished text of a custom node (empty: no output).
-    pub text: &'a str,
+    /// The finished text of a custom node (empty: no output); moved into its message.
+    pub text: String,
 }
 
 const SAMPLE_SEPARATOR: &str = "[System: The example dialogue above only shows how {{char}} writes; it is not part of the live conversation. Continue from the current scene.]";
@@ -176,7 +176,7 @@ fn node_role(role: &str) -> Role {
 
 /// Builds the message list from the walk slots (in preset order) and the host context.
 pub(crate) fn assemble(
-    slots: &[Slot<'_>],
+    slots: &mut [Slot<'_>],
     signals: Signals,
     ctx: &Context,
     diags: &mut Vec<Diagnostic>,
@@ -210,7 +210,7 @@ pub(crate) fn assemble(
     let mut out = Vec::new();
     let mut knowledge_done = false;
     let mut participants_done = false;
-    for slot in slots.iter().filter(|s| s.depth.is_none()) {
+    for slot in slots.iter_mut().filter(|s| s.depth.is_none()) {
         let id = slot.identifier;
         if !participants_done && matches!(id, "dialogueExamples" | "chatHistory") {
             flush_participants(&mut buckets, &mut out);
@@ -263,8 +263,8 @@ pub(crate) fn assemble(
         });
     }
     let mut injections: Vec<(i32, i32, String)> = slots
-        .iter()
-        .filter_map(|s| s.depth.map(|(d, o)| (d, o, s.text.to_string())))
+        .iter_mut()
+        .filter_map(|s| s.depth.map(|(d, o)| (d, o, std::mem::take(&mut s.text))))
         .collect();
     for item in ctx.items.iter().filter(|i| is_tail(i.tag)) {
         match item.depth {
@@ -281,10 +281,10 @@ pub(crate) fn assemble(
     out
 }
 
-fn node_message(slot: &Slot<'_>) -> Message {
+fn node_message(slot: &mut Slot<'_>) -> Message {
     Message {
         role: node_role(slot.role),
-        parts: vec![slot.text.to_string()],
+        parts: vec![std::mem::take(&mut slot.text)],
         source: Source::Node(slot.identifier.to_string()),
     }
 }

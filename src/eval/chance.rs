@@ -2,7 +2,7 @@
 
 /// Items of `random`/`pick`: several arguments are the items; a single one splits on `,`
 /// (`\,` is a literal comma). Items are trimmed and empty ones dropped.
-pub(crate) fn items(args: &[String]) -> Vec<String> {
+pub(crate) fn items<S: AsRef<str>>(args: &[S]) -> Vec<String> {
     let mut out = Vec::new();
     let mut keep = |s: &str| {
         let t = s.trim();
@@ -13,7 +13,7 @@ pub(crate) fn items(args: &[String]) -> Vec<String> {
     match args {
         [one] => {
             let mut cur = String::new();
-            let mut chars = one.chars().peekable();
+            let mut chars = one.as_ref().chars().peekable();
             while let Some(c) = chars.next() {
                 match c {
                     '\\' if chars.peek() == Some(&',') => {
@@ -26,7 +26,7 @@ pub(crate) fn items(args: &[String]) -> Vec<String> {
             }
             keep(&cur);
         }
-        many => many.iter().for_each(|a| keep(a)),
+        many => many.iter().for_each(|a| keep(a.as_ref())),
     }
     out
 }
@@ -103,7 +103,7 @@ mod tests {
         assert_eq!(items(&s(&["a\\,b"])), s(&["a,b"]));
         assert_eq!(items(&s(&["a,b", " c "])), s(&["a,b", "c"]));
         assert!(items(&s(&[", ,"])).is_empty());
-        assert!(items(&[]).is_empty());
+        assert!(items::<String>(&[]).is_empty());
     }
 
     #[test]

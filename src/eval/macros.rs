@@ -1,5 +1,7 @@
 //! What each value macro of the catalog produces (SPEC §3). Declarations live in `Run::declare`.
 
+use std::borrow::Cow;
+
 use rand::RngExt;
 
 use super::{HostValue, Run, Signals, chance, clock, text};
@@ -20,7 +22,7 @@ impl Run<'_, '_> {
     pub(super) fn value(
         &mut self,
         call: &Call,
-        args: &[String],
+        args: &[Cow<'_, str>],
         out: &mut String,
     ) -> Result<(), Bad> {
         use MacroKind::*;

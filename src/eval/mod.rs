@@ -8,6 +8,7 @@ mod macros;
 mod text;
 mod vars;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use chrono::NaiveDateTime;
@@ -17,7 +18,7 @@ use rand::rngs::Xoshiro256PlusPlus;
 use crate::context::{Context, Host, ToolText};
 use crate::diagnostic::{Diagnostic, DiagnosticKind, Finding};
 use crate::syntax::Span;
-use crate::syntax::catalog::{MacroKind, Scope};
+use crate::syntax::catalog::MacroKind;
 use crate::syntax::lexer::Namespace;
 use crate::syntax::tree::{
     Block, BlockKind, BlockState, Call, CallShape, Identity, List, Node, Tree,
@@ -68,8 +69,20 @@ pub(crate) struct Evaluation {
 /// Runs both passes and the host passes over `nodes`, in order.
 pub(crate) fn evaluate(nodes: &[EvalNode<'_>], ctx: &Context, host: &dyn Host) -> Evaluation {
     let mut eng = Engine::new(ctx, host);
-    let mut states: Vec<NodeState> = nodes.iter().map(|n| NodeState::new(n.tree)).collect();
-    for (node, st) in nodes.iter().zip(&mut states) {
+    let mut states = Vec::with_capacity(nodes.len());
+    let (mut blocks, mut slots) = (0, 0);
+    for n in nodes {
+        states.push(NodeState {
+            block_base: blocks,
+            slot_base: slots,
+        });
+        blocks += n.tree.blocks.len();
+        slots += n.tree.slots as usize;
+    }
+    // One allocation each for all nodes' pass-1 records.
+    eng.decisions = vec![0; blocks];
+    eng.records = vec![Record::default(); slots];
+    for (node, st) in nodes.iter().zip(&states) {
         for f in node.findings {
             eng.diags
                 .push(diagnostic(node, f.kind, f.span, f.message.clone()));
@@ -77,7 +90,7 @@ pub(crate) fn evaluate(nodes: &[EvalNode<'_>], ctx: &Context, host: &dyn Host) -
         Run::new(&mut eng, node, st).walk(node.tree.root);
     }
     let mut outputs = Vec::with_capacity(nodes.len());
-    for (node, st) in nodes.iter().zip(&mut states) {
+    for (node, st) in nodes.iter().zip(&states) {
         let mut run = Run::new(&mut eng, node, st);
         let mut text = String::with_capacity(node.tree.source.len());
         run.expand(node.tree.root, Mode::Body { literal: true }, &mut text);
@@ -87,11 +100,12 @@ pub(crate) fn evaluate(nodes: &[EvalNode<'_>], ctx: &Context, host: &dyn Host) -
             signals,
         });
     }
+    let (variables, globals) = eng.vars.into_maps();
     Evaluation {
         nodes: outputs,
         diagnostics: eng.diags,
-        variables: eng.vars.snapshot(Scope::Local),
-        globals: eng.vars.snapshot(Scope::Global),
+        variables,
+        globals,
     }
 }
 
@@ -157,6 +171,10 @@ struct Engine<'a> {
     work_out: bool,
     diags: Vec<Diagnostic>,
     host_values: [Option<String>; HOST_VALUES],
+    /// Per block of every node: 0 not selected in pass 1, 1 then-branch, 2 else-branch.
+    decisions: Vec<u8>,
+    /// Per declaration slot of every node: what it renders and its arguments' signals.
+    records: Vec<Record>,
 }
 
 impl<'a> Engine<'a> {
@@ -177,31 +195,22 @@ impl<'a> Engine<'a> {
             work_out: false,
             diags: Vec::new(),
             host_values: Default::default(),
+            decisions: Vec::new(),
+            records: Vec::new(),
         }
     }
 }
 
-/// Per-node results of pass 1 that pass 2 replays.
+/// Where a node's pass-1 results start in the engine's shared vectors.
 struct NodeState {
-    /// Per block: 0 not selected in pass 1, 1 then-branch, 2 else-branch.
-    decisions: Vec<u8>,
-    /// Per declaration slot: what it renders and the signals of its arguments.
-    records: Vec<Record>,
+    block_base: usize,
+    slot_base: usize,
 }
 
 #[derive(Default, Clone)]
 struct Record {
     output: String,
     signals: Signals,
-}
-
-impl NodeState {
-    fn new(tree: &Tree) -> Self {
-        NodeState {
-            decisions: vec![0; tree.blocks.len()],
-            records: vec![Record::default(); tree.slots as usize],
-        }
-    }
 }
 
 /// Where an expansion happens, which decides how unknown macros, placeholders and declarations
@@ -226,12 +235,15 @@ impl Mode {
     }
 }
 
+/// Evaluated arguments; most calls have at most three, kept inline.
+type Args<'t> = smallvec::SmallVec<[Cow<'t, str>; 3]>;
+
 /// One node's pass over the engine.
 struct Run<'r, 'a> {
     eng: &'r mut Engine<'a>,
     node: &'r EvalNode<'r>,
     tree: &'r Tree,
-    st: &'r mut NodeState,
+    st: &'r NodeState,
     /// Signals gathered in the current scope (node body, or one declaration's arguments).
     sig: Signals,
     /// Recursion depth of `walk`/`expand` (bounded by the nesting limits, but deep enough to
@@ -249,7 +261,7 @@ fn truthy(s: &str) -> bool {
 }
 
 impl<'r, 'a> Run<'r, 'a> {
-    fn new(eng: &'r mut Engine<'a>, node: &'r EvalNode<'r>, st: &'r mut NodeState) -> Self {
+    fn new(eng: &'r mut Engine<'a>, node: &'r EvalNode<'r>, st: &'r NodeState) -> Self {
         Run {
             eng,
             node,
@@ -323,7 +335,8 @@ impl<'r, 'a> Run<'r, 'a> {
                         | (BlockState::Unclosed, BlockKind::Tomori { .. }) => {}
                         (_, BlockKind::Value { negate }) => {
                             let taken = self.condition(blk, negate);
-                            self.st.decisions[b as usize] = if taken { 1 } else { 2 };
+                            self.eng.decisions[self.st.block_base + b as usize] =
+                                if taken { 1 } else { 2 };
                             if let Some(branch) = branch(blk, taken) {
                                 self.walk(branch);
                             }
@@ -344,7 +357,7 @@ impl<'r, 'a> Run<'r, 'a> {
                         let mut out = String::new();
                         self.declare(call, Mode::Decl, &mut out);
                         let signals = std::mem::replace(&mut self.sig, saved);
-                        self.st.records[call.slot as usize] = Record {
+                        self.eng.records[self.st.slot_base + call.slot as usize] = Record {
                             output: out,
                             signals,
                         };
@@ -385,7 +398,7 @@ impl<'r, 'a> Run<'r, 'a> {
             self.literal_from(call, &args, out);
             return;
         }
-        let value = args.get(1).map_or("", String::as_str);
+        let value = args.get(1).map_or("", |v| v.as_ref());
         // Storing copies bytes: an `addvar` loop on a large value must spend the budget.
         let stored = match call.kind {
             MacroKind::AddVar(scope) => self.eng.vars.get(scope, key).len() + value.len(),
@@ -395,7 +408,7 @@ impl<'r, 'a> Run<'r, 'a> {
             return;
         }
         let capped = match call.kind {
-            MacroKind::SetVar(scope) => self.eng.vars.set(scope, key, value.to_string()).is_err(),
+            MacroKind::SetVar(scope) => self.eng.vars.set(scope, key, value).is_err(),
             MacroKind::AddVar(scope) => self.eng.vars.add(scope, key, value).is_err(),
             MacroKind::IncVar(scope) | MacroKind::DecVar(scope) => {
                 let delta = if matches!(call.kind, MacroKind::IncVar(_)) {
@@ -420,15 +433,25 @@ impl<'r, 'a> Run<'r, 'a> {
 
     // ---- both passes --------------------------------------------------------------------
 
-    /// Evaluates a call's arguments to strings (not yet trimmed).
-    fn args(&mut self, call: &Call, mode: Mode) -> Vec<String> {
-        let tree = self.tree;
-        let mut out = Vec::with_capacity(call.args.len());
+    /// Evaluates a call's arguments to strings (not yet trimmed). An argument that is plain
+    /// text (the common case) is borrowed from the source.
+    fn args(&mut self, call: &Call, mode: Mode) -> Args<'r> {
+        let tree: &'r Tree = self.tree;
+        let mut out = Args::new();
         for arg in tree.call_args(call) {
-            let mut s = String::new();
-            // Argument bytes are charged as they are produced (text and macro outputs).
-            self.expand(arg.body, mode.for_args(), &mut s);
-            out.push(s);
+            match tree.list(arg.body) {
+                [] => out.push(Cow::Borrowed("")),
+                [Node::Text(span)] => {
+                    self.charge(span.len());
+                    out.push(Cow::Borrowed(tree.text(*span)));
+                }
+                _ => {
+                    let mut s = String::new();
+                    // Argument bytes are charged as they are produced (text, macro outputs).
+                    self.expand(arg.body, mode.for_args(), &mut s);
+                    out.push(Cow::Owned(s));
+                }
+            }
         }
         out
     }
@@ -470,7 +493,9 @@ impl<'r, 'a> Run<'r, 'a> {
                         (BlockState::Malformed, _)
                         | (BlockState::Unclosed, BlockKind::Tomori { .. }) => continue,
                         (_, BlockKind::Value { negate }) => match mode {
-                            Mode::Body { .. } => self.st.decisions[b as usize] == 1,
+                            Mode::Body { .. } => {
+                                self.eng.decisions[self.st.block_base + b as usize] == 1
+                            }
                             _ => self.condition(blk, negate),
                         },
                         (_, BlockKind::Tomori { negate, ns, name }) => {
@@ -560,7 +585,7 @@ impl<'r, 'a> Run<'r, 'a> {
         if call.kind.is_declaration() {
             match mode {
                 Mode::Body { .. } => {
-                    let rec = &self.st.records[call.slot as usize];
+                    let rec = &self.eng.records[self.st.slot_base + call.slot as usize];
                     out.push_str(&rec.output);
                     let signals = rec.signals;
                     self.sig.add(signals);
@@ -613,7 +638,7 @@ impl<'r, 'a> Run<'r, 'a> {
     }
 
     /// Like `literal`, from arguments already evaluated.
-    fn literal_from(&mut self, call: &Call, args: &[String], out: &mut String) {
+    fn literal_from(&mut self, call: &Call, args: &[Cow<'_, str>], out: &mut String) {
         let tree = self.tree;
         let mut at = call.span.start;
         for (arg, text) in tree.call_args(call).iter().zip(args) {

@@ -1,7 +1,9 @@
 //! Variables (SPEC §3.2): one local map per render plus the host's globals, with SPEC numbers
 //! and the memory caps of SPEC §10.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 
 use crate::syntax::catalog::Scope;
 
@@ -62,10 +64,24 @@ fn format_number(n: Num) -> String {
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Capped;
 
+/// The longest prefix of `s` that fits in `room` bytes and ends on a char boundary.
+fn fit(s: &str, room: usize) -> &str {
+    if s.len() <= room {
+        return s;
+    }
+    let mut cut = room;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    &s[..cut]
+}
+
+/// Local and global variables. Keys are short and looked up often: FxHash, not SipHash
+/// (keys come from templates, but a collision flood is bounded by the work budget).
 #[derive(Debug, Default)]
 pub(crate) struct Vars {
-    local: HashMap<String, String>,
-    global: HashMap<String, String>,
+    local: FxHashMap<String, String>,
+    global: FxHashMap<String, String>,
     /// Bytes of all values, local and global.
     total: usize,
     max_value: usize,
@@ -74,10 +90,13 @@ pub(crate) struct Vars {
 
 impl Vars {
     pub fn new(globals: &BTreeMap<String, String>, max_value: usize, max_total: usize) -> Vars {
-        let global: HashMap<String, String> = globals.clone().into_iter().collect();
+        let global: FxHashMap<String, String> = globals
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         let total = global.values().map(String::len).sum();
         Vars {
-            local: HashMap::new(),
+            local: FxHashMap::default(),
             global,
             total,
             max_value,
@@ -85,10 +104,17 @@ impl Vars {
         }
     }
 
-    fn map(&self, scope: Scope) -> &HashMap<String, String> {
+    fn map(&self, scope: Scope) -> &FxHashMap<String, String> {
         match scope {
             Scope::Local => &self.local,
             Scope::Global => &self.global,
+        }
+    }
+
+    fn map_mut(&mut self, scope: Scope) -> &mut FxHashMap<String, String> {
+        match scope {
+            Scope::Local => &mut self.local,
+            Scope::Global => &mut self.global,
         }
     }
 
@@ -96,62 +122,73 @@ impl Vars {
         self.map(scope).get(key).map_or("", String::as_str)
     }
 
-    /// Stores `value`, cut at a UTF-8 boundary if it would cross a cap.
-    pub fn set(&mut self, scope: Scope, key: &str, mut value: String) -> Result<(), Capped> {
+    /// Bytes a value of `key` may take, given what the other values use.
+    fn room(&self, scope: Scope, key: &str) -> usize {
         let old = self.map(scope).get(key).map_or(0, String::len);
-        let room = self
-            .max_value
-            .min(self.max_total.saturating_sub(self.total - old));
-        let capped = value.len() > room;
-        if capped {
-            let mut cut = room;
-            while !value.is_char_boundary(cut) {
-                cut -= 1;
+        self.max_value
+            .min(self.max_total.saturating_sub(self.total - old))
+    }
+
+    /// Stores `value`, cut at a UTF-8 boundary if it would cross a cap.
+    pub fn set(&mut self, scope: Scope, key: &str, value: &str) -> Result<(), Capped> {
+        let kept = fit(value, self.room(scope, key));
+        let capped = kept.len() < value.len();
+        let map = self.map_mut(scope);
+        let old = match map.get_mut(key) {
+            Some(slot) => {
+                let old = slot.len();
+                slot.clear();
+                slot.push_str(kept);
+                old
             }
-            value.truncate(cut);
-        }
-        self.total = self.total - old + value.len();
-        let map = match scope {
-            Scope::Local => &mut self.local,
-            Scope::Global => &mut self.global,
-        };
-        match map.get_mut(key) {
-            Some(slot) => *slot = value,
             None => {
-                map.insert(key.to_string(), value);
+                map.insert(key.to_string(), kept.to_string());
+                0
             }
-        }
+        };
+        self.total = self.total - old + kept.len();
         if capped { Err(Capped) } else { Ok(()) }
     }
 
-    /// `addvar`: numeric sum when both are numbers, else string append.
+    /// `addvar`: numeric sum when both are numbers, else string append (cut to the caps).
     pub fn add(&mut self, scope: Scope, key: &str, value: &str) -> Result<(), Capped> {
         let cur = self.get(scope, key);
-        let new = match (parse_number(cur), parse_number(value)) {
-            (Some(a), Some(b)) => format_number(add(a, b)),
-            _ => {
-                let mut s = String::with_capacity(cur.len() + value.len());
-                s.push_str(cur);
-                s.push_str(value);
-                s
-            }
+        if let (Some(a), Some(b)) = (parse_number(cur), parse_number(value)) {
+            return self.set(scope, key, &format_number(add(a, b)));
+        }
+        let room = self.room(scope, key);
+        let map = self.map_mut(scope);
+        let slot = match map.get_mut(key) {
+            Some(slot) => slot,
+            None => map.entry(key.to_string()).or_default(),
         };
-        self.set(scope, key, new)
+        let old = slot.len();
+        let capped = old + value.len() > room;
+        if old > room {
+            let keep = fit(slot, room).len();
+            slot.truncate(keep);
+        } else {
+            slot.push_str(fit(value, room - old));
+        }
+        let new = slot.len();
+        self.total = self.total - old + new;
+        if capped { Err(Capped) } else { Ok(()) }
     }
 
     /// `incvar` / `decvar`: returns the value actually stored.
     pub fn step(&mut self, scope: Scope, key: &str, delta: i64) -> (String, Result<(), Capped>) {
         let cur = parse_number(self.get(scope, key)).unwrap_or(Num::Int(0));
         let new = format_number(add(cur, Num::Int(delta)));
-        let res = self.set(scope, key, new);
+        let res = self.set(scope, key, &new);
         (self.get(scope, key).to_string(), res)
     }
 
-    pub fn snapshot(&self, scope: Scope) -> BTreeMap<String, String> {
-        self.map(scope)
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
+    /// The local and global maps, sorted, without copying their strings.
+    pub fn into_maps(self) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
+        (
+            self.local.into_iter().collect(),
+            self.global.into_iter().collect(),
+        )
     }
 }
 
@@ -176,42 +213,51 @@ mod tests {
     #[test]
     fn addvar_sums_or_appends() {
         let mut v = vars();
-        v.set(Scope::Local, "n", "0.1".into()).unwrap();
+        v.set(Scope::Local, "n", "0.1").unwrap();
         v.add(Scope::Local, "n", "0.2").unwrap();
         assert_eq!(v.get(Scope::Local, "n"), "0.30000000000000004");
-        v.set(Scope::Local, "m", "-1.5".into()).unwrap();
+        v.set(Scope::Local, "m", "-1.5").unwrap();
         v.add(Scope::Local, "m", "1.5").unwrap();
         assert_eq!(v.get(Scope::Local, "m"), "0");
         v.add(Scope::Local, "s", "a").unwrap();
         v.add(Scope::Local, "s", "1").unwrap();
         assert_eq!(v.get(Scope::Local, "s"), "a1");
-        v.set(Scope::Local, "i", "2.0".into()).unwrap();
+        v.set(Scope::Local, "i", "2.0").unwrap();
         v.add(Scope::Local, "i", "1").unwrap();
         assert_eq!(v.get(Scope::Local, "i"), "3");
-        v.set(Scope::Local, "big", i64::MAX.to_string()).unwrap();
+        v.set(Scope::Local, "big", &i64::MAX.to_string()).unwrap();
         v.add(Scope::Local, "big", "1").unwrap();
         assert_eq!(v.get(Scope::Local, "big"), "9223372036854776000");
     }
 
     #[test]
+    fn addvar_appends_in_place_and_cuts_the_combined_value() {
+        let mut v = Vars::new(&BTreeMap::new(), 6, 100);
+        v.add(Scope::Local, "s", "abcd").unwrap();
+        assert_eq!(v.add(Scope::Local, "s", "éfg"), Err(Capped));
+        assert_eq!(v.get(Scope::Local, "s"), "abcdé");
+        assert_eq!(v.total, 6);
+    }
+
+    #[test]
     fn step_counts_non_numbers_as_zero() {
         let mut v = vars();
-        v.set(Scope::Global, "g", "abc".into()).unwrap();
+        v.set(Scope::Global, "g", "abc").unwrap();
         assert_eq!(v.step(Scope::Global, "g", 1).0, "1");
         assert_eq!(v.step(Scope::Local, "u", -1).0, "-1");
-        v.set(Scope::Local, "f", "1.5".into()).unwrap();
+        v.set(Scope::Local, "f", "1.5").unwrap();
         assert_eq!(v.step(Scope::Local, "f", 1).0, "2.5");
     }
 
     #[test]
     fn caps_cut_at_char_boundaries() {
         let mut v = Vars::new(&BTreeMap::new(), 5, 8);
-        assert_eq!(v.set(Scope::Local, "a", "ééé".into()), Err(Capped));
+        assert_eq!(v.set(Scope::Local, "a", "ééé"), Err(Capped));
         assert_eq!(v.get(Scope::Local, "a"), "éé");
-        assert_eq!(v.set(Scope::Local, "b", "12345".into()), Err(Capped));
+        assert_eq!(v.set(Scope::Local, "b", "12345"), Err(Capped));
         assert_eq!(v.get(Scope::Local, "b"), "1234");
         // Replacing a value frees its bytes.
-        v.set(Scope::Local, "a", String::new()).unwrap();
-        v.set(Scope::Local, "b", "12345".into()).unwrap();
+        v.set(Scope::Local, "a", "").unwrap();
+        v.set(Scope::Local, "b", "12345").unwrap();
     }
 }

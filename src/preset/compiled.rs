@@ -121,12 +121,12 @@ impl CompiledPreset {
                 });
             }
         }
-        let ev = eval::evaluate(&eval_nodes, ctx, host);
+        let mut ev = eval::evaluate(&eval_nodes, ctx, host);
         let mut signals = Signals::default();
         for out in &ev.nodes {
             signals.add(out.signals);
         }
-        let slots: Vec<Slot<'_>> = self
+        let mut slots: Vec<Slot<'_>> = self
             .nodes
             .iter()
             .enumerate()
@@ -142,12 +142,15 @@ impl CompiledPreset {
                 depth: n
                     .is_depth()
                     .then_some((n.injection_depth, n.injection_order)),
-                text: ev.nodes.get(eval_index[i]).map_or("", |o| o.text.as_str()),
+                text: ev
+                    .nodes
+                    .get_mut(eval_index[i])
+                    .map_or_else(String::new, |o| std::mem::take(&mut o.text)),
             })
             .collect();
         let mut diagnostics = self.import_diagnostics.clone();
         diagnostics.extend(ev.diagnostics);
-        let messages = assemble::assemble(&slots, signals, ctx, &mut diagnostics);
+        let messages = assemble::assemble(&mut slots, signals, ctx, &mut diagnostics);
         Rendered {
             messages,
             diagnostics,
