@@ -142,3 +142,91 @@ fn bad_usage_exits_2() {
     );
     assert_eq!(stpreset(&["frobnicate"], None).status.code(), Some(2));
 }
+
+fn example(name: &str) -> String {
+    format!("{}/examples/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn render_text_and_json() {
+    let preset = example("preset.json");
+    let ctx = example("context.json");
+    let out = stpreset(&["render", &preset, "--context", &ctx], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    assert!(
+        t.starts_with("### system (node main)\nYou are Tomori"),
+        "{t}"
+    );
+    assert!(t.contains("### model (DIALOGUE_HISTORY)\nTomori: Welcome back. The lanterns are lit.\n[System: It has started to rain.]"), "{t}");
+    assert!(!t.contains("disabled in the order list"));
+
+    let out = stpreset(
+        &[
+            "render",
+            &preset,
+            "--context",
+            &ctx,
+            "--format",
+            "json",
+            "--seed",
+            "3",
+        ],
+        None,
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["messages"][0]["source"],
+        serde_json::json!({"node": "main"})
+    );
+    assert_eq!(
+        v["messages"][1]["source"],
+        serde_json::json!({"tag": "SYSTEM_CHANNEL_PROMPT"})
+    );
+    assert!(v["variables"]["style"].is_string());
+    assert!(v["globals"].is_object());
+    assert!(v["diagnostics"].is_array());
+}
+
+#[test]
+fn render_bad_preset_exits_1_naming_the_file() {
+    let bad = temp(
+        "bad-preset.json",
+        br#"{"prompts": [{"identifier": "x", "injection_position": 7}]}"#,
+    );
+    let out = stpreset(&["render", bad.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("bad-preset.json")
+            && err.contains("prompt x")
+            && err.contains("injection_position"),
+        "{err}"
+    );
+}
+
+#[test]
+fn audit_reports_and_exits_0() {
+    let p = temp(
+        "audit.json",
+        br#"{"prompts": [{"identifier": "a", "content": "x\n {{#if}}y{{/if}} {{group}}"}]}"#,
+    );
+    let out = stpreset(&["audit", p.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(0));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("warning[MalformedBlock]") && err.contains("audit.json#a:2:2"),
+        "{err}"
+    );
+    assert!(text(&out.stdout).contains("1 nodes (1 enabled), 2 warnings, 0 notes"));
+    let out = stpreset(&["audit", p.to_str().unwrap(), "--format", "json"], None);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kinds: Vec<&str> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["MalformedBlock", "UnsupportedMacro"]);
+}

@@ -12,6 +12,30 @@ use crate::syntax::{self, Tree};
 
 pub use crate::assemble::{Message, Source};
 
+/// What rendering needs of a node besides its tree (the content lives in the tree).
+#[derive(Debug)]
+struct NodeInfo {
+    identifier: Box<str>,
+    role: Box<str>,
+    enabled: bool,
+    marker: bool,
+    depth: Option<(i32, i32)>,
+}
+
+impl From<&PresetNode> for NodeInfo {
+    fn from(n: &PresetNode) -> Self {
+        NodeInfo {
+            identifier: n.identifier.as_str().into(),
+            role: n.role.as_str().into(),
+            enabled: n.enabled,
+            marker: n.is_marker(),
+            depth: n
+                .is_depth()
+                .then_some((n.injection_depth, n.injection_order)),
+        }
+    }
+}
+
 /// A parsed node: its tree and its parse findings.
 #[derive(Debug)]
 struct Compiled {
@@ -37,7 +61,7 @@ struct Compiled {
 /// ```
 #[derive(Debug)]
 pub struct CompiledPreset {
-    nodes: Vec<PresetNode>,
+    nodes: Vec<NodeInfo>,
     /// Per node: the parsed tree of an enabled, non-marker node.
     compiled: Vec<Option<Compiled>>,
     import_diagnostics: Vec<Diagnostic>,
@@ -78,7 +102,7 @@ impl Preset {
             })
             .collect();
         CompiledPreset {
-            nodes: self.nodes.clone(),
+            nodes: self.nodes.iter().map(NodeInfo::from).collect(),
             compiled,
             import_diagnostics: self.diagnostics.clone(),
         }
@@ -86,11 +110,6 @@ impl Preset {
 }
 
 impl CompiledPreset {
-    /// The preset's nodes, in walk order.
-    pub fn nodes(&self) -> &[PresetNode] {
-        &self.nodes
-    }
-
     /// Whether node `index` holds only comments, `{{trim}}` and whitespace (never rendered).
     /// `None` for nodes that were not compiled (disabled nodes and markers).
     pub fn is_comment_only(&self, index: usize) -> Option<bool> {
@@ -130,18 +149,16 @@ impl CompiledPreset {
             .nodes
             .iter()
             .enumerate()
-            .filter(|(i, n)| n.enabled && (n.is_marker() || self.compiled[*i].is_some()))
+            .filter(|(i, n)| n.enabled && (n.marker || self.compiled[*i].is_some()))
             .filter(|(i, n)| {
                 // Comment-only custom nodes never render; `main` stays as the anchor.
-                n.is_marker() || n.identifier == "main" || eval_index[*i] != usize::MAX
+                n.marker || &*n.identifier == "main" || eval_index[*i] != usize::MAX
             })
             .map(|(i, n)| Slot {
                 identifier: &n.identifier,
                 role: &n.role,
-                marker: n.is_marker(),
-                depth: n
-                    .is_depth()
-                    .then_some((n.injection_depth, n.injection_order)),
+                marker: n.marker,
+                depth: n.depth,
                 text: ev
                     .nodes
                     .get_mut(eval_index[i])

@@ -139,7 +139,8 @@ impl PresetNode {
 pub struct Preset {
     nodes: Vec<PresetNode>,
     diagnostics: Vec<Diagnostic>,
-    raw: Value,
+    /// The file as imported (valid UTF-8 JSON); parsed again only when asked for.
+    raw: Box<[u8]>,
 }
 
 impl Preset {
@@ -156,30 +157,34 @@ impl Preset {
                 limit: limits.preset_bytes,
             });
         }
-        let text = std::str::from_utf8(bytes).map_err(|e| PresetError::Utf8 {
-            offset: e.valid_up_to(),
-        })?;
-        let raw: Value = serde_json::from_str(text).map_err(|e| PresetError::Json {
-            line: e.line(),
-            column: e.column(),
-            message: json_message(&e),
-        })?;
-        let Some(root) = raw.as_object() else {
+        // serde_json validates UTF-8 as it parses; tell the two failures apart only on error.
+        let mut parsed: Value =
+            serde_json::from_slice(bytes).map_err(|e| match std::str::from_utf8(bytes) {
+                Err(u) => PresetError::Utf8 {
+                    offset: u.valid_up_to(),
+                },
+                Ok(_) => PresetError::Json {
+                    line: e.line(),
+                    column: e.column(),
+                    message: json_message(&e),
+                },
+            })?;
+        let Some(root) = parsed.as_object_mut() else {
             return Err(PresetError::NotAPreset(format!(
                 "the file is {}, not an object",
-                kind(&raw)
+                kind(&parsed)
             )));
         };
         let mut diagnostics = Vec::new();
-        let mut nodes = match root.get("prompts") {
-            Some(Value::Array(prompts)) if !prompts.is_empty() => {
-                prompt_manager(root, prompts, &mut diagnostics)?
+        let mut nodes = match root.remove("prompts") {
+            Some(Value::Array(mut prompts)) if !prompts.is_empty() => {
+                prompt_manager(root, &mut prompts, &mut diagnostics)?
             }
             None | Some(Value::Null | Value::Array(_)) => legacy_or_none(root)?,
             Some(other) => {
                 return Err(PresetError::Shape {
                     path: "prompts".into(),
-                    problem: format!("expected an array, found {}", kind(other)),
+                    problem: format!("expected an array, found {}", kind(&other)),
                 });
             }
         };
@@ -187,7 +192,7 @@ impl Preset {
         Ok(Preset {
             nodes,
             diagnostics,
-            raw,
+            raw: bytes.into(),
         })
     }
 
@@ -206,9 +211,16 @@ impl Preset {
         &self.diagnostics
     }
 
-    /// The whole file as parsed, including fields stpreset does not use (sampler settings, ...).
-    pub fn raw(&self) -> &Value {
-        &self.raw
+    /// The whole file as parsed, including fields stpreset does not use (sampler settings,
+    /// ...). Parsed on each call: importing does not keep a second copy of the tree.
+    pub fn raw(&self) -> Value {
+        // The bytes parsed once already; `Null` is unreachable but keeps this infallible.
+        serde_json::from_slice(&self.raw).unwrap_or(Value::Null)
+    }
+
+    /// The file's text exactly as imported.
+    pub fn raw_json(&self) -> &str {
+        std::str::from_utf8(&self.raw).unwrap_or_default()
     }
 }
 
@@ -245,16 +257,17 @@ fn import_diag(kind: DiagnosticKind, message: String) -> Diagnostic {
 /// Reads and validates every prompt, then orders them by the chosen order list.
 fn prompt_manager(
     root: &Map<String, Value>,
-    prompts: &[Value],
+    prompts: &mut [Value],
     diags: &mut Vec<Diagnostic>,
 ) -> Result<Vec<PresetNode>, PresetError> {
     // Every prompt is validated, also those the order list does not reference.
     let mut all = Vec::with_capacity(prompts.len());
-    for (i, p) in prompts.iter().enumerate() {
-        let Some(obj) = p.as_object() else {
+    for (i, p) in prompts.iter_mut().enumerate() {
+        let found = kind(p);
+        let Some(obj) = p.as_object_mut() else {
             return Err(PresetError::Shape {
                 path: format!("prompts[{i}]"),
-                problem: format!("expected an object, found {}", kind(p)),
+                problem: format!("expected an object, found {found}"),
             });
         };
         let index_name = format!("#{i}");
