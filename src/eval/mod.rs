@@ -82,6 +82,7 @@ pub(crate) fn evaluate(nodes: &[EvalNode<'_>], ctx: &Context, host: &dyn Host) -
     // One allocation each for all nodes' pass-1 records.
     eng.decisions = vec![0; blocks];
     eng.records = vec![Record::default(); slots];
+    eng.vars.reserve(slots);
     for (node, st) in nodes.iter().zip(&states) {
         for f in node.findings {
             eng.diags
@@ -109,20 +110,19 @@ pub(crate) fn evaluate(nodes: &[EvalNode<'_>], ctx: &Context, host: &dyn Host) -
     }
 }
 
-/// `{{trim}}` trims the whole text; whitespace-only text produces nothing.
-fn finish(text: String, signals: Signals) -> String {
-    let trimmed = if signals.has(Signals::TRIM) {
-        text.trim()
-    } else {
-        text.as_str()
-    };
-    if trimmed.trim().is_empty() {
-        String::new()
-    } else if trimmed.len() == text.len() {
-        text
-    } else {
-        trimmed.to_string()
+/// `{{trim}}` trims the whole text; whitespace-only text produces nothing. In place: a
+/// node's text can be large.
+fn finish(mut text: String, signals: Signals) -> String {
+    if text.trim().is_empty() {
+        return String::new();
     }
+    if signals.has(Signals::TRIM) {
+        let end = text.trim_end().len();
+        text.truncate(end);
+        let start = text.len() - text.trim_start().len();
+        text.drain(..start);
+    }
+    text
 }
 
 fn diagnostic(

@@ -104,6 +104,11 @@ impl Vars {
         }
     }
 
+    /// Reserves room for about `n` local variables (one per declaration is an upper bound).
+    pub fn reserve(&mut self, n: usize) {
+        self.local.reserve(n);
+    }
+
     fn map(&self, scope: Scope) -> &FxHashMap<String, String> {
         match scope {
             Scope::Local => &self.local,
@@ -137,8 +142,13 @@ impl Vars {
         let old = match map.get_mut(key) {
             Some(slot) => {
                 let old = slot.len();
-                slot.clear();
-                slot.push_str(kept);
+                if slot.capacity() >= kept.len() {
+                    slot.clear();
+                    slot.push_str(kept);
+                } else {
+                    // A fresh buffer: growing the old one would copy bytes about to go.
+                    *slot = kept.to_string();
+                }
                 old
             }
             None => {
