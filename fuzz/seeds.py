@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Builds seed corpora for the fuzz targets from the shared vectors and real presets.
+Run from the repository root: python3 fuzz/seeds.py [../shared]. Writes fuzz/corpus/<target>/
+(ignored by git: seeds come from ../shared at run time, never committed copies)."""
+import hashlib, json, os, sys
+
+shared = sys.argv[1] if len(sys.argv) > 1 else "../shared"
+out = os.path.join("fuzz", "corpus")
+
+def put(target, data):
+    d = os.path.join(out, target)
+    os.makedirs(d, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    with open(os.path.join(d, hashlib.sha1(data).hexdigest()[:16]), "wb") as f:
+        f.write(data)
+
+conf = os.path.join(shared, "conformance")
+for case in json.load(open(os.path.join(conf, "templates.json"))):
+    put("parse", case["template"])
+    put("expand", case["template"])
+for case in json.load(open(os.path.join(conf, "renders.json"))):
+    put("render", json.dumps(case["preset"]) + "\n\0" + json.dumps(case["context"]))
+for case in json.load(open(os.path.join(conf, "import-errors.json"))):
+    if case["preset_text"] != "@oversize":
+        put("render", case["preset_text"])
+presets = os.path.join(shared, "corpus", "presets")
+for name in sorted(os.listdir(presets)):
+    raw = open(os.path.join(presets, name), "rb").read()
+    doc = json.loads(raw)
+    # Node texts make good template seeds; small presets are whole render seeds.
+    for p in doc.get("prompts", [])[:60]:
+        content = p.get("content") or ""
+        if 0 < len(content) < 8192:
+            put("parse", content)
+            put("expand", content)
+    if len(raw) < 128 * 1024:
+        put("render", raw)
+print("seeds written to", out)
