@@ -2,6 +2,21 @@
 
 mod cli;
 
-fn main() -> std::process::ExitCode {
-    cli::main()
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    // A bug must not greet a user with a Rust panic message and backtrace: one line, and a
+    // distinct exit code (70, EX_SOFTWARE) so scripts can tell it from bad input.
+    std::panic::set_hook(Box::new(|info| {
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown failure".into());
+        eprintln!(
+            "stpreset: internal error: {what} (please report it with the input that caused it)"
+        );
+    }));
+    std::panic::catch_unwind(cli::main).unwrap_or(ExitCode::from(70))
 }

@@ -89,3 +89,64 @@ fn deep_nesting_inside_arguments_and_blocks() {
         assert_eq!(out.text, "x");
     });
 }
+
+#[test]
+fn comment_without_end_and_enormous_rolls() {
+    on_small_stack(|| {
+        let src = format!("{{{{// {}", "{{x}} ".repeat(100_000));
+        let out = Template::compile(&src).render(&roomy());
+        assert_eq!(out.text, src, "an unclosed comment is literal text");
+        let out = Template::compile(&"{{roll:999999999d999999999+999999999}}".repeat(2_000))
+            .render(&roomy());
+        // Capped at 100d1000+1000000: every roll is a 7-digit number.
+        assert_eq!(out.text.len(), 2_000 * 7);
+    });
+}
+
+#[test]
+fn presets_at_scale() {
+    use serde_json::json;
+    let ctx = Context::from_json(
+        br#"{"items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "h"}]}"#,
+    )
+    .unwrap();
+    let mut limits = stpreset::Limits::default();
+    limits.preset_bytes = 64 << 20;
+    on_small_stack(move || {
+        // 100 000 nodes.
+        let prompts: Vec<_> = (0..100_000)
+            .map(|i| json!({"identifier": format!("n{i}"), "content": "x{{setvar::k::v}}"}))
+            .collect();
+        let bytes = serde_json::to_vec(&json!({"prompts": prompts})).unwrap();
+        let out = stpreset::Preset::from_json_with(&bytes, &limits)
+            .unwrap()
+            .compile()
+            .render(&ctx);
+        assert_eq!(out.messages.len(), 100_001);
+        // Depth 2^31 − 1 injections clamp to the first history item.
+        let mut prompts = vec![json!({"identifier": "chatHistory", "marker": true})];
+        prompts.extend((0..1000).map(|i| {
+            json!({"identifier": format!("d{i}"), "content": "J",
+            "injection_position": 1, "injection_depth": 2147483647u32})
+        }));
+        let bytes = serde_json::to_vec(&json!({"prompts": prompts})).unwrap();
+        let out = stpreset::Preset::from_json(&bytes)
+            .unwrap()
+            .compile()
+            .render(&ctx);
+        assert_eq!(out.messages.len(), 1);
+        assert_eq!(out.messages[0].parts.len(), 2);
+        // A single node just under 2 MiB of mixed syntax.
+        let unit = "Text {{user}} {{getvar::x}} {{#if user}}y{{/if}} {{// c}} ";
+        let content = unit.repeat((2 << 20) / unit.len() - 100);
+        let bytes =
+            serde_json::to_vec(&json!({"prompts": [{"identifier": "big", "content": content}]}))
+                .unwrap();
+        assert!(bytes.len() <= 2 << 20);
+        let out = stpreset::Preset::from_json(&bytes)
+            .unwrap()
+            .compile()
+            .render(&ctx);
+        assert!(out.messages[0].text().starts_with("Text User  y"));
+    });
+}
