@@ -23,6 +23,7 @@ mod error;
 mod eval;
 mod limits;
 mod preset;
+mod store;
 mod syntax;
 mod template;
 
@@ -31,6 +32,7 @@ pub use diagnostic::{Diagnostic, DiagnosticKind, Severity};
 pub use error::{ContextError, TemplateError};
 pub use limits::Limits;
 pub use preset::{CompiledPreset, Message, Preset, PresetError, PresetNode, Rendered, Source};
+pub use store::{Clock, PresetStore, PresetSummary, StoreError, StoreOptions, SystemClock};
 pub use syntax::Span;
 pub use template::{Expanded, Expansion, Template, expand};
 

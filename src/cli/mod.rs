@@ -3,6 +3,7 @@
 
 mod expand;
 mod render;
+mod store;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -30,6 +31,8 @@ enum Command {
     Audit(render::AuditArgs),
     /// Render one template as a single enabled custom node and print its text.
     Expand(expand::ExpandArgs),
+    /// Import, list, activate, toggle, delete and render presets kept per server in SQLite.
+    Store(store::StoreArgs),
 }
 
 /// Output format shared by every command.
@@ -84,6 +87,7 @@ pub fn main() -> ExitCode {
         Command::Expand(args) => expand::run(args),
         Command::Render(args) => render::render(args),
         Command::Audit(args) => render::audit(args),
+        Command::Store(args) => store::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

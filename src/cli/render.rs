@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::json;
-use stpreset::{Diagnostic, Message, Preset, Role, Source};
+use stpreset::{Diagnostic, Message, Preset, Rendered, Role, Source};
 
 use super::{ContextArgs, Failure, Format, read};
 
@@ -33,11 +33,11 @@ fn import(path: &std::path::Path) -> Result<Preset, Failure> {
 }
 
 /// Diagnostics in human form, each with its node's source line when it has a position.
-fn print_diagnostics(file: &str, preset: &Preset, diags: &[Diagnostic]) {
+fn print_diagnostics(file: &str, preset: Option<&Preset>, diags: &[Diagnostic]) {
     let mut stderr = std::io::stderr().lock();
     for d in diags {
         let source = d.node.as_deref().and_then(|id| {
-            preset
+            preset?
                 .nodes()
                 .iter()
                 .find(|n| n.identifier == id)
@@ -85,6 +85,25 @@ fn write_text(out: &mut impl Write, messages: &[Message]) -> std::io::Result<()>
     Ok(())
 }
 
+/// Writes a render result: messages (text) or the whole result (JSON) to `out`; in text
+/// form the diagnostics go to stderr.
+pub(crate) fn print_rendered(
+    out: &mut impl Write,
+    rendered: &Rendered,
+    format: Format,
+    file: &str,
+) -> std::io::Result<()> {
+    match format {
+        Format::Text => {
+            print_diagnostics(file, None, &rendered.diagnostics);
+            write_text(out, &rendered.messages)
+        }
+        Format::Json => serde_json::to_writer(&mut *out, rendered)
+            .map_err(std::io::Error::other)
+            .and_then(|()| writeln!(out)),
+    }
+}
+
 pub(crate) fn render(args: RenderArgs) -> Result<(), Failure> {
     let preset = import(&args.preset)?;
     let ctx = args.context.load()?;
@@ -93,12 +112,10 @@ pub(crate) fn render(args: RenderArgs) -> Result<(), Failure> {
     let mut stdout = std::io::stdout().lock();
     let written = match args.format {
         Format::Text => {
-            print_diagnostics(&file, &preset, &out.diagnostics);
+            print_diagnostics(&file, Some(&preset), &out.diagnostics);
             write_text(&mut stdout, &out.messages)
         }
-        Format::Json => serde_json::to_writer(&mut stdout, &out)
-            .map_err(std::io::Error::other)
-            .and_then(|()| writeln!(stdout)),
+        Format::Json => print_rendered(&mut stdout, &out, args.format, &file),
     };
     written
         .and_then(|()| stdout.flush())
@@ -114,7 +131,7 @@ pub(crate) fn audit(args: AuditArgs) -> Result<(), Failure> {
     let mut stdout = std::io::stdout().lock();
     let written = match args.format {
         Format::Text => {
-            print_diagnostics(&file, &preset, &diags);
+            print_diagnostics(&file, Some(&preset), &diags);
             writeln!(
                 stdout,
                 "{file}: {} nodes ({enabled} enabled), {} warnings, {} notes",

@@ -119,6 +119,13 @@ impl PresetNode {
         !self.marker && self.injection_position == 1
     }
 
+    /// Whether the content holds only comments, `{{trim}}` and whitespace (parses it).
+    pub fn is_comment_only(&self) -> bool {
+        crate::syntax::parse(self.content.as_str().into(), &Limits::default())
+            .0
+            .comment_only
+    }
+
     /// Whether the node is a marker in the walk. `main` is the anchor either way (SPEC §10).
     pub fn is_marker(&self) -> bool {
         self.marker && self.identifier != "main"
@@ -194,6 +201,15 @@ impl Preset {
             diagnostics,
             raw: bytes.into(),
         })
+    }
+
+    /// A preset as the store keeps it: nodes already resolved, and the original file.
+    pub(crate) fn from_stored(nodes: Vec<PresetNode>, raw: Box<[u8]>) -> Preset {
+        Preset {
+            nodes,
+            diagnostics: Vec::new(),
+            raw,
+        }
     }
 
     /// The imported nodes, in walk order (depth nodes included).

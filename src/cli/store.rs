@@ -1,0 +1,133 @@
+//! `stpreset store --db FILE --server ID ...`: the preset store from the command line.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+use stpreset::PresetStore;
+
+use super::{ContextArgs, Failure, Format, read};
+
+#[derive(Args)]
+pub(crate) struct StoreArgs {
+    /// SQLite file (created if missing; its directory must exist).
+    #[arg(long, value_name = "FILE")]
+    db: PathBuf,
+    /// Server the command acts for; presets of other servers are refused.
+    #[arg(long, value_name = "ID", allow_negative_numbers = true)]
+    server: i64,
+    #[command(subcommand)]
+    command: StoreCommand,
+}
+
+#[derive(Subcommand)]
+enum StoreCommand {
+    /// Import a preset file (replacing a same-named one) and make it active; prints its id.
+    Import {
+        preset: PathBuf,
+        /// Name within the server (default: the file name without extension).
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// List the server's presets: `ID<TAB>NAME<TAB>active|inactive<TAB>NODES`.
+    List {
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
+    /// Make a preset the server's active one.
+    Activate { id: i64 },
+    /// Leave the server with no active preset.
+    Deactivate,
+    /// Enable or disable nodes: `IDENT=on` / `IDENT=off`.
+    Toggle {
+        id: i64,
+        #[arg(required = true, value_parser = parse_toggle)]
+        changes: Vec<(String, bool)>,
+    },
+    /// Delete a preset (the newest survivor becomes active if it was).
+    Delete { id: i64 },
+    /// Render the server's active preset through the cache.
+    Render {
+        #[command(flatten)]
+        context: ContextArgs,
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
+}
+
+fn parse_toggle(s: &str) -> Result<(String, bool), String> {
+    match s.rsplit_once('=') {
+        Some((id, "on")) if !id.is_empty() => Ok((id.to_string(), true)),
+        Some((id, "off")) if !id.is_empty() => Ok((id.to_string(), false)),
+        _ => Err(format!("`{s}`: expected IDENT=on or IDENT=off")),
+    }
+}
+
+fn failed(e: impl std::fmt::Display) -> Failure {
+    Failure(e.to_string())
+}
+
+pub(crate) fn run(args: StoreArgs) -> Result<(), Failure> {
+    let store = PresetStore::open(&args.db).map_err(failed)?;
+    let server = args.server;
+    let mut out = std::io::stdout().lock();
+    let written = match args.command {
+        StoreCommand::Import { preset, name } => {
+            let bytes = read(&preset)?;
+            let name = name.unwrap_or_else(|| {
+                preset
+                    .file_stem()
+                    .map_or_else(|| "preset".into(), |s| s.to_string_lossy().into_owned())
+            });
+            let id = store
+                .import(server, &name, &bytes)
+                .map_err(|e| Failure(format!("{}: {e}", preset.display())))?;
+            writeln!(out, "{id}")
+        }
+        StoreCommand::List { format } => {
+            let list = store.list(server).map_err(failed)?;
+            match format {
+                Format::Json => writeln!(out, "{}", json!(list)),
+                Format::Text => list.iter().try_for_each(|p| {
+                    let state = if p.active { "active" } else { "inactive" };
+                    writeln!(out, "{}\t{}\t{state}\t{}", p.id, p.name, p.nodes)
+                }),
+            }
+        }
+        StoreCommand::Activate { id } => {
+            store.activate(server, id).map_err(failed)?;
+            Ok(())
+        }
+        StoreCommand::Deactivate => {
+            store.deactivate(server).map_err(failed)?;
+            Ok(())
+        }
+        StoreCommand::Toggle { id, changes } => {
+            let changes: Vec<(&str, bool)> =
+                changes.iter().map(|(s, on)| (s.as_str(), *on)).collect();
+            store.set_enabled(server, id, &changes).map_err(failed)?;
+            Ok(())
+        }
+        StoreCommand::Delete { id } => {
+            store.delete(server, id).map_err(failed)?;
+            Ok(())
+        }
+        StoreCommand::Render { context, format } => {
+            let ctx = context.load()?;
+            let rendered = store
+                .render(server, &ctx)
+                .map_err(failed)?
+                .ok_or_else(|| Failure(format!("server {server} has no active preset")))?;
+            super::render::print_rendered(
+                &mut out,
+                &rendered,
+                format,
+                &args.db.display().to_string(),
+            )
+        }
+    };
+    written
+        .and_then(|()| out.flush())
+        .map_err(|e| Failure(format!("cannot write output: {e}")))
+}
