@@ -14,6 +14,9 @@ const A: &[u8] = br#"{"temperature": 0.5, "prompts": [
     {"identifier": "chatHistory", "marker": true}]}"#;
 const B: &[u8] = br#"{"prompts": [{"identifier": "main", "content": "B"}]}"#;
 
+/// A store mutation under test.
+type Mutation = Box<dyn Fn(&PresetStore)>;
+
 /// A clock the test moves by hand.
 #[derive(Default)]
 struct TestClock(AtomicU64);
@@ -231,7 +234,7 @@ fn cache_ttl_negative_entries_and_invalidation() {
     );
 
     // ...while every mutation through the store invalidates at once.
-    let mutations: Vec<Box<dyn Fn(&PresetStore)>> = vec![
+    let mutations: Vec<Mutation> = vec![
         Box::new(|s| s.set_enabled(1, a, &[("extra", true)]).unwrap()),
         Box::new(|s| s.deactivate(1).unwrap()),
         Box::new(|s| s.activate(1, a).unwrap()),
