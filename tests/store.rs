@@ -235,9 +235,9 @@ fn cache_ttl_negative_entries_and_invalidation() {
 
     // ...while every mutation through the store invalidates at once.
     let mutations: Vec<Mutation> = vec![
-        Box::new(|s| s.set_enabled(1, a, &[("extra", true)]).unwrap()),
+        Box::new(move |s| s.set_enabled(1, a, &[("extra", true)]).unwrap()),
         Box::new(|s| s.deactivate(1).unwrap()),
-        Box::new(|s| s.activate(1, a).unwrap()),
+        Box::new(move |s| s.activate(1, a).unwrap()),
         Box::new(|s| {
             s.import(1, "b", B).unwrap();
         }),
