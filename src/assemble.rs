@@ -315,14 +315,11 @@ fn marker(
         "worldInfoAfter" => buckets.emit(Some(Tag::KnowledgeLorebookAfter), out),
         "personaDescription" => host_text(&ctx.persona, signals.has(Signals::PERSONA), out),
         "scenario" => host_text(&ctx.scenario, signals.has(Signals::SCENARIO), out),
-        other => diags.push(Diagnostic {
-            kind: DiagnosticKind::UnfilledMarker,
-            node: Some(other.to_string()),
-            span: None,
-            line: None,
-            column: None,
-            message: format!("marker `{other}` has no host block: it produces nothing"),
-        }),
+        other => diags.push(Diagnostic::new(
+            DiagnosticKind::UnfilledMarker,
+            Some(other),
+            format!("marker `{other}` has no host block: it produces nothing"),
+        )),
     }
 }
 
@@ -342,17 +339,14 @@ fn inject(out: &mut [Message], injections: Vec<(i32, i32, String)>, diags: &mut 
         .map(|(i, _)| i)
         .collect();
     if history.is_empty() {
-        diags.push(Diagnostic {
-            kind: DiagnosticKind::NoHistoryForInjection,
-            node: None,
-            span: None,
-            line: None,
-            column: None,
-            message: format!(
+        diags.push(Diagnostic::new(
+            DiagnosticKind::NoHistoryForInjection,
+            None,
+            format!(
                 "{} depth injection(s) omitted: there is no chat history",
                 injections.len()
             ),
-        });
+        ));
         return;
     }
     // Target index in `history`, order, preset position, text.
@@ -400,14 +394,11 @@ fn limit_output(out: &mut Vec<Message>, limit: usize, diags: &mut Vec<Diagnostic
             m.parts[pi].truncate(cut);
             m.parts.truncate(pi + 1);
             let keep = mi + 1;
-            diags.push(Diagnostic {
-                kind: DiagnosticKind::LimitReached,
-                node: None,
-                span: None,
-                line: None,
-                column: None,
-                message: format!("rendered output cut at the limit of {limit} bytes"),
-            });
+            diags.push(Diagnostic::new(
+                DiagnosticKind::LimitReached,
+                None,
+                format!("rendered output cut at the limit of {limit} bytes"),
+            ));
             out.truncate(keep);
             return;
         }

@@ -100,6 +100,30 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
+    /// A diagnostic without a position (import, assembly, limits).
+    pub(crate) fn new(
+        kind: DiagnosticKind,
+        node: Option<&str>,
+        message: impl Into<String>,
+    ) -> Self {
+        Diagnostic {
+            kind,
+            node: node.map(str::to_string),
+            span: None,
+            line: None,
+            column: None,
+            message: message.into(),
+        }
+    }
+
+    /// Adds the byte span and its 1-based line and column.
+    pub(crate) fn at(mut self, span: Span, (line, column): (u32, u32)) -> Self {
+        self.span = Some((span.start, span.end));
+        self.line = Some(line);
+        self.column = Some(column);
+        self
+    }
+
     /// The diagnostic's severity (fixed by its kind).
     pub fn severity(&self) -> Severity {
         self.kind.severity()

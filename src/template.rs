@@ -116,14 +116,11 @@ impl Template {
                 cut -= 1;
             }
             text.truncate(cut);
-            ev.diagnostics.push(Diagnostic {
-                kind: DiagnosticKind::LimitReached,
-                node: Some(TEMPLATE_ID.into()),
-                span: None,
-                line: None,
-                column: None,
-                message: format!("output cut at the limit of {cap} bytes"),
-            });
+            ev.diagnostics.push(Diagnostic::new(
+                DiagnosticKind::LimitReached,
+                Some(TEMPLATE_ID),
+                format!("output cut at the limit of {cap} bytes"),
+            ));
         }
         Expansion {
             text,

@@ -131,15 +131,7 @@ fn diagnostic(
     span: Span,
     message: String,
 ) -> Diagnostic {
-    let (line, column) = node.tree.line_col(span.start);
-    Diagnostic {
-        kind,
-        node: Some(node.id.to_string()),
-        span: Some((span.start, span.end)),
-        line: Some(line),
-        column: Some(column),
-        message,
-    }
+    Diagnostic::new(kind, Some(node.id), message).at(span, node.tree.line_col(span.start))
 }
 
 /// Host values that are identity-converted once per render, on first use.
@@ -299,14 +291,11 @@ impl<'r, 'a> Run<'r, 'a> {
             self.eng.work_left = 0;
             self.eng.work_out = true;
             let limit = self.ctx().limits.work_bytes;
-            self.eng.diags.push(Diagnostic {
-                kind: DiagnosticKind::LimitReached,
-                node: Some(self.node.id.to_string()),
-                span: None,
-                line: None,
-                column: None,
-                message: format!("work budget of {limit} bytes spent: further macros render empty"),
-            });
+            self.eng.diags.push(Diagnostic::new(
+                DiagnosticKind::LimitReached,
+                Some(self.node.id),
+                format!("work budget of {limit} bytes spent: further macros render empty"),
+            ));
             return false;
         }
         self.eng.work_left -= n;

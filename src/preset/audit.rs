@@ -81,15 +81,8 @@ impl Preset {
             }
             let (tree, findings) = syntax::parse(node.content.as_str().into(), &limits);
             let at = |kind, span: Span, message: String| {
-                let (line, column) = tree.line_col(span.start);
-                Diagnostic {
-                    kind,
-                    node: Some(node.identifier.clone()),
-                    span: Some((span.start, span.end)),
-                    line: Some(line),
-                    column: Some(column),
-                    message,
-                }
+                Diagnostic::new(kind, Some(&node.identifier), message)
+                    .at(span, tree.line_col(span.start))
             };
             for Finding {
                 kind,

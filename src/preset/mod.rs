@@ -260,14 +260,7 @@ fn legacy_or_none(root: &Map<String, Value>) -> Result<Vec<PresetNode>, PresetEr
 }
 
 fn import_diag(kind: DiagnosticKind, message: String) -> Diagnostic {
-    Diagnostic {
-        kind,
-        node: None,
-        span: None,
-        line: None,
-        column: None,
-        message,
-    }
+    Diagnostic::new(kind, None, message)
 }
 
 /// Reads and validates every prompt, then orders them by the chosen order list.
