@@ -1,0 +1,459 @@
+//! One node's walk over the tree: pass 1 (`walk`: select value blocks, apply declarations in
+//! order), and the expansion shared by both passes (`expand`: conditions and declaration values
+//! in pass 1, body text in pass 2, where TomoriBot blocks and placeholders are decided).
+
+use std::borrow::Cow;
+
+use super::{Engine, EvalNode, NodeState, Record, Signals, diagnostic, text};
+use crate::context::{Context, ToolText};
+use crate::diagnostic::{Diagnostic, DiagnosticKind};
+use crate::syntax::Span;
+use crate::syntax::catalog::MacroKind;
+use crate::syntax::lexer::Namespace;
+use crate::syntax::tree::{
+    Block, BlockKind, BlockState, Call, CallShape, Identity, List, Node, Tree,
+};
+
+/// Where an expansion happens, which decides how unknown macros, placeholders and declarations
+/// behave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Mode {
+    /// Pass 1, inside a condition (at any depth): macros that would stay literal are empty.
+    Cond,
+    /// Pass 1, inside a declaration's arguments.
+    Decl,
+    /// Pass 2. `literal` is true in the node's literal template text (where tool and identity
+    /// placeholders apply), false inside a known macro's arguments.
+    Body { literal: bool },
+}
+
+impl Mode {
+    fn for_args(self) -> Mode {
+        match self {
+            Mode::Body { .. } => Mode::Body { literal: false },
+            m => m,
+        }
+    }
+}
+
+/// Evaluated arguments; most calls have at most three, kept inline.
+type Args<'t> = smallvec::SmallVec<[Cow<'t, str>; 3]>;
+
+/// One node's pass over the engine.
+pub(super) struct Run<'r, 'a> {
+    pub(super) eng: &'r mut Engine<'a>,
+    pub(super) node: &'r EvalNode<'r>,
+    tree: &'r Tree,
+    st: &'r NodeState,
+    /// Signals gathered in the current scope (node body, or one declaration's arguments).
+    pub(super) sig: Signals,
+    /// Recursion depth of `walk`/`expand` (bounded by the nesting limits, but deep enough to
+    /// exhaust a small thread stack: see `guarded`).
+    depth: u32,
+}
+
+/// Free stack below which `guarded` moves evaluation onto a fresh heap-allocated segment.
+const RED_ZONE: usize = 128 * 1024;
+const SEGMENT: usize = 1024 * 1024;
+
+fn truthy(s: &str) -> bool {
+    let t = s.trim();
+    !(t.is_empty() || t == "0" || t.eq_ignore_ascii_case("false"))
+}
+
+impl<'r, 'a> Run<'r, 'a> {
+    pub(super) fn new(eng: &'r mut Engine<'a>, node: &'r EvalNode<'r>, st: &'r NodeState) -> Self {
+        Run {
+            eng,
+            node,
+            tree: node.tree,
+            st,
+            sig: Signals::default(),
+            depth: 0,
+        }
+    }
+
+    /// Runs `f` one recursion level deeper. Tag nesting (64) times block nesting per argument
+    /// (32) allows ~2,000 levels, more than a 256 KiB thread stack holds, so every few levels
+    /// the remaining stack is checked and, when short, evaluation continues on a new segment.
+    fn guarded(&mut self, f: impl FnOnce(&mut Self)) {
+        self.depth += 1;
+        if self.depth.is_multiple_of(4) {
+            stacker::maybe_grow(RED_ZONE, SEGMENT, || f(self));
+        } else {
+            f(self);
+        }
+        self.depth -= 1;
+    }
+
+    fn diag(&mut self, kind: DiagnosticKind, span: Span, message: String) {
+        let d = diagnostic(self.node, kind, span, message);
+        self.eng.diags.push(d);
+    }
+
+    /// Counts `n` produced bytes against the work budget; false once it is spent.
+    fn charge(&mut self, n: usize) -> bool {
+        if self.eng.work_out {
+            return false;
+        }
+        if n > self.eng.work_left {
+            self.eng.work_left = 0;
+            self.eng.work_out = true;
+            let limit = self.ctx().limits.work_bytes;
+            self.eng.diags.push(Diagnostic::new(
+                DiagnosticKind::LimitReached,
+                Some(self.node.id),
+                format!("work budget of {limit} bytes spent: further macros render empty"),
+            ));
+            return false;
+        }
+        self.eng.work_left -= n;
+        true
+    }
+
+    pub(super) fn ctx(&self) -> &'a Context {
+        self.eng.ctx
+    }
+
+    // ---- pass 1 -------------------------------------------------------------------------
+
+    /// Pass 1 over kept text: select value blocks, apply declarations in source order.
+    pub(super) fn walk(&mut self, list: List) {
+        self.guarded(|run| run.walk_list(list));
+    }
+
+    fn walk_list(&mut self, list: List) {
+        let tree = self.tree;
+        for &node in tree.list(list) {
+            match node {
+                Node::Block(b) => {
+                    let blk = &tree.blocks[b as usize];
+                    match (blk.state, blk.kind) {
+                        (BlockState::Malformed, _)
+                        | (BlockState::Unclosed, BlockKind::Tomori { .. }) => {}
+                        (_, BlockKind::Value { negate }) => {
+                            let taken = self.condition(blk, negate);
+                            self.eng.decisions[self.st.block_base + b as usize] =
+                                if taken { 1 } else { 2 };
+                            if let Some(branch) = branch(blk, taken) {
+                                self.walk(branch);
+                            }
+                        }
+                        // Decided by the host in pass 2; both branches declare now.
+                        (_, BlockKind::Tomori { .. }) => {
+                            self.walk(blk.then);
+                            if let Some(e) = blk.otherwise {
+                                self.walk(e);
+                            }
+                        }
+                    }
+                }
+                Node::Call(c) => {
+                    let call = &tree.calls[c as usize];
+                    if call.slot != u32::MAX {
+                        let saved = std::mem::take(&mut self.sig);
+                        let mut out = String::new();
+                        self.declare(call, Mode::Decl, &mut out);
+                        let signals = std::mem::replace(&mut self.sig, saved);
+                        self.eng.records[self.st.slot_base + call.slot as usize] = Record {
+                            output: out,
+                            signals,
+                        };
+                    } else {
+                        for arg in tree.call_args(call) {
+                            self.walk(arg.body);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Evaluates a value block's condition now (pass 1). Conditions never signal.
+    fn condition(&mut self, blk: &Block, negate: bool) -> bool {
+        let Some(c) = blk.cond else { return false };
+        let saved = std::mem::take(&mut self.sig);
+        let mut s = String::new();
+        self.call(c, Mode::Cond, &mut s);
+        self.sig = saved;
+        truthy(&s) != negate
+    }
+
+    /// Applies a declaration (`setvar` & co.), writing what it renders to `out`.
+    fn declare(&mut self, call: &Call, mode: Mode, out: &mut String) {
+        if self.eng.work_out {
+            return;
+        }
+        let args = self.args(call, mode);
+        let key = args[0].trim();
+        if key.is_empty() {
+            self.diag(
+                DiagnosticKind::BadArguments,
+                call.span,
+                "variable key is empty: the macro stays literal".into(),
+            );
+            self.literal_from(call, &args, out);
+            return;
+        }
+        let value = args.get(1).map_or("", |v| v.as_ref());
+        // Storing copies bytes: an `addvar` loop on a large value must spend the budget.
+        let stored = match call.kind {
+            MacroKind::AddVar(scope) => self.eng.vars.get(scope, key).len() + value.len(),
+            _ => value.len(),
+        };
+        if !self.charge(key.len() + stored) {
+            return;
+        }
+        let capped = match call.kind {
+            MacroKind::SetVar(scope) => self.eng.vars.set(scope, key, value).is_err(),
+            MacroKind::AddVar(scope) => self.eng.vars.add(scope, key, value).is_err(),
+            MacroKind::IncVar(scope) | MacroKind::DecVar(scope) => {
+                let delta = if matches!(call.kind, MacroKind::IncVar(_)) {
+                    1
+                } else {
+                    -1
+                };
+                let (stored, res) = self.eng.vars.step(scope, key, delta);
+                out.push_str(&stored);
+                res.is_err()
+            }
+            _ => false,
+        };
+        if capped {
+            self.diag(
+                DiagnosticKind::LimitReached,
+                call.span,
+                format!("variable `{key}` cut to fit the variable memory limits"),
+            );
+        }
+    }
+
+    // ---- both passes --------------------------------------------------------------------
+
+    /// Evaluates a call's arguments to strings (not yet trimmed). An argument that is plain
+    /// text (the common case) is borrowed from the source.
+    fn args(&mut self, call: &Call, mode: Mode) -> Args<'r> {
+        let tree: &'r Tree = self.tree;
+        let mut out = Args::new();
+        for arg in tree.call_args(call) {
+            match tree.list(arg.body) {
+                [] => out.push(Cow::Borrowed("")),
+                [Node::Text(span)] => {
+                    self.charge(span.len());
+                    out.push(Cow::Borrowed(tree.text(*span)));
+                }
+                _ => {
+                    let mut s = String::new();
+                    // Argument bytes are charged as they are produced (text, macro outputs).
+                    self.expand(arg.body, mode.for_args(), &mut s);
+                    out.push(Cow::Owned(s));
+                }
+            }
+        }
+        out
+    }
+
+    /// Expands a list into `out`.
+    pub(super) fn expand(&mut self, list: List, mode: Mode, out: &mut String) {
+        self.guarded(|run| run.expand_list(list, mode, out));
+    }
+
+    fn expand_list(&mut self, list: List, mode: Mode, out: &mut String) {
+        let tree = self.tree;
+        for &node in tree.list(list) {
+            match node {
+                Node::Text(s) | Node::Verbatim(s) => {
+                    self.charge(s.len());
+                    out.push_str(tree.text(s));
+                }
+                Node::Escape(b) => out.push(b as char),
+                Node::Placeholder(s) => {
+                    if mode == (Mode::Body { literal: true }) {
+                        self.placeholder(s, out);
+                    } else {
+                        out.push_str(tree.text(s));
+                    }
+                }
+                Node::Compat(who) => {
+                    let ctx = self.ctx();
+                    let name = match who {
+                        Identity::User => &ctx.user,
+                        Identity::Char | Identity::Bot => &ctx.char,
+                    };
+                    if self.charge(name.len()) {
+                        out.push_str(name);
+                    }
+                }
+                Node::Block(b) => {
+                    let blk = &tree.blocks[b as usize];
+                    let taken = match (blk.state, blk.kind) {
+                        (BlockState::Malformed, _)
+                        | (BlockState::Unclosed, BlockKind::Tomori { .. }) => continue,
+                        (_, BlockKind::Value { negate }) => match mode {
+                            Mode::Body { .. } => {
+                                self.eng.decisions[self.st.block_base + b as usize] == 1
+                            }
+                            _ => self.condition(blk, negate),
+                        },
+                        (_, BlockKind::Tomori { negate, ns, name }) => {
+                            self.tomori(ns, name, negate, blk.span)
+                        }
+                    };
+                    if let Some(branch) = branch(blk, taken) {
+                        self.expand(branch, mode, out);
+                    }
+                }
+                Node::Call(c) => self.call(c, mode, out),
+            }
+        }
+    }
+
+    /// Asks the host about `[!]ns:name`. Unknown capabilities and families are false either way.
+    fn tomori(&mut self, ns: Namespace, name: Span, negate: bool, span: Span) -> bool {
+        let name = self.tree.text(name).to_ascii_lowercase();
+        let answer = match ns {
+            Namespace::Tool => Some(self.eng.host.tool(&name)),
+            Namespace::Capability => self.eng.host.capability(&name),
+            Namespace::ToolFamily => self.eng.host.tool_family(&name),
+        };
+        match answer {
+            Some(v) => v != negate,
+            None => {
+                let what = match ns {
+                    Namespace::Capability => "capability",
+                    _ => "tool family",
+                };
+                self.diag(
+                    DiagnosticKind::UnknownCondition,
+                    span,
+                    format!("the host does not know {what} `{name}`: the condition is false"),
+                );
+                false
+            }
+        }
+    }
+
+    /// A `{key}` placeholder in literal template text: tool name, tool phrase, or identity.
+    fn placeholder(&mut self, span: Span, out: &mut String) {
+        let raw = self.tree.text(span);
+        let key = &raw[1..raw.len() - 1];
+        let ctx = self.ctx();
+        let host = self.eng.host;
+        let lower = key.to_ascii_lowercase();
+        let replacement: Option<std::borrow::Cow<'_, str>> = match host.tool_text(&lower) {
+            Some(ToolText::Name(n)) => Some(format!("`{n}`").into()),
+            Some(ToolText::Phrase(p)) => Some(p.into()),
+            None => text::identity(key, &ctx.user, &ctx.char).map(Into::into),
+        };
+        match replacement {
+            Some(r) if self.charge(r.len()) => out.push_str(&r),
+            _ => out.push_str(raw),
+        }
+    }
+
+    /// Evaluates one call into `out`.
+    fn call(&mut self, c: u32, mode: Mode, out: &mut String) {
+        if self.eng.work_out {
+            return;
+        }
+        let tree = self.tree;
+        let call = &tree.calls[c as usize];
+        let stays_literal = match (call.shape, call.kind) {
+            (CallShape::BadArguments, _) => Some((
+                DiagnosticKind::BadArguments,
+                "wrong number of arguments: the macro stays literal",
+            )),
+            (_, MacroKind::Unknown) => {
+                Some((DiagnosticKind::UnknownMacro, "unknown macro stays literal"))
+            }
+            (_, MacroKind::Unsupported) => Some((
+                DiagnosticKind::UnsupportedMacro,
+                "group-chat macros are not supported: the macro stays literal",
+            )),
+            _ => None,
+        };
+        if let Some((kind, message)) = stays_literal {
+            self.diag(kind, call.span, message.into());
+            if mode != Mode::Cond {
+                self.literal(call, mode, out);
+            }
+            return;
+        }
+        if call.kind.is_declaration() {
+            match mode {
+                Mode::Body { .. } => {
+                    let rec = &self.eng.records[self.st.slot_base + call.slot as usize];
+                    out.push_str(&rec.output);
+                    let signals = rec.signals;
+                    self.sig.add(signals);
+                }
+                _ => self.declare(call, mode, out),
+            }
+            return;
+        }
+        let args = self.args(call, mode);
+        let before = out.len();
+        if let Err(bad) = self.value(call, &args, out) {
+            out.truncate(before);
+            let literal = matches!(bad, super::macros::Bad::Literal) && mode != Mode::Cond;
+            self.diag(
+                DiagnosticKind::BadArguments,
+                call.span,
+                if literal {
+                    "empty key: the macro stays literal"
+                } else {
+                    "invalid argument: the macro renders empty"
+                }
+                .into(),
+            );
+            if literal {
+                self.literal_from(call, &args, out);
+            }
+        }
+        let produced = out.len() - before;
+        if !self.charge(produced) {
+            out.truncate(before);
+        }
+    }
+
+    /// Writes a call as written, with each nested tag replaced by its output.
+    fn literal(&mut self, call: &Call, mode: Mode, out: &mut String) {
+        let tree = self.tree;
+        let mut at = call.span.start;
+        for arg in tree.call_args(call) {
+            out.push_str(tree.text(Span {
+                start: at,
+                end: arg.span.start,
+            }));
+            self.expand(arg.body, mode, out);
+            at = arg.span.end;
+        }
+        out.push_str(tree.text(Span {
+            start: at,
+            end: call.span.end,
+        }));
+    }
+
+    /// Like `literal`, from arguments already evaluated.
+    fn literal_from(&mut self, call: &Call, args: &[Cow<'_, str>], out: &mut String) {
+        let tree = self.tree;
+        let mut at = call.span.start;
+        for (arg, text) in tree.call_args(call).iter().zip(args) {
+            out.push_str(tree.text(Span {
+                start: at,
+                end: arg.span.start,
+            }));
+            out.push_str(text);
+            at = arg.span.end;
+        }
+        out.push_str(tree.text(Span {
+            start: at,
+            end: call.span.end,
+        }));
+    }
+}
+
+fn branch(blk: &Block, taken: bool) -> Option<List> {
+    if taken { Some(blk.then) } else { blk.otherwise }
+}
