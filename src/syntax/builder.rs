@@ -4,28 +4,28 @@
 
 use super::catalog::{Arity, MacroKind};
 use super::lexer::{TokKind, Token};
-use super::tree::{Arg, Block, BlockKind, BlockState, Call, CallShape, List, Node, Span, Tree};
+use super::tree::{Arg, Block, BlockKind, Call, CallShape, List, Node, Span, Tree};
 use crate::diagnostic::{DiagnosticKind, Finding};
 use crate::limits::Limits;
 
 /// Which closer a block expects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Closer {
+pub(super) enum Closer {
     If,
     Unless,
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Opener {
-    kind: BlockKind,
-    closer: Closer,
-    cond: Option<u32>,
-    malformed: bool,
+pub(super) struct Opener {
+    pub(super) kind: BlockKind,
+    pub(super) closer: Closer,
+    pub(super) cond: Option<u32>,
+    pub(super) malformed: bool,
 }
 
 /// What a finished tag (or a raw token) contributes to the scope around it.
 #[derive(Debug, Clone, Copy)]
-enum ItemKind {
+pub(super) enum ItemKind {
     Node(Node),
     Sep,
     Open(Opener),
@@ -34,9 +34,9 @@ enum ItemKind {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Item {
-    span: Span,
-    kind: ItemKind,
+pub(super) struct Item {
+    pub(super) span: Span,
+    pub(super) kind: ItemKind,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,12 +62,12 @@ struct Frame {
 
 /// A block being filled in while its scope is built.
 #[derive(Debug, Clone, Copy)]
-struct OpenBlock {
-    opener: Opener,
-    span: Span,
-    then_start: usize,
-    else_start: Option<usize>,
-    faults: bool,
+pub(super) struct OpenBlock {
+    pub(super) opener: Opener,
+    pub(super) span: Span,
+    pub(super) then_start: usize,
+    pub(super) else_start: Option<usize>,
+    pub(super) faults: bool,
 }
 
 /// How a tag's text after the macro name splits into arguments.
@@ -81,17 +81,17 @@ enum Form {
 
 pub(crate) struct Builder<'s> {
     src: &'s str,
-    limits: &'s Limits,
-    nodes: Vec<Node>,
+    pub(super) limits: &'s Limits,
+    pub(super) nodes: Vec<Node>,
     calls: Vec<Call>,
     args: Vec<Arg>,
-    blocks: Vec<Block>,
-    items: Vec<Item>,
+    pub(super) blocks: Vec<Block>,
+    pub(super) items: Vec<Item>,
     frames: Vec<Frame>,
-    pending: Vec<Node>,
-    open: Vec<OpenBlock>,
+    pub(super) pending: Vec<Node>,
+    pub(super) open: Vec<OpenBlock>,
     arg_scratch: Vec<(usize, usize, Span)>,
-    findings: Vec<Finding>,
+    pub(super) findings: Vec<Finding>,
     slots: u32,
     had_comment: bool,
 }
@@ -202,7 +202,7 @@ impl<'s> Builder<'s> {
         (tree, findings)
     }
 
-    fn finding(&mut self, kind: DiagnosticKind, span: Span, message: String) {
+    pub(super) fn finding(&mut self, kind: DiagnosticKind, span: Span, message: String) {
         self.findings.push(Finding {
             kind,
             span,
@@ -478,185 +478,6 @@ impl<'s> Builder<'s> {
         }
     }
 
-    fn push_node(&mut self, node: Node) {
-        // Adjacent literal runs merge, so a placeholder scan or copy sees one run.
-        match (self.pending.last_mut(), node) {
-            (Some(Node::Text(prev)), Node::Text(s))
-            | (Some(Node::Verbatim(prev)), Node::Verbatim(s))
-                if prev.end == s.start =>
-            {
-                prev.end = s.end;
-            }
-            _ => self.pending.push(node),
-        }
-    }
-
-    fn commit(&mut self, from: usize) -> List {
-        let start = self.nodes.len() as u32;
-        self.nodes.extend_from_slice(&self.pending[from..]);
-        self.pending.truncate(from);
-        List {
-            start,
-            len: self.nodes.len() as u32 - start,
-        }
-    }
-
-    /// Builds one scope (items[from..to]) into a list, pairing its blocks.
-    fn build_list(&mut self, from: usize, to: usize) -> List {
-        let pending_base = self.pending.len();
-        let open_base = self.open.len();
-        let mut literal_depth = 0u32;
-        for i in from..to {
-            let it = self.items[i];
-            if literal_depth > 0 {
-                match it.kind {
-                    ItemKind::Open(_) => {
-                        literal_depth += 1;
-                        self.nesting_limit(it.span);
-                    }
-                    ItemKind::Close { .. } => literal_depth -= 1,
-                    ItemKind::Else { .. } => {}
-                    ItemKind::Node(n) => {
-                        self.push_node(n);
-                        continue;
-                    }
-                    ItemKind::Sep => {
-                        self.push_node(Node::Text(it.span));
-                        continue;
-                    }
-                }
-                self.push_node(Node::Verbatim(it.span));
-                continue;
-            }
-            match it.kind {
-                ItemKind::Node(n) => self.push_node(n),
-                ItemKind::Sep => self.push_node(Node::Text(it.span)),
-                ItemKind::Open(opener) => {
-                    if self.open.len() - open_base >= self.limits.block_nesting {
-                        literal_depth = 1;
-                        self.nesting_limit(it.span);
-                        self.push_node(Node::Verbatim(it.span));
-                    } else {
-                        self.open.push(OpenBlock {
-                            opener,
-                            span: it.span,
-                            then_start: self.pending.len(),
-                            else_start: None,
-                            faults: opener.malformed,
-                        });
-                    }
-                }
-                ItemKind::Else { malformed } => {
-                    if self.open.len() == open_base {
-                        self.finding(
-                            DiagnosticKind::StrayElse,
-                            it.span,
-                            "`{{else}}` outside any block is dropped".into(),
-                        );
-                    } else {
-                        let len = self.pending.len();
-                        if let Some(top) = self.open.last_mut() {
-                            if top.else_start.is_some() || malformed {
-                                top.faults = true;
-                            }
-                            top.else_start.get_or_insert(len);
-                        }
-                    }
-                }
-                ItemKind::Close { closer, trailing } => {
-                    if self.open.len() == open_base {
-                        self.finding(
-                            DiagnosticKind::StrayCloser,
-                            it.span,
-                            "closer without an open block is dropped".into(),
-                        );
-                    } else if let Some(mut top) = self.open.pop() {
-                        if trailing || top.opener.closer != closer {
-                            top.faults = true;
-                        }
-                        self.finish_block(top, false);
-                    }
-                }
-            }
-        }
-        while self.open.len() > open_base {
-            if let Some(top) = self.open.pop() {
-                self.finish_block(top, true);
-            }
-        }
-        self.commit(pending_base)
-    }
-
-    fn nesting_limit(&mut self, span: Span) {
-        let limit = self.limits.block_nesting;
-        self.finding(
-            DiagnosticKind::NestingLimit,
-            span,
-            format!("block nested deeper than {limit} levels stays literal text"),
-        );
-    }
-
-    fn finish_block(&mut self, b: OpenBlock, unclosed: bool) {
-        let end = self.pending.len();
-        let then_end = b.else_start.unwrap_or(end);
-        let then = {
-            let start = self.nodes.len() as u32;
-            self.nodes
-                .extend_from_slice(&self.pending[b.then_start..then_end]);
-            List {
-                start,
-                len: (then_end - b.then_start) as u32,
-            }
-        };
-        let otherwise = b.else_start.map(|_| {
-            let start = self.nodes.len() as u32;
-            self.nodes.extend_from_slice(&self.pending[then_end..end]);
-            List {
-                start,
-                len: (end - then_end) as u32,
-            }
-        });
-        self.pending.truncate(b.then_start);
-        if unclosed {
-            self.finding(
-                DiagnosticKind::UnclosedBlock,
-                b.span,
-                match b.opener.kind {
-                    BlockKind::Tomori { .. } => {
-                        "block not closed before the end of its text is omitted".into()
-                    }
-                    BlockKind::Value { .. } => {
-                        "block not closed before the end of its text ends there".into()
-                    }
-                },
-            );
-        }
-        if b.faults {
-            self.finding(
-                DiagnosticKind::MalformedBlock,
-                b.span,
-                "malformed block is omitted with everything inside it".into(),
-            );
-        }
-        let state = if b.faults {
-            BlockState::Malformed
-        } else if unclosed {
-            BlockState::Unclosed
-        } else {
-            BlockState::Closed
-        };
-        self.blocks.push(Block {
-            span: b.span,
-            kind: b.opener.kind,
-            cond: b.opener.cond,
-            then,
-            otherwise,
-            state,
-        });
-        let id = (self.blocks.len() - 1) as u32;
-        self.pending.push(Node::Block(id));
-    }
-
     fn is_comment_only(&self, root: List) -> bool {
         self.nodes[root.range()].iter().all(|n| match *n {
             Node::Text(s) => self.text(s).trim_ascii().is_empty(),
@@ -682,6 +503,7 @@ fn name_end(bytes: &[u8], at: usize, limit: usize) -> Option<usize> {
 mod tests {
     use super::*;
     use crate::syntax::parse;
+    use crate::syntax::tree::BlockState;
 
     fn tree(src: &str) -> (Tree, Vec<DiagnosticKind>) {
         let (t, f) = parse(src.into(), &Limits::default());

@@ -1,6 +1,7 @@
 //! Template syntax: pest tokens (`lexer`), the macro catalog the compiler resolves names against
 //! (`catalog`), the pairing pass (`builder`) and the tree it produces (`tree`).
 
+mod blocks;
 mod builder;
 pub(crate) mod catalog;
 pub(crate) mod lexer;
