@@ -1,7 +1,10 @@
 //! stpreset renders SillyTavern chat-completion presets for chat bots.
 //!
-//! Templates are parsed once into a compact tree ([`Template::compile`]) and rendered many times
-//! against a host [`Context`]. Rendering never fails: problems become [`Diagnostic`]s.
+//! A preset is imported ([`Preset::from_json`]), compiled once ([`Preset::compile`]) and
+//! rendered many times against a host [`Context`] into ordered messages
+//! ([`CompiledPreset::render`]). Single templates work the same way ([`Template::compile`]).
+//! Rendering never fails: problems become [`Diagnostic`]s. With the default `store` feature,
+//! `PresetStore` keeps presets per server in SQLite with a cache of compiled active presets.
 //!
 //! ```
 //! use stpreset::{Context, Template};
@@ -23,6 +26,7 @@ mod error;
 mod eval;
 mod limits;
 mod preset;
+#[cfg(feature = "store")]
 mod store;
 mod syntax;
 mod template;
@@ -32,11 +36,12 @@ pub use diagnostic::{Diagnostic, DiagnosticKind, Severity};
 pub use error::{ContextError, TemplateError};
 pub use limits::Limits;
 pub use preset::{CompiledPreset, Message, Preset, PresetError, PresetNode, Rendered, Source};
+#[cfg(feature = "store")]
 pub use store::{Clock, PresetStore, PresetSummary, StoreError, StoreOptions, SystemClock};
 pub use syntax::Span;
 pub use template::{Expanded, Expansion, Template, expand};
 
 /// The README's examples run as doctests.
 #[doc = include_str!("../README.md")]
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "store"))]
 pub struct ReadmeDoctests;

@@ -1,5 +1,6 @@
 //! The preset store on real SQLite files (SPEC §7): every operation, scoping, transactions,
 //! the cache (TTL with an injected clock, negative entries, invalidation) and concurrency.
+#![cfg(feature = "store")]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

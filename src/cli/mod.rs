@@ -3,6 +3,7 @@
 
 mod expand;
 mod render;
+#[cfg(feature = "store")]
 mod store;
 
 use std::path::{Path, PathBuf};
@@ -32,6 +33,7 @@ enum Command {
     /// Render one template as a single enabled custom node and print its text.
     Expand(expand::ExpandArgs),
     /// Import, list, activate, toggle, delete and render presets kept per server in SQLite.
+    #[cfg(feature = "store")]
     Store(store::StoreArgs),
 }
 
@@ -87,6 +89,7 @@ pub fn main() -> ExitCode {
         Command::Expand(args) => expand::run(args),
         Command::Render(args) => render::render(args),
         Command::Audit(args) => render::audit(args),
+        #[cfg(feature = "store")]
         Command::Store(args) => store::run(args),
     };
     match result {

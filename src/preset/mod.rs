@@ -204,6 +204,7 @@ impl Preset {
     }
 
     /// A preset as the store keeps it: nodes already resolved, and the original file.
+    #[cfg(feature = "store")]
     pub(crate) fn from_stored(nodes: Vec<PresetNode>, raw: Box<[u8]>) -> Preset {
         Preset {
             nodes,
