@@ -39,7 +39,7 @@ pub fn expand(data: &[u8]) {
     assert_eq!(a.text, b.text, "same seed and clock, same bytes");
     assert_eq!(a.diagnostics, b.diagnostics);
     let src = template.source();
-    if !src.contains(['{', '}', '<', '\\']) && !src.trim().is_empty() {
+    if !src.contains(['{', '<', '\\']) && !src.trim().is_empty() {
         assert_eq!(a.text, src, "plain text renders to itself");
     }
 }

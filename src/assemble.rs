@@ -9,6 +9,7 @@ use serde::ser::{SerializeMap, Serializer};
 use crate::context::{Context, ContextItem, Role, Tag};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::eval::{Signals, convert_identities};
+use crate::limits::OutputBudget;
 
 /// One message for a model provider. Flattening concatenates `parts`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -379,27 +380,17 @@ fn inject(out: &mut [Message], injections: Vec<(i32, i32, String)>, diags: &mut 
 
 /// Cuts the message that crosses the output limit at a UTF-8 boundary; drops later output.
 fn limit_output(out: &mut Vec<Message>, limit: usize, diags: &mut Vec<Diagnostic>) {
-    let mut used = 0usize;
-    for (mi, m) in out.iter_mut().enumerate() {
-        for pi in 0..m.parts.len() {
-            let len = m.parts[pi].len();
-            if used + len <= limit {
-                used += len;
-                continue;
-            }
-            let mut cut = limit - used;
-            while !m.parts[pi].is_char_boundary(cut) {
-                cut -= 1;
-            }
-            m.parts[pi].truncate(cut);
-            m.parts.truncate(pi + 1);
-            let keep = mi + 1;
+    let mut budget = OutputBudget::new(limit);
+    for mi in 0..out.len() {
+        let parts = &mut out[mi].parts;
+        if let Some(pi) = parts.iter_mut().position(|p| !budget.spend(p)) {
+            parts.truncate(pi + 1);
+            out.truncate(mi + 1);
             diags.push(Diagnostic::new(
                 DiagnosticKind::LimitReached,
                 None,
                 format!("rendered output cut at the limit of {limit} bytes"),
             ));
-            out.truncate(keep);
             return;
         }
     }

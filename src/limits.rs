@@ -50,3 +50,56 @@ impl Default for Limits {
         }
     }
 }
+
+/// The longest prefix of `s` within `room` bytes that ends on a char boundary.
+pub(crate) fn fit(s: &str, room: usize) -> &str {
+    if s.len() <= room {
+        return s;
+    }
+    let mut cut = room;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    &s[..cut]
+}
+
+/// The output limit of one render, spent text by text in output order.
+pub(crate) struct OutputBudget {
+    left: usize,
+}
+
+impl OutputBudget {
+    pub fn new(limit: usize) -> Self {
+        OutputBudget { left: limit }
+    }
+
+    /// Spends `text`'s bytes; the text that crosses the limit is cut at a UTF-8 boundary and
+    /// `false` returned: the caller drops everything after it.
+    pub fn spend(&mut self, text: &mut String) -> bool {
+        if text.len() <= self.left {
+            self.left -= text.len();
+            return true;
+        }
+        let keep = fit(text, self.left).len();
+        text.truncate(keep);
+        self.left = 0;
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fit_and_spend_respect_char_boundaries() {
+        assert_eq!(fit("aé", 2), "a");
+        assert_eq!(fit("aé", 3), "aé");
+        let mut b = OutputBudget::new(4);
+        let mut first = String::from("ab");
+        assert!(b.spend(&mut first));
+        let mut second = String::from("céd");
+        assert!(!b.spend(&mut second));
+        assert_eq!(second, "c");
+    }
+}

@@ -6,7 +6,7 @@ use crate::context::{Context, Host};
 use crate::diagnostic::{Diagnostic, DiagnosticKind, Finding};
 use crate::error::TemplateError;
 use crate::eval::{self, EvalNode, Signals};
-use crate::limits::Limits;
+use crate::limits::{Limits, OutputBudget};
 use crate::syntax::{self, Tree};
 
 /// Node identifier a lone template renders as.
@@ -110,12 +110,7 @@ impl Template {
             .map(|n| (n.text, n.signals))
             .unwrap_or_default();
         let cap = ctx.limits.output_bytes;
-        if text.len() > cap {
-            let mut cut = cap;
-            while !text.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            text.truncate(cut);
+        if !OutputBudget::new(cap).spend(&mut text) {
             ev.diagnostics.push(Diagnostic::new(
                 DiagnosticKind::LimitReached,
                 Some(TEMPLATE_ID),

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
 
+use crate::limits::fit;
+
 use crate::syntax::catalog::Scope;
 
 /// A SPEC number: optional sign, digits, optional `.` and digits.
@@ -63,18 +65,6 @@ fn format_number(n: Num) -> String {
 /// Result of a write that hit a memory cap.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Capped;
-
-/// The longest prefix of `s` that fits in `room` bytes and ends on a char boundary.
-fn fit(s: &str, room: usize) -> &str {
-    if s.len() <= room {
-        return s;
-    }
-    let mut cut = room;
-    while !s.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    &s[..cut]
-}
 
 /// Local and global variables. Keys are short and looked up often: FxHash, not SipHash
 /// (keys come from templates, but a collision flood is bounded by the work budget).
