@@ -128,7 +128,7 @@ impl CompiledPreset {
     pub fn render_with_host(&self, ctx: &Context, host: &dyn Host) -> Rendered {
         // Nodes taking part: enabled, non-marker, not comment-only (`main` is kept as anchor
         // but a comment-only `main` renders no text).
-        let mut eval_nodes = Vec::new();
+        let mut eval_nodes = Vec::with_capacity(self.nodes.len());
         let mut eval_index = vec![usize::MAX; self.nodes.len()];
         for (i, (node, c)) in self.nodes.iter().zip(&self.compiled).enumerate() {
             if let Some(c) = c.as_ref().filter(|c| !c.tree.comment_only) {
@@ -165,7 +165,9 @@ impl CompiledPreset {
                     .map_or_else(String::new, |o| std::mem::take(&mut o.text)),
             })
             .collect();
-        let mut diagnostics = self.import_diagnostics.clone();
+        let mut diagnostics =
+            Vec::with_capacity(self.import_diagnostics.len() + ev.diagnostics.len() + 4);
+        diagnostics.extend_from_slice(&self.import_diagnostics);
         diagnostics.extend(ev.diagnostics);
         let messages = assemble::assemble(&mut slots, signals, ctx, &mut diagnostics);
         Rendered {
