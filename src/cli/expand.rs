@@ -4,8 +4,16 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 
 use clap::Args;
-use serde_json::json;
-use stpreset::Template;
+use serde::Serialize;
+use stpreset::{Diagnostic, Template};
+
+/// `expand --format json` (SPEC §9).
+#[derive(Serialize)]
+struct ExpandJson<'a> {
+    text: &'a str,
+    diagnostics: &'a [Diagnostic],
+    variables: &'a std::collections::BTreeMap<String, String>,
+}
 
 use super::{ContextArgs, Failure, Format, read};
 
@@ -33,24 +41,26 @@ pub(crate) fn run(args: ExpandArgs) -> Result<(), Failure> {
     let ctx = args.context.load()?;
     let template = Template::from_bytes(&bytes).map_err(|e| Failure(format!("{name}: {e}")))?;
     let out = template.render(&ctx);
-    let stdout = std::io::stdout();
-    let mut stdout = stdout.lock();
+    let mut stdout = super::stdout();
     let written = match args.format {
         Format::Text => {
-            let mut stderr = std::io::stderr().lock();
+            let mut stderr = super::stderr();
             for d in &out.diagnostics {
                 // Diagnostics are best effort: a closed stderr must not fail the render.
                 let _ = write!(stderr, "{}", d.render(&name, Some(template.source())));
             }
+            let _ = stderr.flush();
             stdout.write_all(out.text.as_bytes())
         }
         Format::Json => {
-            let doc = json!({
-                "text": out.text,
-                "diagnostics": out.diagnostics,
-                "variables": out.variables,
-            });
-            writeln!(stdout, "{doc}")
+            let doc = ExpandJson {
+                text: &out.text,
+                diagnostics: &out.diagnostics,
+                variables: &out.variables,
+            };
+            serde_json::to_writer(&mut stdout, &doc)
+                .map_err(std::io::Error::other)
+                .and_then(|()| writeln!(stdout))
         }
     };
     written

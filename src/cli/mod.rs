@@ -79,6 +79,17 @@ impl ContextArgs {
 /// A bad input file: one line on stderr, exit 1.
 pub(crate) struct Failure(String);
 
+/// Buffered standard output: the line-buffered lock scans every small write for newlines,
+/// which costs more than rendering when a JSON document lists many diagnostics.
+pub(crate) fn stdout() -> std::io::BufWriter<std::io::StdoutLock<'static>> {
+    std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock())
+}
+
+/// Same for standard error, where human-form diagnostics go.
+pub(crate) fn stderr() -> std::io::BufWriter<std::io::StderrLock<'static>> {
+    std::io::BufWriter::with_capacity(64 * 1024, std::io::stderr().lock())
+}
+
 pub(crate) fn read(path: &Path) -> Result<Vec<u8>, Failure> {
     std::fs::read(path).map_err(|e| Failure(format!("cannot read {}: {e}", path.display())))
 }

@@ -4,10 +4,18 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
-use serde_json::json;
+use serde::Serialize;
 use stpreset::{Diagnostic, Message, Preset, Rendered, Role, Source};
 
 use super::{ContextArgs, Failure, Format, read};
+
+/// `audit --format json`.
+#[derive(Serialize)]
+struct AuditJson<'a> {
+    nodes: usize,
+    enabled: usize,
+    diagnostics: &'a [Diagnostic],
+}
 
 #[derive(Args)]
 pub(crate) struct RenderArgs {
@@ -34,7 +42,7 @@ fn import(path: &std::path::Path) -> Result<Preset, Failure> {
 
 /// Diagnostics in human form, each with its node's source line when it has a position.
 fn print_diagnostics(file: &str, preset: Option<&Preset>, diags: &[Diagnostic]) {
-    let mut stderr = std::io::stderr().lock();
+    let mut stderr = super::stderr();
     for d in diags {
         let source = d.node.as_deref().and_then(|id| {
             preset?
@@ -50,6 +58,7 @@ fn print_diagnostics(file: &str, preset: Option<&Preset>, diags: &[Diagnostic]) 
         // Best effort: a closed stderr must not fail the command.
         let _ = write!(stderr, "{}", d.render(&label, source));
     }
+    let _ = stderr.flush();
 }
 
 fn role_name(role: Role) -> &'static str {
@@ -109,7 +118,7 @@ pub(crate) fn render(args: RenderArgs) -> Result<(), Failure> {
     let ctx = args.context.load()?;
     let out = preset.compile().render(&ctx);
     let file = args.preset.display().to_string();
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = super::stdout();
     let written = match args.format {
         Format::Text => {
             print_diagnostics(&file, Some(&preset), &out.diagnostics);
@@ -128,7 +137,7 @@ pub(crate) fn audit(args: AuditArgs) -> Result<(), Failure> {
     let file = args.preset.display().to_string();
     let nodes = preset.nodes();
     let enabled = nodes.iter().filter(|n| n.enabled).count();
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = super::stdout();
     let written = match args.format {
         Format::Text => {
             print_diagnostics(&file, Some(&preset), &diags);
@@ -147,8 +156,14 @@ pub(crate) fn audit(args: AuditArgs) -> Result<(), Failure> {
             )
         }
         Format::Json => {
-            let doc = json!({"nodes": nodes.len(), "enabled": enabled, "diagnostics": diags});
-            writeln!(stdout, "{doc}")
+            let doc = AuditJson {
+                nodes: nodes.len(),
+                enabled,
+                diagnostics: &diags,
+            };
+            serde_json::to_writer(&mut stdout, &doc)
+                .map_err(std::io::Error::other)
+                .and_then(|()| writeln!(stdout))
         }
     };
     written

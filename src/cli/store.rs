@@ -71,7 +71,7 @@ fn failed(e: impl std::fmt::Display) -> Failure {
 pub(crate) fn run(args: StoreArgs) -> Result<(), Failure> {
     let store = PresetStore::open(&args.db).map_err(failed)?;
     let server = args.server;
-    let mut out = std::io::stdout().lock();
+    let mut out = super::stdout();
     let written = match args.command {
         StoreCommand::Import { preset, name } => {
             let bytes = read(&preset)?;
