@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::PresetError;
+use super::raw::Loose;
 
 /// Where a field sits, for error messages: a prompt (by identifier or index) or a path.
 pub(super) struct At<'a> {
@@ -20,47 +21,35 @@ impl At<'_> {
     }
 
     /// A string field; `null` or missing gives `None`.
-    pub fn string(
-        &self,
-        obj: &serde_json::Map<String, Value>,
-        field: &str,
-    ) -> Result<Option<String>, PresetError> {
-        match obj.get(field) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
+    pub fn string(&self, v: Option<Loose>, field: &str) -> Result<Option<String>, PresetError> {
+        match v {
+            None | Some(Loose::Null) => Ok(None),
+            Some(Loose::Str(s)) => Ok(Some(s)),
             Some(other) => {
-                Err(self.err(field, format!("expected a string, found {}", kind(other))))
+                Err(self.err(field, format!("expected a string, found {}", other.kind())))
             }
         }
     }
 
     /// A boolean field; `null` or missing gives `None`.
-    pub fn boolean(
-        &self,
-        obj: &serde_json::Map<String, Value>,
-        field: &str,
-    ) -> Result<Option<bool>, PresetError> {
-        match obj.get(field) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Bool(b)) => Ok(Some(*b)),
+    pub fn boolean(&self, v: Option<Loose>, field: &str) -> Result<Option<bool>, PresetError> {
+        match v {
+            None | Some(Loose::Null) => Ok(None),
+            Some(Loose::Bool(b)) => Ok(Some(b)),
             Some(other) => Err(self.err(
                 field,
-                format!("expected true or false, found {}", kind(other)),
+                format!("expected true or false, found {}", other.kind()),
             )),
         }
     }
 
     /// An integer field: a JSON number with no fractional part, or a string of an optional sign
     /// and decimal digits with optional surrounding spaces; clamped to i32.
-    pub fn integer(
-        &self,
-        obj: &serde_json::Map<String, Value>,
-        field: &str,
-    ) -> Result<Option<i32>, PresetError> {
+    pub fn integer(&self, v: Option<Loose>, field: &str) -> Result<Option<i32>, PresetError> {
         let clamp = |v: f64| v.clamp(i32::MIN as f64, i32::MAX as f64) as i32;
-        match obj.get(field) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Number(n)) => {
+        match v {
+            None | Some(Loose::Null) => Ok(None),
+            Some(Loose::Number(n)) => {
                 if let Some(i) = n.as_i64() {
                     Ok(Some(i.clamp(i32::MIN as i64, i32::MAX as i64) as i32))
                 } else if let Some(u) = n.as_u64() {
@@ -72,21 +61,20 @@ impl At<'_> {
                     }
                 }
             }
-            Some(Value::String(s)) => {
+            Some(Loose::Str(s)) => {
                 let t = s.trim_matches(' ');
                 let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
                 if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
                     return Err(self.err(field, format!("expected a whole number, found \"{s}\"")));
                 }
-                let negative = t.starts_with('-');
                 // Saturate long digit strings instead of failing on overflow.
                 let v = digits.parse::<i64>().unwrap_or(i64::MAX);
-                let v = if negative { -v } else { v };
+                let v = if t.starts_with('-') { -v } else { v };
                 Ok(Some(v.clamp(i32::MIN as i64, i32::MAX as i64) as i32))
             }
             Some(other) => Err(self.err(
                 field,
-                format!("expected a whole number, found {}", kind(other)),
+                format!("expected a whole number, found {}", other.kind()),
             )),
         }
     }
@@ -110,8 +98,8 @@ mod tests {
     use serde_json::json;
 
     fn int(v: Value) -> Result<Option<i32>, PresetError> {
-        let obj = json!({ "f": v });
-        At { prompt: "p" }.integer(obj.as_object().unwrap(), "f")
+        let loose: Loose = serde_json::from_value(v).unwrap();
+        At { prompt: "p" }.integer(Some(loose), "f")
     }
 
     #[test]

@@ -5,8 +5,9 @@ mod audit;
 mod compiled;
 mod fields;
 mod legacy;
+mod raw;
 
-use std::collections::HashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use serde_json::{Map, Value};
 use thiserror::Error;
@@ -14,6 +15,7 @@ use thiserror::Error;
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::limits::Limits;
 use fields::{At, kind};
+use raw::{PromptEntry, Prompts, RawFile};
 
 pub use compiled::{CompiledPreset, Message, Rendered, Source};
 
@@ -165,7 +167,7 @@ impl Preset {
             });
         }
         // serde_json validates UTF-8 as it parses; tell the two failures apart only on error.
-        let mut parsed: Value =
+        let file: RawFile =
             serde_json::from_slice(bytes).map_err(|e| match std::str::from_utf8(bytes) {
                 Err(u) => PresetError::Utf8 {
                     offset: u.valid_up_to(),
@@ -176,22 +178,25 @@ impl Preset {
                     message: json_message(&e),
                 },
             })?;
-        let Some(root) = parsed.as_object_mut() else {
-            return Err(PresetError::NotAPreset(format!(
-                "the file is {}, not an object",
-                kind(&parsed)
-            )));
-        };
-        let mut diagnostics = Vec::new();
-        let mut nodes = match root.remove("prompts") {
-            Some(Value::Array(mut prompts)) if !prompts.is_empty() => {
-                prompt_manager(root, &mut prompts, &mut diagnostics)?
+        let (prompts, root) = match file {
+            RawFile::Object { prompts, root } => (prompts, root),
+            RawFile::NotObject(kind) => {
+                return Err(PresetError::NotAPreset(format!(
+                    "the file is {kind}, not an object"
+                )));
             }
-            None | Some(Value::Null | Value::Array(_)) => legacy_or_none(root)?,
-            Some(other) => {
+        };
+        let root = &root;
+        let mut diagnostics = Vec::new();
+        let mut nodes = match prompts {
+            Some(Prompts::Array(prompts)) if !prompts.is_empty() => {
+                prompt_manager(root, prompts, &mut diagnostics)?
+            }
+            None | Some(Prompts::Array(_)) => legacy_or_none(root)?,
+            Some(Prompts::Other(kind)) => {
                 return Err(PresetError::Shape {
                     path: "prompts".into(),
-                    problem: format!("expected an array, found {}", kind(&other)),
+                    problem: format!("expected an array, found {kind}"),
                 });
             }
         };
@@ -267,28 +272,32 @@ fn import_diag(kind: DiagnosticKind, message: String) -> Diagnostic {
 /// Reads and validates every prompt, then orders them by the chosen order list.
 fn prompt_manager(
     root: &Map<String, Value>,
-    prompts: &mut [Value],
+    prompts: Vec<PromptEntry>,
     diags: &mut Vec<Diagnostic>,
 ) -> Result<Vec<PresetNode>, PresetError> {
     // Every prompt is validated, also those the order list does not reference.
     let mut all = Vec::with_capacity(prompts.len());
-    for (i, p) in prompts.iter_mut().enumerate() {
-        let found = kind(p);
-        let Some(obj) = p.as_object_mut() else {
-            return Err(PresetError::Shape {
-                path: format!("prompts[{i}]"),
-                problem: format!("expected an object, found {found}"),
-            });
+    for (i, p) in prompts.into_iter().enumerate() {
+        let p = match p {
+            PromptEntry::Object(p) => p,
+            PromptEntry::Other(found) => {
+                return Err(PresetError::Shape {
+                    path: format!("prompts[{i}]"),
+                    problem: format!("expected an object, found {found}"),
+                });
+            }
         };
         let index_name = format!("#{i}");
         let id = At {
             prompt: &index_name,
         }
-        .string(obj, "identifier")?;
+        .string(p.identifier, "identifier")?;
         let label = id.clone().unwrap_or(index_name);
         let at = At { prompt: &label };
-        let marker = at.boolean(obj, "marker")?.unwrap_or(false);
-        let position = at.integer(obj, "injection_position")?.unwrap_or(0);
+        let marker = at.boolean(p.marker, "marker")?.unwrap_or(false);
+        let position = at
+            .integer(p.injection_position, "injection_position")?
+            .unwrap_or(0);
         if position != 0 && position != 1 {
             return Err(PresetError::Field {
                 prompt: label.clone(),
@@ -299,21 +308,27 @@ fn prompt_manager(
         let identifier = id.unwrap_or_else(|| format!("prompt_{i}"));
         let node = PresetNode {
             name: at
-                .string(obj, "name")?
+                .string(p.name, "name")?
                 .unwrap_or_else(|| identifier.clone()),
-            role: at.string(obj, "role")?.unwrap_or_else(|| "system".into()),
-            content: at.string(obj, "content")?.unwrap_or_default(),
+            role: at
+                .string(p.role, "role")?
+                .unwrap_or_else(|| "system".into()),
+            content: at.string(p.content, "content")?.unwrap_or_default(),
             marker,
-            enabled: at.boolean(obj, "enabled")?.unwrap_or(true),
+            enabled: at.boolean(p.enabled, "enabled")?.unwrap_or(true),
             injection_position: position,
-            injection_depth: at.integer(obj, "injection_depth")?.unwrap_or(4),
-            injection_order: at.integer(obj, "injection_order")?.unwrap_or(100),
+            injection_depth: at
+                .integer(p.injection_depth, "injection_depth")?
+                .unwrap_or(4),
+            injection_order: at
+                .integer(p.injection_order, "injection_order")?
+                .unwrap_or(100),
             identifier,
         };
         all.push(node);
     }
     // The first prompt with an identifier wins (NemoEngine 5.9.1 has two `main`).
-    let mut seen = HashSet::new();
+    let mut seen = FxHashSet::default();
     let mut unique = Vec::with_capacity(all.len());
     for node in all {
         if seen.insert(node.identifier.clone()) {
@@ -331,11 +346,11 @@ fn prompt_manager(
     let Some(order) = order_list(root)? else {
         return Ok(unique);
     };
-    let mut by_id: std::collections::HashMap<String, PresetNode> = unique
+    let mut by_id: FxHashMap<String, PresetNode> = unique
         .into_iter()
         .map(|n| (n.identifier.clone(), n))
         .collect();
-    let mut used = HashSet::new();
+    let mut used = FxHashSet::default();
     let mut nodes = Vec::with_capacity(order.len());
     for (identifier, enabled) in order {
         if !used.insert(identifier.clone()) {

@@ -1,0 +1,290 @@
+//! The preset file as read from JSON, without building a `serde_json::Value` for the bulk of it:
+//! prompts are read field by field into [`Loose`] values (their types are checked afterwards,
+//! with messages that name the prompt), unused fields are skipped, and only the few small root
+//! fields the importer reads (`prompt_order`, `context`, `sysprompt`, `post_history`) become
+//! `Value`s. Duplicate keys behave like `serde_json::Value`: the last one wins.
+
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+/// A JSON value whose type is judged later: scalars are kept, containers only named.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Loose {
+    Null,
+    Bool(bool),
+    Number(serde_json::Number),
+    Str(String),
+    /// An array or an object (skipped): its kind, for messages.
+    Other(&'static str),
+}
+
+impl Loose {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Loose::Null => "null",
+            Loose::Bool(_) => "a boolean",
+            Loose::Number(_) => "a number",
+            Loose::Str(_) => "a string",
+            Loose::Other(k) => k,
+        }
+    }
+}
+
+struct LooseVisitor;
+
+impl<'de> Visitor<'de> for LooseVisitor {
+    type Value = Loose;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<Loose, E> {
+        Ok(Loose::Null)
+    }
+    fn visit_none<E>(self) -> Result<Loose, E> {
+        Ok(Loose::Null)
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Loose, E> {
+        Ok(Loose::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Loose, E> {
+        Ok(Loose::Number(v.into()))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Loose, E> {
+        Ok(Loose::Number(v.into()))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Loose, E> {
+        // JSON numbers are finite, so this always succeeds.
+        Ok(serde_json::Number::from_f64(v).map_or(Loose::Null, Loose::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Loose, E> {
+        Ok(Loose::Str(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Loose, E> {
+        Ok(Loose::Str(v))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Loose, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Loose::Other("an array"))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Loose, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Loose::Other("an object"))
+    }
+}
+
+impl<'de> Deserialize<'de> for Loose {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Loose, D::Error> {
+        d.deserialize_any(LooseVisitor)
+    }
+}
+
+/// The fields of one prompt that the importer reads (`None`: missing).
+#[derive(Debug, Default)]
+pub(super) struct RawPrompt {
+    pub identifier: Option<Loose>,
+    pub name: Option<Loose>,
+    pub role: Option<Loose>,
+    pub content: Option<Loose>,
+    pub marker: Option<Loose>,
+    pub enabled: Option<Loose>,
+    pub injection_position: Option<Loose>,
+    pub injection_depth: Option<Loose>,
+    pub injection_order: Option<Loose>,
+}
+
+/// One entry of `prompts`: an object, or something else (an error the importer reports).
+#[derive(Debug)]
+pub(super) enum PromptEntry {
+    Object(RawPrompt),
+    Other(&'static str),
+}
+
+/// `prompts` itself.
+#[derive(Debug)]
+pub(super) enum Prompts {
+    Array(Vec<PromptEntry>),
+    Other(&'static str),
+}
+
+/// The whole file: the prompts, and the small root fields as `Value`s.
+#[derive(Debug)]
+pub(super) enum RawFile {
+    Object {
+        prompts: Option<Prompts>,
+        root: Map<String, Value>,
+    },
+    NotObject(&'static str),
+}
+
+/// Root fields kept as `Value`s.
+const ROOT_FIELDS: [&str; 4] = ["prompt_order", "context", "sysprompt", "post_history"];
+
+fn kind_of_scalar<E>(kind: &'static str) -> Result<&'static str, E> {
+    Ok(kind)
+}
+
+/// Implements the scalar visits of a visitor whose only interesting case is a container.
+macro_rules! scalars_are {
+    ($ty:ty, $wrap:expr) => {
+        fn visit_unit<E>(self) -> Result<$ty, E> {
+            kind_of_scalar("null").map($wrap)
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<$ty, E> {
+            kind_of_scalar("a boolean").map($wrap)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<$ty, E> {
+            kind_of_scalar("a number").map($wrap)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<$ty, E> {
+            kind_of_scalar("a number").map($wrap)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<$ty, E> {
+            kind_of_scalar("a number").map($wrap)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<$ty, E> {
+            kind_of_scalar("a string").map($wrap)
+        }
+    };
+}
+
+struct PromptVisitor;
+
+impl<'de> Visitor<'de> for PromptVisitor {
+    type Value = PromptEntry;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a prompt object")
+    }
+    scalars_are!(PromptEntry, PromptEntry::Other);
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<PromptEntry, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(PromptEntry::Other("an array"))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<PromptEntry, A::Error> {
+        let mut p = RawPrompt::default();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'_, str>>()? {
+            let slot = match &*key {
+                "identifier" => &mut p.identifier,
+                "name" => &mut p.name,
+                "role" => &mut p.role,
+                "content" => &mut p.content,
+                "marker" => &mut p.marker,
+                "enabled" => &mut p.enabled,
+                "injection_position" => &mut p.injection_position,
+                "injection_depth" => &mut p.injection_depth,
+                "injection_order" => &mut p.injection_order,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+            };
+            *slot = Some(map.next_value::<Loose>()?);
+        }
+        Ok(PromptEntry::Object(p))
+    }
+}
+
+impl<'de> Deserialize<'de> for PromptEntry {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<PromptEntry, D::Error> {
+        d.deserialize_any(PromptVisitor)
+    }
+}
+
+struct PromptsVisitor;
+
+impl<'de> Visitor<'de> for PromptsVisitor {
+    type Value = Prompts;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of prompts")
+    }
+    scalars_are!(Prompts, Prompts::Other);
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Prompts, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(16));
+        while let Some(p) = seq.next_element::<PromptEntry>()? {
+            out.push(p);
+        }
+        Ok(Prompts::Array(out))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Prompts, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Prompts::Other("an object"))
+    }
+}
+
+impl<'de> Deserialize<'de> for Prompts {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Prompts, D::Error> {
+        d.deserialize_any(PromptsVisitor)
+    }
+}
+
+struct FileVisitor;
+
+impl<'de> Visitor<'de> for FileVisitor {
+    type Value = RawFile;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a preset object")
+    }
+    scalars_are!(RawFile, RawFile::NotObject);
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<RawFile, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(RawFile::NotObject("an array"))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawFile, A::Error> {
+        let mut prompts = None;
+        let mut root = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "prompts" {
+                // `null` means no prompts, like a missing field.
+                prompts = map.next_value::<Option<Prompts>>()?;
+            } else if ROOT_FIELDS.contains(&key.as_str()) {
+                let v: Value = map.next_value()?;
+                root.insert(key, v);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(RawFile::Object { prompts, root })
+    }
+}
+
+impl<'de> Deserialize<'de> for RawFile {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<RawFile, D::Error> {
+        d.deserialize_any(FileVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_prompts_loosely_and_keeps_the_last_duplicate() {
+        let f: RawFile = serde_json::from_str(
+            r#"{"x": [1, {"y": 2}], "prompts": [{"identifier": "a", "marker": 1, "content": [1],
+                "extra": {"deep": [1, 2]}, "enabled": null}, 3],
+                "post_history": "p", "post_history": "q"}"#,
+        )
+        .unwrap();
+        let RawFile::Object {
+            prompts: Some(Prompts::Array(p)),
+            root,
+        } = f
+        else {
+            panic!("not read as an object with prompts");
+        };
+        let PromptEntry::Object(first) = &p[0] else {
+            panic!()
+        };
+        assert_eq!(first.identifier, Some(Loose::Str("a".into())));
+        assert_eq!(first.marker.as_ref().map(Loose::kind), Some("a number"));
+        assert_eq!(first.content, Some(Loose::Other("an array")));
+        assert_eq!(first.enabled, Some(Loose::Null));
+        assert!(matches!(p[1], PromptEntry::Other("a number")));
+        assert_eq!(root["post_history"], "q");
+        assert!(!root.contains_key("x"));
+        let f: RawFile = serde_json::from_str(r#""just a string""#).unwrap();
+        assert!(matches!(f, RawFile::NotObject("a string")));
+    }
+}
