@@ -1,6 +1,9 @@
 //! The invariants the fuzz targets assert, shared with `tests/fuzz_regressions.rs` so every
 //! crash input replays in `cargo test`.
 
+// Each fuzz target includes this file and uses only its own check.
+#![allow(dead_code)]
+
 use stpreset::{Context, Preset, Template};
 
 /// A fixed context (clock, seed, host facts, a little history) so every run reproduces.
