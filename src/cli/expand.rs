@@ -58,12 +58,8 @@ pub(crate) fn run(args: ExpandArgs) -> Result<(), Failure> {
                 diagnostics: &out.diagnostics,
                 variables: &out.variables,
             };
-            serde_json::to_writer(&mut stdout, &doc)
-                .map_err(std::io::Error::other)
-                .and_then(|()| writeln!(stdout))
+            super::write_json(&mut stdout, &doc)
         }
     };
-    written
-        .and_then(|()| stdout.flush())
-        .map_err(|e| Failure(format!("cannot write output: {e}")))
+    super::finish(&mut stdout, written)
 }

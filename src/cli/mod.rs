@@ -6,6 +6,7 @@ mod render;
 #[cfg(feature = "store")]
 mod store;
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -88,6 +89,19 @@ pub(crate) fn stdout() -> std::io::BufWriter<std::io::StdoutLock<'static>> {
 /// Same for standard error, where human-form diagnostics go.
 pub(crate) fn stderr() -> std::io::BufWriter<std::io::StderrLock<'static>> {
     std::io::BufWriter::with_capacity(64 * 1024, std::io::stderr().lock())
+}
+
+/// Writes one JSON document and a newline.
+pub(crate) fn write_json(out: &mut impl Write, doc: &impl serde::Serialize) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, doc).map_err(std::io::Error::other)?;
+    writeln!(out)
+}
+
+/// Flushes `out` after `written`; a write failure is a one-line error.
+pub(crate) fn finish(out: &mut impl Write, written: std::io::Result<()>) -> Result<(), Failure> {
+    written
+        .and_then(|()| out.flush())
+        .map_err(|e| Failure(format!("cannot write output: {e}")))
 }
 
 pub(crate) fn read(path: &Path) -> Result<Vec<u8>, Failure> {

@@ -107,9 +107,7 @@ pub(crate) fn print_rendered(
             print_diagnostics(file, None, &rendered.diagnostics);
             write_text(out, &rendered.messages)
         }
-        Format::Json => serde_json::to_writer(&mut *out, rendered)
-            .map_err(std::io::Error::other)
-            .and_then(|()| writeln!(out)),
+        Format::Json => super::write_json(out, rendered),
     }
 }
 
@@ -126,9 +124,7 @@ pub(crate) fn render(args: RenderArgs) -> Result<(), Failure> {
         }
         Format::Json => print_rendered(&mut stdout, &out, args.format, &file),
     };
-    written
-        .and_then(|()| stdout.flush())
-        .map_err(|e| Failure(format!("cannot write output: {e}")))
+    super::finish(&mut stdout, written)
 }
 
 pub(crate) fn audit(args: AuditArgs) -> Result<(), Failure> {
@@ -161,12 +157,8 @@ pub(crate) fn audit(args: AuditArgs) -> Result<(), Failure> {
                 enabled,
                 diagnostics: &diags,
             };
-            serde_json::to_writer(&mut stdout, &doc)
-                .map_err(std::io::Error::other)
-                .and_then(|()| writeln!(stdout))
+            super::write_json(&mut stdout, &doc)
         }
     };
-    written
-        .and_then(|()| stdout.flush())
-        .map_err(|e| Failure(format!("cannot write output: {e}")))
+    super::finish(&mut stdout, written)
 }

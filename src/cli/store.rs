@@ -127,7 +127,5 @@ pub(crate) fn run(args: StoreArgs) -> Result<(), Failure> {
             )
         }
     };
-    written
-        .and_then(|()| out.flush())
-        .map_err(|e| Failure(format!("cannot write output: {e}")))
+    super::finish(&mut out, written)
 }

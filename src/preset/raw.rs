@@ -65,12 +65,12 @@ impl<'de> Visitor<'de> for LooseVisitor {
     fn visit_string<E>(self, v: String) -> Result<Loose, E> {
         Ok(Loose::Str(v))
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Loose, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Loose, A::Error> {
+        skip_seq(seq)?;
         Ok(Loose::Other("an array"))
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Loose, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Loose, A::Error> {
+        skip_map(map)?;
         Ok(Loose::Other("an object"))
     }
 }
@@ -122,6 +122,17 @@ pub(super) enum RawFile {
 /// Root fields kept as `Value`s.
 const ROOT_FIELDS: [&str; 4] = ["prompt_order", "context", "sysprompt", "post_history"];
 
+/// Reads past a container the importer does not look into (still validated as JSON).
+fn skip_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
+    while seq.next_element::<IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+fn skip_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
+    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
 fn kind_of_scalar<E>(kind: &'static str) -> Result<&'static str, E> {
     Ok(kind)
 }
@@ -158,8 +169,8 @@ impl<'de> Visitor<'de> for PromptVisitor {
         f.write_str("a prompt object")
     }
     scalars_are!(PromptEntry, PromptEntry::Other);
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<PromptEntry, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<PromptEntry, A::Error> {
+        skip_seq(seq)?;
         Ok(PromptEntry::Other("an array"))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<PromptEntry, A::Error> {
@@ -207,8 +218,8 @@ impl<'de> Visitor<'de> for PromptsVisitor {
         }
         Ok(Prompts::Array(out))
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Prompts, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Prompts, A::Error> {
+        skip_map(map)?;
         Ok(Prompts::Other("an object"))
     }
 }
@@ -227,8 +238,8 @@ impl<'de> Visitor<'de> for FileVisitor {
         f.write_str("a preset object")
     }
     scalars_are!(RawFile, RawFile::NotObject);
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<RawFile, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<RawFile, A::Error> {
+        skip_seq(seq)?;
         Ok(RawFile::NotObject("an array"))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawFile, A::Error> {
