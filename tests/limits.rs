@@ -167,3 +167,12 @@ fn dice_caps() {
         }
     }
 }
+
+#[test]
+fn spent_budget_leaves_placeholders_as_written() {
+    let mut c = ctx_with(|l| l.work_bytes = 3);
+    c.host.set_tool_name("t", "tool");
+    let (text, k) = render("ab{{user}} <USER> <BOT> {user} {t}", &c);
+    assert_eq!(text, "ab <USER> <BOT> {user} {t}");
+    assert_eq!(count(&k, DiagnosticKind::LimitReached), 1);
+}

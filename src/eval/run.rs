@@ -277,13 +277,17 @@ impl<'r, 'a> Run<'r, 'a> {
                 }
                 Node::Compat(who) => {
                     let ctx = self.ctx();
-                    let name = match who {
-                        Identity::User => &ctx.user,
-                        Identity::Char | Identity::Bot => &ctx.char,
+                    let (name, written) = match who {
+                        Identity::User => (&ctx.user, "<USER>"),
+                        Identity::Char => (&ctx.char, "<CHAR>"),
+                        Identity::Bot => (&ctx.char, "<BOT>"),
                     };
-                    if self.charge(name.len()) {
-                        out.push_str(name);
-                    }
+                    // Once the work budget is spent, placeholders stay as written (SPEC §10).
+                    out.push_str(if self.charge(name.len()) {
+                        name
+                    } else {
+                        written
+                    });
                 }
                 Node::Block(b) => {
                     let blk = &tree.blocks[b as usize];
