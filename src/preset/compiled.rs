@@ -17,7 +17,6 @@ pub use crate::assemble::{Message, Source};
 struct NodeInfo {
     identifier: Box<str>,
     role: Box<str>,
-    enabled: bool,
     marker: bool,
     depth: Option<(i32, i32)>,
 }
@@ -27,7 +26,6 @@ impl From<&PresetNode> for NodeInfo {
         NodeInfo {
             identifier: n.identifier.as_str().into(),
             role: n.role.as_str().into(),
-            enabled: n.enabled,
             marker: n.is_marker(),
             depth: n
                 .is_depth()
@@ -64,6 +62,10 @@ pub struct CompiledPreset {
     nodes: Vec<NodeInfo>,
     /// Per node: the parsed tree of an enabled, non-marker node.
     compiled: Vec<Option<Compiled>>,
+    /// Nodes that take part in the passes (compiled, not comment-only), in preset order.
+    evaluated: Vec<usize>,
+    /// Nodes the assembler walks, in preset order, each with its position in `evaluated`.
+    walked: Vec<(usize, Option<usize>)>,
     import_diagnostics: Vec<Diagnostic>,
 }
 
@@ -91,7 +93,7 @@ impl Preset {
 
     /// Parses every enabled, non-marker node once, with the given parse limits.
     pub fn compile_with(&self, limits: &Limits) -> CompiledPreset {
-        let compiled = self
+        let compiled: Vec<Option<Compiled>> = self
             .nodes
             .iter()
             .map(|n| {
@@ -101,9 +103,25 @@ impl Preset {
                 })
             })
             .collect();
+        // Which nodes take part and which the walk visits is fixed here, not per render.
+        let mut evaluated = Vec::new();
+        let mut walked = Vec::new();
+        for (i, (node, c)) in self.nodes.iter().zip(&compiled).enumerate() {
+            let eval = c.as_ref().filter(|c| !c.tree.comment_only).map(|_| {
+                evaluated.push(i);
+                evaluated.len() - 1
+            });
+            // Comment-only custom nodes never render; `main` stays as the anchor.
+            let marker = node.enabled && node.is_marker();
+            if marker || eval.is_some() || (c.is_some() && node.identifier == "main") {
+                walked.push((i, eval));
+            }
+        }
         CompiledPreset {
             nodes: self.nodes.iter().map(NodeInfo::from).collect(),
             compiled,
+            evaluated,
+            walked,
             import_diagnostics: self.diagnostics.clone(),
         }
     }
@@ -126,43 +144,37 @@ impl CompiledPreset {
 
     /// Renders against `ctx`, answering host predicates from `host`.
     pub fn render_with_host(&self, ctx: &Context, host: &dyn Host) -> Rendered {
-        // Nodes taking part: enabled, non-marker, not comment-only (`main` is kept as anchor
-        // but a comment-only `main` renders no text).
-        let mut eval_nodes = Vec::with_capacity(self.nodes.len());
-        let mut eval_index = vec![usize::MAX; self.nodes.len()];
-        for (i, (node, c)) in self.nodes.iter().zip(&self.compiled).enumerate() {
-            if let Some(c) = c.as_ref().filter(|c| !c.tree.comment_only) {
-                eval_index[i] = eval_nodes.len();
-                eval_nodes.push(EvalNode {
-                    id: &node.identifier,
+        let eval_nodes: Vec<EvalNode<'_>> = self
+            .evaluated
+            .iter()
+            .filter_map(|&i| {
+                let c = self.compiled[i].as_ref()?;
+                Some(EvalNode {
+                    id: &self.nodes[i].identifier,
                     tree: &c.tree,
                     findings: &c.findings,
-                });
-            }
-        }
+                })
+            })
+            .collect();
         let mut ev = eval::evaluate(&eval_nodes, ctx, host);
         let mut signals = Signals::default();
         for out in &ev.nodes {
             signals.add(out.signals);
         }
         let mut slots: Vec<Slot<'_>> = self
-            .nodes
+            .walked
             .iter()
-            .enumerate()
-            .filter(|(i, n)| n.enabled && (n.marker || self.compiled[*i].is_some()))
-            .filter(|(i, n)| {
-                // Comment-only custom nodes never render; `main` stays as the anchor.
-                n.marker || &*n.identifier == "main" || eval_index[*i] != usize::MAX
-            })
-            .map(|(i, n)| Slot {
-                identifier: &n.identifier,
-                role: &n.role,
-                marker: n.marker,
-                depth: n.depth,
-                text: ev
-                    .nodes
-                    .get_mut(eval_index[i])
-                    .map_or_else(String::new, |o| std::mem::take(&mut o.text)),
+            .map(|&(i, eval)| {
+                let n = &self.nodes[i];
+                Slot {
+                    identifier: &n.identifier,
+                    role: &n.role,
+                    marker: n.marker,
+                    depth: n.depth,
+                    text: eval
+                        .and_then(|e| ev.nodes.get_mut(e))
+                        .map_or_else(String::new, |o| std::mem::take(&mut o.text)),
+                }
             })
             .collect();
         let mut diagnostics =
