@@ -33,18 +33,16 @@ fn text_at<'a>(
         if obj.is_null() {
             return Ok(None);
         }
-        return Err(PresetError::Shape {
-            path: object.into(),
-            problem: format!("expected an object, found {}", kind(obj)),
-        });
+        return Err(PresetError::shape(object, "an object", kind(obj)));
     };
     match obj.get(field) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
-        Some(other) => Err(PresetError::Shape {
-            path: format!("{object}.{field}"),
-            problem: format!("expected a string, found {}", kind(other)),
-        }),
+        Some(other) => Err(PresetError::shape(
+            format!("{object}.{field}"),
+            "a string",
+            kind(other),
+        )),
     }
 }
 
@@ -184,10 +182,7 @@ pub(super) fn post_history(
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.as_str()),
         Some(other) => {
-            return Err(PresetError::Shape {
-                path: "post_history".into(),
-                problem: format!("expected a string, found {}", kind(other)),
-            });
+            return Err(PresetError::shape("post_history", "a string", kind(other)));
         }
     };
     let fields = [

@@ -70,6 +70,16 @@ pub enum PresetError {
     },
 }
 
+impl PresetError {
+    /// A part of the file with the wrong JSON type.
+    fn shape(path: impl Into<String>, expected: &str, found: &str) -> PresetError {
+        PresetError::Shape {
+            path: path.into(),
+            problem: format!("expected {expected}, found {found}"),
+        }
+    }
+}
+
 /// One prompt node of a preset, with SPEC §6 defaults applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -194,10 +204,7 @@ impl Preset {
             }
             None | Some(Prompts::Array(_)) => legacy_or_none(root)?,
             Some(Prompts::Other(kind)) => {
-                return Err(PresetError::Shape {
-                    path: "prompts".into(),
-                    problem: format!("expected an array, found {kind}"),
-                });
+                return Err(PresetError::shape("prompts", "an array", kind));
             }
         };
         legacy::post_history(root, &mut nodes)?;
@@ -281,10 +288,11 @@ fn prompt_manager(
         let p = match p {
             PromptEntry::Object(p) => p,
             PromptEntry::Other(found) => {
-                return Err(PresetError::Shape {
-                    path: format!("prompts[{i}]"),
-                    problem: format!("expected an object, found {found}"),
-                });
+                return Err(PresetError::shape(
+                    format!("prompts[{i}]"),
+                    "an object",
+                    found,
+                ));
             }
         };
         let index_name = format!("#{i}");
@@ -383,20 +391,14 @@ fn order_list(root: &Map<String, Value>) -> Result<Option<Vec<(String, bool)>>, 
         None | Some(Value::Null) => return Ok(None),
         Some(Value::Array(a)) => a,
         Some(other) => {
-            return Err(PresetError::Shape {
-                path: "prompt_order".into(),
-                problem: format!("expected an array, found {}", kind(other)),
-            });
+            return Err(PresetError::shape("prompt_order", "an array", kind(other)));
         }
     };
     let mut lists: [Option<(usize, &Vec<Value>)>; 2] = [None, None];
     for (i, e) in entries.iter().enumerate() {
         let path = format!("prompt_order[{i}]");
         let Some(obj) = e.as_object() else {
-            return Err(PresetError::Shape {
-                path,
-                problem: format!("expected an object, found {}", kind(e)),
-            });
+            return Err(PresetError::shape(path, "an object", kind(e)));
         };
         let id = match obj.get("character_id") {
             Some(Value::Number(n)) => n.as_i64(),
@@ -407,10 +409,11 @@ fn order_list(root: &Map<String, Value>) -> Result<Option<Vec<(String, bool)>>, 
             None | Some(Value::Null) => None,
             Some(Value::Array(a)) => Some(a),
             Some(other) => {
-                return Err(PresetError::Shape {
-                    path: format!("{path}.order"),
-                    problem: format!("expected an array, found {}", kind(other)),
-                });
+                return Err(PresetError::shape(
+                    format!("{path}.order"),
+                    "an array",
+                    kind(other),
+                ));
             }
         };
         let slot = match id {
@@ -429,28 +432,27 @@ fn order_list(root: &Map<String, Value>) -> Result<Option<Vec<(String, bool)>>, 
     for (j, entry) in order.iter().enumerate() {
         let path = format!("prompt_order[{i}].order[{j}]");
         let Some(obj) = entry.as_object() else {
-            return Err(PresetError::Shape {
-                path,
-                problem: format!("expected an object, found {}", kind(entry)),
-            });
+            return Err(PresetError::shape(path, "an object", kind(entry)));
         };
         let identifier = match obj.get("identifier") {
             Some(Value::String(s)) => s.clone(),
             other => {
-                return Err(PresetError::Shape {
-                    path: format!("{path}.identifier"),
-                    problem: format!("expected a string, found {}", other.map_or("nothing", kind)),
-                });
+                return Err(PresetError::shape(
+                    format!("{path}.identifier"),
+                    "a string",
+                    other.map_or("nothing", kind),
+                ));
             }
         };
         let enabled = match obj.get("enabled") {
             None | Some(Value::Null) => true,
             Some(Value::Bool(b)) => *b,
             Some(other) => {
-                return Err(PresetError::Shape {
-                    path: format!("{path}.enabled"),
-                    problem: format!("expected true or false, found {}", kind(other)),
-                });
+                return Err(PresetError::shape(
+                    format!("{path}.enabled"),
+                    "true or false",
+                    kind(other),
+                ));
             }
         };
         out.push((identifier, enabled));
