@@ -36,17 +36,24 @@ fn templates(c: &mut Criterion) {
         }),
     ];
     let ctx = ctx();
-    for (name, make) in cases {
-        let mut g = c.benchmark_group(format!("hostile/{name}"));
-        g.sample_size(10);
-        for n in [10_000, 100_000] {
-            let src = make(n);
-            g.bench_with_input(BenchmarkId::from_parameter(n), &src, |b, src| {
-                b.iter(|| Template::compile(black_box(src)).render(&ctx))
-            });
-        }
-        g.finish();
+    for case in cases {
+        at_n_and_10n(c, case, |src| {
+            Template::compile(black_box(src)).render(&ctx)
+        });
     }
+}
+
+/// Benches one hostile input at n = 10 000 and 10n.
+fn at_n_and_10n<T, R>(c: &mut Criterion, (name, make): Case<T>, run: impl Fn(&T) -> R) {
+    let mut g = c.benchmark_group(format!("hostile/{name}"));
+    g.sample_size(10);
+    for n in [10_000, 100_000] {
+        let input = make(n);
+        g.bench_with_input(BenchmarkId::from_parameter(n), &input, |b, input| {
+            b.iter(|| run(input))
+        });
+    }
+    g.finish();
 }
 
 fn preset_bytes(prompts: Vec<serde_json::Value>) -> Vec<u8> {
@@ -82,19 +89,10 @@ fn presets(c: &mut Criterion) {
     // rendering, not the refusal.
     let mut roomy = stpreset::Limits::default();
     roomy.preset_bytes = 64 << 20;
-    for (name, make) in cases {
-        let mut g = c.benchmark_group(format!("hostile/{name}"));
-        g.sample_size(10);
-        for n in [10_000, 100_000] {
-            let bytes = make(n);
-            g.bench_with_input(BenchmarkId::from_parameter(n), &bytes, |b, bytes| {
-                b.iter(|| {
-                    Preset::from_json_with(black_box(bytes), &roomy)
-                        .map(|p| p.compile().render(&ctx))
-                })
-            });
-        }
-        g.finish();
+    for case in cases {
+        at_n_and_10n(c, case, |bytes| {
+            Preset::from_json_with(black_box(bytes), &roomy).map(|p| p.compile().render(&ctx))
+        });
     }
 }
 

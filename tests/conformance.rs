@@ -22,6 +22,17 @@ fn shared(file: &str) -> Option<Vec<Value>> {
     }
 }
 
+/// Fails listing every failing case by name, or reports how many passed.
+fn all_pass(what: &str, total: usize, failures: &[String]) {
+    assert!(
+        failures.is_empty(),
+        "{} of {total} {what} cases fail:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    eprintln!("{total} {what} vectors pass");
+}
+
 #[test]
 fn template_vectors() {
     let Some(cases) = shared("templates.json") else {
@@ -55,14 +66,7 @@ fn template_vectors() {
             }
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} cases fail:\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n")
-    );
-    eprintln!("{} template vectors pass", cases.len());
+    all_pass("template", cases.len(), &failures);
 }
 
 #[test]
@@ -97,14 +101,7 @@ fn render_vectors() {
             ));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} cases fail:\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n")
-    );
-    eprintln!("{} render vectors pass", cases.len());
+    all_pass("render", cases.len(), &failures);
 }
 
 #[test]
