@@ -110,7 +110,8 @@ impl Run<'_, '_> {
         }
     }
 
-    /// Inserts a host value, identity-converted (once per render), and signals when non-empty.
+    /// Inserts a host value, identity-converted once per render (borrowed when it has no
+    /// placeholders), and signals when non-empty.
     fn host_value(&mut self, which: HostValue, signal: Signals, out: &mut String) {
         let ctx = self.ctx();
         let slot = &mut self.eng.host_values[which as usize];
@@ -128,7 +129,7 @@ impl Run<'_, '_> {
                 HostValue::LastUserMessage => last(ctx, Some(Role::User)),
                 HostValue::LastCharMessage => last(ctx, Some(Role::Model)),
             };
-            text::convert_identities(raw, &ctx.user, &ctx.char).into_owned()
+            text::convert_identities(raw, &ctx.user, &ctx.char)
         });
         if !value.is_empty() {
             out.push_str(value);

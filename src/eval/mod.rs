@@ -159,7 +159,7 @@ struct Engine<'a> {
     work_left: usize,
     work_out: bool,
     diags: Vec<Diagnostic>,
-    host_values: [Option<String>; HOST_VALUES],
+    host_values: [Option<std::borrow::Cow<'a, str>>; HOST_VALUES],
     /// Per block of every node: 0 not selected in pass 1, 1 then-branch, 2 else-branch.
     decisions: Vec<u8>,
     /// Per declaration slot of every node: what it renders and its arguments' signals.

@@ -315,7 +315,7 @@ impl<'r, 'a> Run<'r, 'a> {
 
     /// Asks the host about `[!]ns:name`. Unknown capabilities and families are false either way.
     fn tomori(&mut self, ns: Namespace, name: Span, negate: bool, span: Span) -> bool {
-        let name = self.tree.text(name).to_ascii_lowercase();
+        let name = text::ascii_lower(self.tree.text(name));
         let answer = match ns {
             Namespace::Tool => Some(self.eng.host.tool(&name)),
             Namespace::Capability => self.eng.host.capability(&name),
@@ -344,7 +344,7 @@ impl<'r, 'a> Run<'r, 'a> {
         let key = &raw[1..raw.len() - 1];
         let ctx = self.ctx();
         let host = self.eng.host;
-        let lower = key.to_ascii_lowercase();
+        let lower = text::ascii_lower(key);
         let replacement: Option<std::borrow::Cow<'_, str>> = match host.tool_text(&lower) {
             Some(ToolText::Name(n)) => Some(format!("`{n}`").into()),
             Some(ToolText::Phrase(p)) => Some(p.into()),

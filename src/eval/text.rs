@@ -12,6 +12,15 @@ pub(crate) fn identity<'a>(key: &str, user: &'a str, char: &'a str) -> Option<&'
     }
 }
 
+/// `s` in ASCII lower case, borrowed when it already is (host lookups use lower-case names).
+pub(crate) fn ascii_lower(s: &str) -> Cow<'_, str> {
+    if s.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(s.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(s)
+    }
+}
+
 /// Converts identity placeholders in host-supplied text. Returns the input when it has none.
 pub(crate) fn convert_identities<'t>(text: &'t str, user: &str, char: &str) -> Cow<'t, str> {
     let bytes = text.as_bytes();
