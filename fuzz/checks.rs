@@ -4,7 +4,7 @@
 // Each fuzz target includes this file and uses only its own check.
 #![allow(dead_code)]
 
-use stpreset::{Context, Preset, Template};
+use stpreset::{Context, Preset, Template, TextReport};
 
 /// A fixed context (clock, seed, host facts, a little history) so every run reproduces.
 pub fn context() -> Context {
@@ -47,20 +47,110 @@ pub fn expand(data: &[u8]) {
     }
 }
 
-/// `PRESET JSON` + optional `\n\0CONTEXT JSON`: import errors are fine, panics are not; a
-/// render stays within the output limit and is deterministic.
-pub fn render(data: &[u8]) {
+/// Splits `PRESET JSON` + optional `\0CONTEXT JSON` into an imported preset and a context
+/// (the fixed one when the second part is missing or refused).
+fn preset_and_context(data: &[u8]) -> Option<(Preset, Context)> {
     let (preset, ctx) = match data.iter().position(|&b| b == 0) {
         Some(i) => (&data[..i], Context::from_json(&data[i + 1..]).ok()),
         None => (data, None),
     };
-    let Ok(preset) = Preset::from_json(preset) else {
-        return;
-    };
+    let preset = Preset::from_json(preset).ok()?;
     let mut ctx = ctx.unwrap_or_else(context);
     // The fuzzer must not wait for the real clock or a huge history.
     ctx.now = context().now;
     ctx.items.truncate(64);
+    Some((preset, ctx))
+}
+
+/// Arbitrary bytes imported: a typed error or a preset whose identifiers are unique (the
+/// CLI, the store and diagnostics find nodes by identifier).
+pub fn import(data: &[u8]) {
+    let Ok(preset) = Preset::from_json(data) else {
+        return;
+    };
+    let mut ids = std::collections::HashSet::new();
+    for n in preset.nodes() {
+        assert!(
+            ids.insert(n.identifier.as_str()),
+            "duplicate id {:?}",
+            n.identifier
+        );
+    }
+    let _ = preset.compile();
+}
+
+/// What a bounded diagnostic looks like: its JSON and its rendered text stay below a
+/// constant whatever the input, so output grows at most linearly with the diagnostic count.
+const MAX_DIAGNOSTIC_BYTES: usize = 4096;
+
+/// The CLI's path: import, compile, render, then the diagnostics printed in text (against
+/// their node sources) and JSON. Output stays within a constant factor of the input.
+pub fn cli(data: &[u8]) {
+    let Some((preset, ctx)) = preset_and_context(data) else {
+        return;
+    };
+    let out = preset.compile().render(&ctx);
+    let audit = preset.audit();
+    for diags in [&out.diagnostics, &audit] {
+        let mut text = Vec::new();
+        TextReport::preset("preset.json", &preset)
+            .write(&mut text, diags)
+            .expect("writing to memory");
+        assert!(
+            text.len() <= 210 * MAX_DIAGNOSTIC_BYTES,
+            "{} bytes",
+            text.len()
+        );
+        assert!(
+            diags.len() <= data.len() + 16,
+            "{} diagnostics",
+            diags.len()
+        );
+        for d in diags.iter() {
+            let json = serde_json::to_string(d).expect("diagnostics serialize");
+            assert!(json.len() <= MAX_DIAGNOSTIC_BYTES, "{json}");
+            let source = preset
+                .nodes()
+                .iter()
+                .find(|n| Some(&n.identifier) == d.node.as_ref())
+                .map(|n| n.content.as_str());
+            // Against its own source and against a foreign one: bounded, never a panic.
+            for src in [source, Some("é"), Some(""), None] {
+                assert!(d.render("f", src).len() <= MAX_DIAGNOSTIC_BYTES);
+            }
+        }
+    }
+    let json = serde_json::to_string(&out).expect("render output serializes");
+    let text_bytes: usize = out
+        .messages
+        .iter()
+        .flat_map(|m| &m.parts)
+        .map(String::len)
+        .sum();
+    // JSON escapes a byte to at most 6 (`\u0001`); the rest is per diagnostic and message.
+    let bound = 6 * text_bytes
+        + out.diagnostics.len() * MAX_DIAGNOSTIC_BYTES
+        + out.messages.len() * 1024
+        + 6 * (ctx
+            .globals
+            .iter()
+            .map(|(k, v)| k.len() + v.len())
+            .sum::<usize>()
+            + out
+                .variables
+                .iter()
+                .map(|(k, v)| k.len() + v.len())
+                .sum::<usize>())
+        + 4096;
+    assert!(json.len() <= bound, "{} > {bound}", json.len());
+}
+
+/// `PRESET JSON` + optional `\0CONTEXT JSON`: import errors are fine, panics are not; a
+/// render stays within the output limit and is deterministic.
+pub fn render(data: &[u8]) {
+    let Some((preset, ctx)) = preset_and_context(data) else {
+        return;
+    };
     let compiled = preset.compile();
     let a = compiled.render(&ctx);
     let total: usize = a

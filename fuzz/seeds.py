@@ -20,10 +20,14 @@ for case in json.load(open(os.path.join(conf, "templates.json"))):
     put("parse", case["template"])
     put("expand", case["template"])
 for case in json.load(open(os.path.join(conf, "renders.json"))):
-    put("render", json.dumps(case["preset"]) + "\n\0" + json.dumps(case["context"]))
+    seed = json.dumps(case["preset"]) + "\n\0" + json.dumps(case["context"])
+    put("render", seed)
+    put("cli", seed)
+    put("import", json.dumps(case["preset"]))
 for case in json.load(open(os.path.join(conf, "import-errors.json"))):
     if case["preset_text"] != "@oversize":
         put("render", case["preset_text"])
+        put("import", case["preset_text"])
 presets = os.path.join(shared, "corpus", "presets")
 for name in sorted(os.listdir(presets)):
     raw = open(os.path.join(presets, name), "rb").read()
@@ -36,4 +40,21 @@ for name in sorted(os.listdir(presets)):
             put("expand", content)
     if len(raw) < 128 * 1024:
         put("render", raw)
+        put("cli", raw)
+        put("import", raw)
+# Legacy shapes the corpus lacks: story strings with every section and placeholder, the three
+# post-history fields, clashing identifiers, numbers beyond f64, a byte-order mark.
+story = "".join("{{#if %s}}<%s>{{%s}}{{/if}}" % (k, k, k) for k in
+                ["system", "wiBefore", "wiAfter", "description", "personality", "mesExamples",
+                 "persona", "scenario", "anchorBefore", "anchorAfter", "custom"])
+legacy = {"context": {"story_string": story + "{{system}}{{trim}}", "post_history": "C"},
+          "sysprompt": {"content": "S {{user}}", "post_history": "B"}, "post_history": "A"}
+put("import", json.dumps(legacy))
+put("cli", json.dumps(legacy) + "\0" + json.dumps({"items": [
+    {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}]}))
+clash = {"prompts": [{"identifier": "legacyPostHistory", "content": "a\u00e9\u00e9{{x}}",
+                      "injection_depth": 1e309, "injection_order": "-7"},
+                     {"identifier": "chatHistory", "marker": True}], "post_history": "a{{x}}"}
+put("import", "\ufeff" + json.dumps(clash))
+put("cli", json.dumps(clash))
 print("seeds written to", out)

@@ -278,7 +278,7 @@ pub(crate) fn assemble(
         }
     }
     inject(&mut out, injections, diags);
-    limit_output(&mut out, ctx.limits.output_bytes, diags);
+    limit_output(&mut out, ctx.limits.clamped().output_bytes, diags);
     out
 }
 

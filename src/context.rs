@@ -317,14 +317,30 @@ impl Context {
     /// assert!(err.to_string().contains("usr"));
     /// ```
     pub fn from_json(bytes: &[u8]) -> Result<Context, ContextError> {
+        let bytes = bytes.strip_prefix(crate::preset::UTF8_BOM).unwrap_or(bytes);
         let text = std::str::from_utf8(bytes).map_err(|e| ContextError::Utf8 {
             offset: e.valid_up_to(),
         })?;
-        let file: ContextFile = serde_json::from_str(text).map_err(|e| ContextError::Json {
+        let json_error = |e: serde_json::Error| ContextError::Json {
             line: e.line(),
             column: e.column(),
             message: strip_position(&e.to_string()),
-        })?;
+        };
+        // serde would also read a struct from an array, and says "invalid type: integer"
+        // for `5`: name the real problem.
+        if !text.trim_start().starts_with('{') {
+            let value: serde_json::Value = serde_json::from_str(text).map_err(json_error)?;
+            let found = match value {
+                serde_json::Value::Null => "null",
+                serde_json::Value::Bool(_) => "a boolean",
+                serde_json::Value::Number(_) => "a number",
+                serde_json::Value::String(_) => "a string",
+                serde_json::Value::Array(_) => "an array",
+                serde_json::Value::Object(_) => "an object",
+            };
+            return Err(ContextError::NotAnObject { found });
+        }
+        let file: ContextFile = serde_json::from_str(text).map_err(json_error)?;
         let mut host = MapHost::default();
         for (k, v) in &file.capabilities {
             host.set_capability(k, *v);

@@ -1,5 +1,6 @@
 //! Diagnostics: what the engine noticed while parsing, rendering or importing (SPEC §5).
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::Serialize;
@@ -133,6 +134,11 @@ impl Diagnostic {
     /// line and a caret under the span. `file` names where `source` (the node's content) came
     /// from: a template file, or `preset.json#node` for a preset node.
     ///
+    /// The output is bounded whatever the input: the snippet is a window of at most a few
+    /// dozen characters either side of the span (`…` marks a cut line), long messages are cut,
+    /// and control characters are escaped so a preset cannot drive the terminal. A `source`
+    /// other than the one the span was measured in gives a wrong snippet, never a panic.
+    ///
     /// ```
     /// let src = "x\nA{{else}}B";
     /// let out = stpreset::expand(src, &stpreset::Context::default());
@@ -146,7 +152,11 @@ impl Diagnostic {
             Severity::Warning => "warning",
             Severity::Info => "info",
         };
-        let mut out = format!("{sev}[{}]: {}\n", self.kind, self.message);
+        let file = fit_chars(file, MAX_LABEL);
+        let file = terminal_line(&file);
+        let message = fit_chars(&self.message, MAX_MESSAGE);
+        let message = terminal_line(&message);
+        let mut out = format!("{sev}[{}]: {message}\n", self.kind);
         match (self.line, self.column) {
             (Some(line), Some(col)) => {
                 out.push_str(&format!("  --> {file}:{line}:{col}\n"));
@@ -160,21 +170,115 @@ impl Diagnostic {
     }
 }
 
+/// Longest file label and message a rendered diagnostic shows (bytes; cut with `…`).
+const MAX_LABEL: usize = 300;
+const MAX_MESSAGE: usize = 300;
+/// Bytes of the source line shown either side of the span, and of the span itself.
+const SNIPPET_CONTEXT: usize = 40;
+const SNIPPET_SPAN: usize = 80;
+
+/// The largest char boundary at or below `i` (clamped to the string).
+fn floor_boundary(s: &str, i: usize) -> usize {
+    let mut i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Input text quoted in a diagnostic message (a macro as written, a variable key, an
+/// identifier), cut to a short prefix: a message must not repeat a whole argument, or nested
+/// tags would make the diagnostics quadratic in the input.
+pub(crate) fn excerpt(s: &str) -> Cow<'_, str> {
+    fit_chars(s, 60)
+}
+
+/// `s` cut to at most `max` bytes at a char boundary, with `…` when cut.
+fn fit_chars(s: &str, max: usize) -> Cow<'_, str> {
+    if s.len() <= max {
+        Cow::Borrowed(s)
+    } else {
+        Cow::Owned(format!("{}…", &s[..floor_boundary(s, max)]))
+    }
+}
+
+/// Multi-line text safe to print on a terminal: control characters other than newline and
+/// tab (other C0, DEL, C1) become visible escapes (`\u{1b}`), so a preset's text cannot
+/// move the cursor, recolour or retitle the terminal of whoever reads the output. Borrowed
+/// when nothing needs escaping.
+///
+/// ```
+/// assert_eq!(stpreset::terminal_safe("a\x1b[31mb\n\tc"), "a\\u{1b}[31mb\n\tc");
+/// assert!(matches!(stpreset::terminal_safe("plain"), std::borrow::Cow::Borrowed(_)));
+/// ```
+pub fn terminal_safe(s: &str) -> Cow<'_, str> {
+    escape_controls(s, |c| c.is_control() && c != '\n' && c != '\t')
+}
+
+/// [`terminal_safe`] for text that must stay on one line (identifiers, names, file names,
+/// messages): newlines and tabs are escaped too.
+///
+/// ```
+/// assert_eq!(stpreset::terminal_line("id\n### user"), "id\\u{a}### user");
+/// ```
+pub fn terminal_line(s: &str) -> Cow<'_, str> {
+    escape_controls(s, char::is_control)
+}
+
+fn escape_controls(s: &str, escaped: impl Fn(char) -> bool) -> Cow<'_, str> {
+    if !s.chars().any(&escaped) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if escaped(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// One snippet line of a source: tabs show as one space (so the caret lines up); other
+/// control characters are escaped.
+fn snippet_text(s: &str) -> Cow<'_, str> {
+    if s.contains('\t') {
+        Cow::Owned(terminal_line(&s.replace('\t', " ")).into_owned())
+    } else {
+        terminal_line(s)
+    }
+}
+
+/// The source line around `start..end` and a caret under the span. Every search is bounded
+/// by the window, so a diagnostic costs the same on a 2 MB line as on a short one.
 fn push_snippet(out: &mut String, src: &str, line: u32, start: usize, end: usize) {
-    let start = start.min(src.len());
-    let line_start = src[..start].rfind('\n').map_or(0, |i| i + 1);
-    let line_end = src[start..].find('\n').map_or(src.len(), |i| start + i);
-    let text = &src[line_start..line_end];
+    let start = floor_boundary(src, start);
+    let end = floor_boundary(src, end.max(start));
+    let lo = floor_boundary(src, start.saturating_sub(SNIPPET_CONTEXT));
+    let line_start = src[lo..start].rfind('\n').map_or(lo, |i| lo + i + 1);
+    let cut_before = line_start > 0 && src.as_bytes()[line_start - 1] != b'\n';
+    let span_end = floor_boundary(src, end.min(start + SNIPPET_SPAN));
+    let span_end = src[start..span_end]
+        .find('\n')
+        .map_or(span_end, |i| start + i);
+    let hi = floor_boundary(src, span_end + SNIPPET_CONTEXT);
+    let line_end = src[span_end..hi].find('\n').map_or(hi, |i| span_end + i);
+    let cut_after = line_end < src.len() && src.as_bytes()[line_end] != b'\n';
+    let before = snippet_text(&src[line_start..start]);
+    let span = snippet_text(&src[start..span_end]);
+    let after = snippet_text(&src[span_end..line_end]);
+    let (open, close) = (
+        if cut_before { "…" } else { "" },
+        if cut_after { "…" } else { "" },
+    );
     let gutter = line.to_string();
     let pad = " ".repeat(gutter.len());
     // Caret columns count characters so they line up under multi-byte text.
-    let lead = src[line_start..start].chars().count();
-    let width = src[start..end.clamp(start, line_end)]
-        .chars()
-        .count()
-        .max(1);
+    let lead = open.chars().count() + before.chars().count();
+    let width = span.chars().count().max(1);
     out.push_str(&format!(
-        "{pad} |\n{gutter} | {text}\n{pad} | {}{}\n",
+        "{pad} |\n{gutter} | {open}{before}{span}{after}{close}\n{pad} | {}{}\n",
         " ".repeat(lead),
         "^".repeat(width)
     ));
@@ -252,5 +356,51 @@ mod tests {
         push_snippet(&mut out, "ab\ncdé{{x}}\n", 2, 7, 12);
         assert!(out.contains("2 | cdé{{x}}"), "{out}");
         assert!(out.contains("  |    ^^^^^"), "{out}");
+    }
+
+    #[test]
+    fn render_never_panics_on_a_foreign_source() {
+        let d = Diagnostic::new(DiagnosticKind::UnknownMacro, Some("n"), "m")
+            .at(Span::new(1, 6), (1, 2));
+        // Spans measured in another text: inside a multi-byte char, past the end, reversed.
+        for src in ["aéééé", "", "é", "ab", "a\n\n\n"] {
+            let _ = d.render("f", Some(src));
+        }
+        let mut reversed = d.clone();
+        reversed.span = Some((9, 2));
+        let _ = reversed.render("f", Some("aéééé{{x}}"));
+    }
+
+    #[test]
+    fn snippet_is_a_bounded_window_of_a_long_line() {
+        let src = format!("{}{{{{x}}}}{}", "a".repeat(100_000), "b".repeat(100_000));
+        let d = Diagnostic::new(DiagnosticKind::UnknownMacro, Some("n"), "m")
+            .at(Span::new(100_000, 100_005), (1, 100_001));
+        let text = d.render("f", Some(&src));
+        assert!(text.len() < 400, "{} bytes", text.len());
+        assert!(
+            text.contains("| …aaaa") && text.contains("aaaa{{x}}bbbb") && text.contains("bbbb…"),
+            "{text}"
+        );
+        let caret_line = text.lines().last().unwrap();
+        let shown = text.lines().nth(3).unwrap();
+        let column = |line: &str, pat: &str| line[..line.find(pat).unwrap()].chars().count();
+        assert_eq!(column(caret_line, "^"), column(shown, "{{x}}"), "{text}");
+    }
+
+    #[test]
+    fn control_characters_are_escaped_everywhere() {
+        let d = Diagnostic::new(DiagnosticKind::UnknownMacro, Some("n"), "bad \x1b[2J")
+            .at(Span::new(0, 5), (1, 1));
+        let text = d.render("p.json#a\x1b]0;title\x07", Some("\x1b[31m{{x}}"));
+        assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text:?}");
+        assert!(text.contains("\\u{1b}[31m"), "{text}");
+    }
+
+    #[test]
+    fn long_messages_and_labels_are_cut() {
+        let d = Diagnostic::new(DiagnosticKind::UnknownMacro, None, "m".repeat(10_000));
+        let text = d.render(&"f".repeat(10_000), None);
+        assert!(text.len() < 800, "{}", text.len());
     }
 }

@@ -13,6 +13,12 @@ pub enum ContextError {
         /// First invalid byte.
         offset: usize,
     },
+    /// The file is JSON, but not an object.
+    #[error("the context file must be a JSON object, found {found}")]
+    NotAnObject {
+        /// What it is instead (`an array`, `a number`, ...).
+        found: &'static str,
+    },
     /// The file is not JSON of the context shape.
     #[error("context file, line {line} column {column}: {message}")]
     Json {
@@ -29,6 +35,14 @@ pub enum ContextError {
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TemplateError {
+    /// The file is larger than [`Limits::template_bytes`](crate::Limits::template_bytes).
+    #[error("template is {size} bytes, over the limit of {limit} bytes")]
+    TooLarge {
+        /// Size of the file.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// The file is not UTF-8.
     #[error("template is not valid UTF-8 (byte {offset})")]
     Utf8 {

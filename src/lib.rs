@@ -26,16 +26,18 @@ mod error;
 mod eval;
 mod limits;
 mod preset;
+mod report;
 #[cfg(feature = "store")]
 mod store;
 mod syntax;
 mod template;
 
 pub use context::{Context, ContextItem, Host, MapHost, Role, Tag, ToolText};
-pub use diagnostic::{Diagnostic, DiagnosticKind, Severity};
+pub use diagnostic::{Diagnostic, DiagnosticKind, Severity, terminal_line, terminal_safe};
 pub use error::{ContextError, TemplateError};
 pub use limits::Limits;
 pub use preset::{CompiledPreset, Message, Preset, PresetError, PresetNode, Rendered, Source};
+pub use report::TextReport;
 #[cfg(feature = "store")]
 pub use store::{Clock, PresetStore, PresetSummary, StoreError, StoreOptions, SystemClock};
 pub use syntax::Span;

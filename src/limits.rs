@@ -2,6 +2,10 @@
 
 /// Limits that bound the work and memory of parsing and rendering.
 ///
+/// Every field can be raised or lowered, but not past [`Limits::MAX`]: the engine reads
+/// limits only through one clamp, so `dice_count = u32::MAX` throws at most
+/// `Limits::MAX.dice_count` dice and a huge `tag_nesting` cannot exhaust the stack.
+///
 /// ```
 /// let mut limits = stpreset::Limits::default();
 /// limits.block_nesting = 8;
@@ -26,6 +30,9 @@ pub struct Limits {
     pub work_bytes: usize,
     /// Largest preset file accepted.
     pub preset_bytes: usize,
+    /// Largest template [`Template::from_bytes`](crate::Template::from_bytes) accepts;
+    /// `Template::compile` cuts longer text there with a `LimitReached` diagnostic.
+    pub template_bytes: usize,
     /// Most dice one roll may throw.
     pub dice_count: u32,
     /// Most sides a die may have.
@@ -44,9 +51,53 @@ impl Default for Limits {
             variables_total_bytes: 8 << 20,
             work_bytes: 64 << 20,
             preset_bytes: 2 << 20,
+            template_bytes: 2 << 20,
             dice_count: 100,
             dice_sides: 1000,
             dice_modifier: 1_000_000,
+        }
+    }
+}
+
+impl Limits {
+    /// The hard maxima: a value above one of these is used as this value. They keep spans
+    /// within `u32`, dice sums within `i64`, and memory within a few hundred MiB per render.
+    pub const MAX: Limits = Limits {
+        block_nesting: 256,
+        tag_nesting: 256,
+        output_bytes: 256 << 20,
+        variable_bytes: 64 << 20,
+        variables_total_bytes: 256 << 20,
+        work_bytes: 1 << 30,
+        preset_bytes: 64 << 20,
+        template_bytes: 64 << 20,
+        dice_count: 10_000,
+        dice_sides: 1_000_000_000,
+        dice_modifier: 1_000_000_000,
+    };
+
+    /// These limits with every field clamped to [`Limits::MAX`]: the one place where limits
+    /// are validated. Every consumer reads limits through it.
+    ///
+    /// ```
+    /// let mut l = stpreset::Limits::default();
+    /// l.dice_count = u32::MAX;
+    /// assert_eq!(l.clamped().dice_count, stpreset::Limits::MAX.dice_count);
+    /// ```
+    pub fn clamped(&self) -> Limits {
+        let m = &Limits::MAX;
+        Limits {
+            block_nesting: self.block_nesting.min(m.block_nesting),
+            tag_nesting: self.tag_nesting.min(m.tag_nesting),
+            output_bytes: self.output_bytes.min(m.output_bytes),
+            variable_bytes: self.variable_bytes.min(m.variable_bytes),
+            variables_total_bytes: self.variables_total_bytes.min(m.variables_total_bytes),
+            work_bytes: self.work_bytes.min(m.work_bytes),
+            preset_bytes: self.preset_bytes.min(m.preset_bytes),
+            template_bytes: self.template_bytes.min(m.template_bytes),
+            dice_count: self.dice_count.min(m.dice_count),
+            dice_sides: self.dice_sides.min(m.dice_sides),
+            dice_modifier: self.dice_modifier.min(m.dice_modifier),
         }
     }
 }

@@ -2,6 +2,7 @@
 
 mod cli;
 
+use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -14,7 +15,10 @@ fn main() -> ExitCode {
             .map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown failure".into());
-        eprintln!(
+        // Never `eprintln!` here: it panics when stderr is closed, and a panic inside the
+        // hook aborts the process (exit 134) instead of exiting 70.
+        let _ = writeln!(
+            std::io::stderr(),
             "stpreset: internal error: {what} (please report it with the input that caused it)"
         );
     }));

@@ -68,13 +68,21 @@ impl Template {
         Template { tree, findings }
     }
 
-    /// Compiles bytes, refusing invalid UTF-8 before parsing.
+    /// Compiles bytes, refusing invalid UTF-8 and files over the default
+    /// [`Limits::template_bytes`] before parsing.
     ///
     /// ```
     /// assert!(stpreset::Template::from_bytes(b"ok").is_ok());
     /// assert!(stpreset::Template::from_bytes(b"\xff").is_err());
     /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Template, TemplateError> {
+        let limit = Limits::default().template_bytes;
+        if bytes.len() > limit {
+            return Err(TemplateError::TooLarge {
+                size: bytes.len(),
+                limit,
+            });
+        }
         let text = std::str::from_utf8(bytes).map_err(|e| TemplateError::Utf8 {
             offset: e.valid_up_to(),
         })?;
@@ -109,7 +117,7 @@ impl Template {
             .pop()
             .map(|n| (n.text, n.signals))
             .unwrap_or_default();
-        let cap = ctx.limits.output_bytes;
+        let cap = ctx.limits.clamped().output_bytes;
         if !OutputBudget::new(cap).spend(&mut text) {
             ev.diagnostics.push(Diagnostic::new(
                 DiagnosticKind::LimitReached,

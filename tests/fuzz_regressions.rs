@@ -39,3 +39,13 @@ fn expand_regressions() {
 fn render_regressions() {
     replay("render", checks::render);
 }
+
+#[test]
+fn import_regressions() {
+    replay("import", checks::import);
+}
+
+#[test]
+fn cli_regressions() {
+    replay("cli", checks::cli);
+}

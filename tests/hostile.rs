@@ -17,6 +17,45 @@ fn count(out: &stpreset::Expansion, kind: DiagnosticKind) -> usize {
     out.diagnostics.iter().filter(|d| d.kind == kind).count()
 }
 
+/// Compiles with room for the multi-megabyte inputs here (the default cut is 2 MiB).
+fn compile_big(src: &str) -> Template {
+    let mut limits = stpreset::Limits::default();
+    limits.template_bytes = stpreset::Limits::MAX.template_bytes;
+    Template::compile_with(src, &limits)
+}
+
+#[test]
+fn templates_past_the_limit_are_cut_and_reported() {
+    let src = "é".repeat(1 << 20) + "{{user}}";
+    let out = Template::compile(&src).render(&Context::default());
+    assert_eq!(out.text.len(), 2 << 20);
+    assert_eq!(count(&out, DiagnosticKind::LimitReached), 1);
+    let Err(err) = Template::from_bytes(src.as_bytes()) else {
+        panic!("a template over the limit is refused")
+    };
+    assert!(err.to_string().contains("over the limit"), "{err}");
+}
+
+#[test]
+fn limits_above_the_hard_maxima_are_clamped() {
+    let mut ctx = Context::default();
+    ctx.limits.dice_count = u32::MAX;
+    ctx.limits.dice_sides = u32::MAX;
+    ctx.limits.dice_modifier = u32::MAX;
+    let out = Template::compile("{{roll:4294967295d4294967295+4294967295}}").render(&ctx);
+    let sum: i64 = out.text.parse().expect("a number");
+    let max = stpreset::Limits::MAX;
+    assert!(sum >= max.dice_count as i64 + max.dice_modifier as i64);
+    assert!(sum <= max.dice_count as i64 * max.dice_sides as i64 + max.dice_modifier as i64);
+    let mut limits = stpreset::Limits::default();
+    limits.tag_nesting = usize::MAX;
+    limits.block_nesting = usize::MAX;
+    let deep = "{{#if user}}".repeat(10_000) + &"{{getvar::".repeat(10_000);
+    let out =
+        on_small_stack(move || Template::compile_with(&deep, &limits).render(&Context::default()));
+    assert!(count(&out, DiagnosticKind::NestingLimit) >= 10_000 - max.block_nesting);
+}
+
 fn roomy() -> Context {
     let mut ctx = Context::default();
     ctx.limits.output_bytes = usize::MAX;
@@ -28,10 +67,10 @@ fn a_million_unclosed_openers() {
     let out = on_small_stack(|| {
         // One brace run: only its last two braces open a tag.
         let src = "{{".repeat(1_000_000);
-        assert_eq!(Template::compile(&src).render(&roomy()).text, src);
+        assert_eq!(compile_big(&src).render(&roomy()).text, src);
         // Separate unclosed tags: 64 nest, the 65th starts a literal run to the end.
         let src = "{{a ".repeat(1_000_000);
-        let out = Template::compile(&src).render(&roomy());
+        let out = compile_big(&src).render(&roomy());
         assert_eq!(out.text, src, "unclosed `{{` stay literal");
         out
     });
@@ -43,7 +82,7 @@ fn a_million_nested_ifs() {
     let out = on_small_stack(|| {
         let mut src = "{{#if user}}".repeat(1_000_000);
         src.push('x');
-        let out = Template::compile(&src).render(&roomy());
+        let out = compile_big(&src).render(&roomy());
         // 32 levels render (their openers vanish), the rest stays literal.
         assert_eq!(out.text.len(), src.len() - 32 * "{{#if user}}".len());
         out
@@ -64,7 +103,7 @@ fn a_million_unclosed_arguments_and_tomori_blocks() {
             "{{else}}",
         ] {
             let src = unit.repeat(200_000);
-            let out = Template::compile(&src).render(&Context::default());
+            let out = compile_big(&src).render(&Context::default());
             assert!(out.text.len() <= src.len(), "{unit}");
         }
     });
@@ -85,7 +124,7 @@ fn deep_nesting_inside_arguments_and_blocks() {
             src.push_str(&"{{/if}}".repeat(32));
             src.push_str("}}");
         }
-        let out = Template::compile(&src).render(&Context::default());
+        let out = compile_big(&src).render(&Context::default());
         assert_eq!(out.text, "x");
     });
 }
@@ -94,7 +133,7 @@ fn deep_nesting_inside_arguments_and_blocks() {
 fn comment_without_end_and_enormous_rolls() {
     on_small_stack(|| {
         let src = format!("{{{{// {}", "{{x}} ".repeat(100_000));
-        let out = Template::compile(&src).render(&roomy());
+        let out = compile_big(&src).render(&roomy());
         assert_eq!(out.text, src, "an unclosed comment is literal text");
         let out = Template::compile(&"{{roll:999999999d999999999+999999999}}".repeat(2_000))
             .render(&roomy());

@@ -1,11 +1,11 @@
 //! `stpreset expand [FILE|-]`: one template, rendered as a lone node.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
 use serde::Serialize;
-use stpreset::{Diagnostic, Template};
+use stpreset::{Diagnostic, Template, TextReport};
 
 /// `expand --format json` (SPEC §9).
 #[derive(Serialize)]
@@ -31,11 +31,9 @@ pub(crate) fn run(args: ExpandArgs) -> Result<(), Failure> {
     let (name, bytes) = match &args.file {
         Some(p) if p.as_os_str() != "-" => (p.display().to_string(), read(p)?),
         _ => {
-            let mut buf = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut buf)
-                .map_err(|e| Failure(format!("cannot read standard input: {e}")))?;
-            ("<stdin>".to_string(), buf)
+            let name = "<stdin>".to_string();
+            let bytes = super::read_capped(std::io::stdin().lock(), &name)?;
+            (name, bytes)
         }
     };
     let ctx = args.context.load()?;
@@ -45,10 +43,9 @@ pub(crate) fn run(args: ExpandArgs) -> Result<(), Failure> {
     let written = match args.format {
         Format::Text => {
             let mut stderr = super::stderr();
-            for d in &out.diagnostics {
-                // Diagnostics are best effort: a closed stderr must not fail the render.
-                let _ = write!(stderr, "{}", d.render(&name, Some(template.source())));
-            }
+            // Diagnostics are best effort: a closed stderr must not fail the render.
+            let _ =
+                TextReport::template(&name, template.source()).write(&mut stderr, &out.diagnostics);
             let _ = stderr.flush();
             stdout.write_all(out.text.as_bytes())
         }

@@ -6,7 +6,7 @@ mod render;
 #[cfg(feature = "store")]
 mod store;
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -97,15 +97,42 @@ pub(crate) fn write_json(out: &mut impl Write, doc: &impl serde::Serialize) -> s
     writeln!(out)
 }
 
-/// Flushes `out` after `written`; a write failure is a one-line error.
+/// Flushes `out` after `written`; a write failure is a one-line error, except a closed pipe
+/// (`stpreset render big.json | head`), which is a normal, quiet end: exit 0, as most Unix
+/// tools end there (killed by SIGPIPE, which Rust programs ignore).
 pub(crate) fn finish(out: &mut impl Write, written: std::io::Result<()>) -> Result<(), Failure> {
-    written
-        .and_then(|()| out.flush())
-        .map_err(|e| Failure(format!("cannot write output: {e}")))
+    match written.and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Failure(format!("cannot write output: {e}"))),
+    }
+}
+
+/// Largest input the CLI reads, from a file or standard input: the preset limit (SPEC §8),
+/// for templates and context files too, so memory stays a small multiple of 2 MiB.
+pub(crate) const MAX_INPUT: usize = 2 << 20;
+
+/// Reads at most [`MAX_INPUT`] bytes; more is a one-line error naming the input. The cap
+/// applies while reading: a 10 GB file or an endless pipe is never held in memory.
+pub(crate) fn read_capped(reader: impl Read, name: &str) -> Result<Vec<u8>, Failure> {
+    let mut buf = Vec::new();
+    reader
+        .take(MAX_INPUT as u64 + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| Failure(format!("cannot read {name}: {e}")))?;
+    if buf.len() > MAX_INPUT {
+        return Err(Failure(format!(
+            "{name}: input is over the limit of {MAX_INPUT} bytes"
+        )));
+    }
+    Ok(buf)
 }
 
 pub(crate) fn read(path: &Path) -> Result<Vec<u8>, Failure> {
-    std::fs::read(path).map_err(|e| Failure(format!("cannot read {}: {e}", path.display())))
+    let name = path.display().to_string();
+    let file =
+        std::fs::File::open(path).map_err(|e| Failure(format!("cannot read {name}: {e}")))?;
+    read_capped(file, &name)
 }
 
 pub fn main() -> ExitCode {
@@ -120,7 +147,12 @@ pub fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure(msg)) => {
-            eprintln!("stpreset: {msg}");
+            // `eprintln!` would panic on a closed stderr; the exit code still tells.
+            let _ = writeln!(
+                std::io::stderr(),
+                "stpreset: {}",
+                stpreset::terminal_line(&msg)
+            );
             ExitCode::from(1)
         }
     }

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 use serde::Serialize;
-use stpreset::{Diagnostic, Message, Preset, Rendered, Role, Source};
+use stpreset::{
+    Diagnostic, Message, Preset, Rendered, Role, Source, TextReport, terminal_line, terminal_safe,
+};
 
 use super::{ContextArgs, Failure, Format, read};
 
@@ -40,24 +42,11 @@ fn import(path: &std::path::Path) -> Result<Preset, Failure> {
     Preset::from_json(&bytes).map_err(|e| Failure(format!("{}: {e}", path.display())))
 }
 
-/// Diagnostics in human form, each with its node's source line when it has a position.
-fn print_diagnostics(file: &str, preset: Option<&Preset>, diags: &[Diagnostic]) {
+/// Diagnostics in human form on stderr, each with its node's source line when it has one.
+fn print_diagnostics(report: &TextReport<'_>, diags: &[Diagnostic]) {
     let mut stderr = super::stderr();
-    for d in diags {
-        let source = d.node.as_deref().and_then(|id| {
-            preset?
-                .nodes()
-                .iter()
-                .find(|n| n.identifier == id)
-                .map(|n| n.content.as_str())
-        });
-        let label = match &d.node {
-            Some(id) => format!("{file}#{id}"),
-            None => file.to_string(),
-        };
-        // Best effort: a closed stderr must not fail the command.
-        let _ = write!(stderr, "{}", d.render(&label, source));
-    }
+    // Best effort: a closed stderr must not fail the command.
+    let _ = report.write(&mut stderr, diags);
     let _ = stderr.flush();
 }
 
@@ -71,7 +60,7 @@ fn role_name(role: Role) -> &'static str {
 
 fn source_name(source: &Source) -> String {
     match source {
-        Source::Node(id) => format!("node {id}"),
+        Source::Node(id) => format!("node {}", terminal_line(id)),
         Source::Tag(Some(tag)) => serde_json::to_value(tag)
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
@@ -89,7 +78,9 @@ fn write_text(out: &mut impl Write, messages: &[Message]) -> std::io::Result<()>
             role_name(m.role),
             source_name(&m.source)
         )?;
-        writeln!(out, "{}", m.text())?;
+        // The text is the payload (newlines and tabs kept); other control characters are
+        // escaped like everything else this human view prints. JSON output is exact.
+        writeln!(out, "{}", terminal_safe(&m.text()))?;
     }
     Ok(())
 }
@@ -104,7 +95,7 @@ pub(crate) fn print_rendered(
 ) -> std::io::Result<()> {
     match format {
         Format::Text => {
-            print_diagnostics(file, None, &rendered.diagnostics);
+            print_diagnostics(&TextReport::without_sources(file), &rendered.diagnostics);
             write_text(out, &rendered.messages)
         }
         Format::Json => super::write_json(out, rendered),
@@ -119,7 +110,7 @@ pub(crate) fn render(args: RenderArgs) -> Result<(), Failure> {
     let mut stdout = super::stdout();
     let written = match args.format {
         Format::Text => {
-            print_diagnostics(&file, Some(&preset), &out.diagnostics);
+            print_diagnostics(&TextReport::preset(&file, &preset), &out.diagnostics);
             write_text(&mut stdout, &out.messages)
         }
         Format::Json => print_rendered(&mut stdout, &out, args.format, &file),
@@ -136,10 +127,11 @@ pub(crate) fn audit(args: AuditArgs) -> Result<(), Failure> {
     let mut stdout = super::stdout();
     let written = match args.format {
         Format::Text => {
-            print_diagnostics(&file, Some(&preset), &diags);
+            print_diagnostics(&TextReport::preset(&file, &preset), &diags);
             writeln!(
                 stdout,
-                "{file}: {} nodes ({enabled} enabled), {} warnings, {} notes",
+                "{}: {} nodes ({enabled} enabled), {} warnings, {} notes",
+                terminal_line(&file),
                 nodes.len(),
                 diags
                     .iter()

@@ -59,6 +59,9 @@ const TOKENS: [&str; 22] = [
 pub(crate) fn format(t: NaiveDateTime, fmt: &str, out: &mut String) {
     use std::fmt::Write;
     let mut rest = fmt;
+    // Once no `]` is left, every later `[` is literal: remembering that keeps a format of
+    // many unmatched `[` linear (searching again for each one was quadratic).
+    let mut no_close = false;
     while let Some(c) = rest.chars().next() {
         let Some(tok) = TOKENS.iter().find(|tok| rest.starts_with(**tok)) else {
             out.push(c);
@@ -96,12 +99,16 @@ pub(crate) fn format(t: NaiveDateTime, fmt: &str, out: &mut String) {
             "a" => write!(out, "{}", if t.hour() < 12 { "am" } else { "pm" }),
             _ => {
                 // `[text]`: literal up to `]`; an unmatched `[` is itself literal.
-                match rest.find(']') {
+                let close = if no_close { None } else { rest.find(']') };
+                match close {
                     Some(end) => {
                         out.push_str(&rest[..end]);
                         rest = &rest[end + 1..];
                     }
-                    None => out.push('['),
+                    None => {
+                        no_close = true;
+                        out.push('[');
+                    }
                 }
                 Ok(())
             }
@@ -166,6 +173,16 @@ mod tests {
         assert_eq!(fmt(at("2026-03-23 12:00:00"), "Do"), "23rd");
         assert_eq!(fmt(t, "[Today is] dddd [x"), "Today is Monday [x");
         assert_eq!(fmt(t, "Q é"), "Q é");
+        assert_eq!(fmt(t, "[[a]b[c"), "[ab[c");
+    }
+
+    #[test]
+    fn unmatched_brackets_stay_literal_in_one_pass() {
+        let t = at("2026-03-02 00:04:09");
+        // A `]` after the first unmatched `[` is still used by that `[`; then none is left.
+        assert_eq!(fmt(t, "[[[x]YYYY"), "[[x2026");
+        let many = "[".repeat(200_000);
+        assert_eq!(fmt(t, &many), many);
     }
 
     #[test]

@@ -84,7 +84,7 @@ impl Run<'_, '_> {
                 }
             }
             Roll => {
-                let l = &ctx.limits;
+                let l = &self.eng.limits;
                 let dice =
                     chance::parse_dice(arg(0), (l.dice_count, l.dice_sides, l.dice_modifier))
                         .ok_or(Bad::Empty)?;

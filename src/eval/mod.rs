@@ -151,6 +151,8 @@ const HOST_VALUES: usize = 11;
 /// Render-wide state shared by all nodes.
 struct Engine<'a> {
     ctx: &'a Context,
+    /// `ctx.limits`, clamped to their hard maxima.
+    limits: crate::limits::Limits,
     host: &'a dyn Host,
     vars: Vars,
     rng: Xoshiro256PlusPlus,
@@ -168,19 +170,21 @@ struct Engine<'a> {
 
 impl<'a> Engine<'a> {
     fn new(ctx: &'a Context, host: &'a dyn Host) -> Self {
+        let limits = ctx.limits.clamped();
         Engine {
             ctx,
             host,
             vars: Vars::new(
                 &ctx.globals,
-                ctx.limits.variable_bytes,
-                ctx.limits.variables_total_bytes,
+                limits.variable_bytes,
+                limits.variables_total_bytes,
             ),
             rng: Xoshiro256PlusPlus::seed_from_u64(ctx.seed),
             clock: ctx
                 .time_awareness
                 .then(|| clock::local(ctx.now, ctx.utc_offset_minutes)),
-            work_left: ctx.limits.work_bytes,
+            work_left: limits.work_bytes,
+            limits,
             work_out: false,
             diags: Vec::new(),
             host_values: Default::default(),

@@ -99,7 +99,7 @@ impl<'r, 'a> Run<'r, 'a> {
         if n > self.eng.work_left {
             self.eng.work_left = 0;
             self.eng.work_out = true;
-            let limit = self.ctx().limits.work_bytes;
+            let limit = self.eng.limits.work_bytes;
             self.eng.diags.push(Diagnostic::new(
                 DiagnosticKind::LimitReached,
                 Some(self.node.id),
@@ -224,7 +224,10 @@ impl<'r, 'a> Run<'r, 'a> {
             self.diag(
                 DiagnosticKind::LimitReached,
                 call.span,
-                format!("variable `{key}` cut to fit the variable memory limits"),
+                format!(
+                    "variable `{}` cut to fit the variable memory limits",
+                    crate::diagnostic::excerpt(key)
+                ),
             );
         }
     }

@@ -1,9 +1,7 @@
 //! Variables (SPEC §3.2): one local map per render plus the host's globals, with SPEC numbers
 //! and the memory caps of SPEC §10.
 
-use std::collections::BTreeMap;
-
-use rustc_hash::FxHashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::limits::fit;
 
@@ -32,7 +30,12 @@ fn parse_number(s: &str) -> Option<Num> {
     {
         return Some(Num::Int(i));
     }
-    t.parse::<f64>().ok().map(Num::Float)
+    // Beyond f64's range (about 309 digits) a "number" would print `inf`: it is text instead,
+    // so `addvar` appends to it and `incvar` starts again from 0. Values stay decimal text.
+    t.parse::<f64>()
+        .ok()
+        .filter(|f| f.is_finite())
+        .map(Num::Float)
 }
 
 fn as_f64(n: Num) -> f64 {
@@ -42,14 +45,16 @@ fn as_f64(n: Num) -> f64 {
     }
 }
 
-fn add(a: Num, b: Num) -> Num {
-    match (a, b) {
+/// The sum, or `None` when it leaves f64's finite range (then the operands are text).
+fn add(a: Num, b: Num) -> Option<Num> {
+    let sum = match (a, b) {
         (Num::Int(x), Num::Int(y)) => match x.checked_add(y) {
-            Some(s) => Num::Int(s),
-            None => Num::Float(x as f64 + y as f64),
+            Some(s) => return Some(Num::Int(s)),
+            None => x as f64 + y as f64,
         },
-        _ => Num::Float(as_f64(a) + as_f64(b)),
-    }
+        _ => as_f64(a) + as_f64(b),
+    };
+    sum.is_finite().then_some(Num::Float(sum))
 }
 
 /// Integers without a decimal point, others as the shortest exact decimal, never an exponent.
@@ -66,12 +71,14 @@ fn format_number(n: Num) -> String {
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Capped;
 
-/// Local and global variables. Keys are short and looked up often: FxHash, not SipHash
-/// (keys come from templates, but a collision flood is bounded by the work budget).
+/// Local and global variables. Keys come from templates a stranger wrote, so the maps use the
+/// standard library's randomly keyed SipHash: with a fixed hash (FxHash) a preset could pick
+/// thousands of colliding keys and make every lookup a scan, which the work budget (it
+/// counts bytes, not probes) would never see.
 #[derive(Debug, Default)]
 pub(crate) struct Vars {
-    local: FxHashMap<String, String>,
-    global: FxHashMap<String, String>,
+    local: HashMap<String, String>,
+    global: HashMap<String, String>,
     /// Bytes of all values, local and global.
     total: usize,
     max_value: usize,
@@ -80,13 +87,13 @@ pub(crate) struct Vars {
 
 impl Vars {
     pub fn new(globals: &BTreeMap<String, String>, max_value: usize, max_total: usize) -> Vars {
-        let global: FxHashMap<String, String> = globals
+        let global: HashMap<String, String> = globals
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         let total = global.values().map(String::len).sum();
         Vars {
-            local: FxHashMap::default(),
+            local: HashMap::default(),
             global,
             total,
             max_value,
@@ -99,14 +106,14 @@ impl Vars {
         self.local.reserve(n);
     }
 
-    fn map(&self, scope: Scope) -> &FxHashMap<String, String> {
+    fn map(&self, scope: Scope) -> &HashMap<String, String> {
         match scope {
             Scope::Local => &self.local,
             Scope::Global => &self.global,
         }
     }
 
-    fn map_mut(&mut self, scope: Scope) -> &mut FxHashMap<String, String> {
+    fn map_mut(&mut self, scope: Scope) -> &mut HashMap<String, String> {
         match scope {
             Scope::Local => &mut self.local,
             Scope::Global => &mut self.global,
@@ -153,8 +160,10 @@ impl Vars {
     /// `addvar`: numeric sum when both are numbers, else string append (cut to the caps).
     pub fn add(&mut self, scope: Scope, key: &str, value: &str) -> Result<(), Capped> {
         let cur = self.get(scope, key);
-        if let (Some(a), Some(b)) = (parse_number(cur), parse_number(value)) {
-            return self.set(scope, key, &format_number(add(a, b)));
+        if let (Some(a), Some(b)) = (parse_number(cur), parse_number(value))
+            && let Some(sum) = add(a, b)
+        {
+            return self.set(scope, key, &format_number(sum));
         }
         let room = self.room(scope, key);
         let map = self.map_mut(scope);
@@ -178,7 +187,8 @@ impl Vars {
     /// `incvar` / `decvar`: returns the value actually stored.
     pub fn step(&mut self, scope: Scope, key: &str, delta: i64) -> (String, Result<(), Capped>) {
         let cur = parse_number(self.get(scope, key)).unwrap_or(Num::Int(0));
-        let new = format_number(add(cur, Num::Int(delta)));
+        // ±1 on a finite f64 stays finite (at the top it rounds back to the same value).
+        let new = format_number(add(cur, Num::Int(delta)).unwrap_or(cur));
         let res = self.set(scope, key, &new);
         (self.get(scope, key).to_string(), res)
     }
@@ -228,6 +238,25 @@ mod tests {
         v.set(Scope::Local, "big", &i64::MAX.to_string()).unwrap();
         v.add(Scope::Local, "big", "1").unwrap();
         assert_eq!(v.get(Scope::Local, "big"), "9223372036854776000");
+    }
+
+    #[test]
+    fn numbers_beyond_f64_are_text() {
+        let mut v = vars();
+        let huge = "9".repeat(400);
+        assert!(parse_number(&huge).is_none());
+        v.set(Scope::Local, "k", &huge).unwrap();
+        v.add(Scope::Local, "k", "1").unwrap();
+        assert_eq!(v.get(Scope::Local, "k"), format!("{huge}1"));
+        assert_eq!(v.step(Scope::Local, "k", 1).0, "1");
+        // Two finite numbers whose sum overflows: appended as text, never `inf`.
+        let max = format_number(Num::Float(f64::MAX));
+        assert_eq!(max.len(), 309);
+        v.set(Scope::Local, "m", &max).unwrap();
+        v.add(Scope::Local, "m", &max).unwrap();
+        assert_eq!(v.get(Scope::Local, "m"), format!("{max}{max}"));
+        v.set(Scope::Local, "top", &max).unwrap();
+        assert_eq!(v.step(Scope::Local, "top", 1).0, max);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! HTML tags, and clock macros that would change the cached prompt prefix.
 
 use super::Preset;
-use crate::diagnostic::{Diagnostic, DiagnosticKind, Finding};
+use crate::diagnostic::{Diagnostic, DiagnosticKind, Finding, excerpt};
 use crate::limits::Limits;
 use crate::syntax::catalog::MacroKind;
 use crate::syntax::tree::CallShape;
@@ -94,7 +94,7 @@ impl Preset {
             }
             let prefix = before_history && node.enabled && !node.is_depth();
             for call in tree.reachable_calls() {
-                let name = tree.text(call.span);
+                let name = excerpt(tree.text(call.span));
                 let problem = match (call.shape, call.kind) {
                     (CallShape::BadArguments, _) => Some((
                         DiagnosticKind::BadArguments,

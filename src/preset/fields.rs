@@ -46,21 +46,11 @@ impl At<'_> {
     /// An integer field: a JSON number with no fractional part, or a string of an optional sign
     /// and decimal digits with optional surrounding spaces; clamped to i32.
     pub fn integer(&self, v: Option<Loose>, field: &str) -> Result<Option<i32>, PresetError> {
-        let clamp = |v: f64| v.clamp(i32::MIN as f64, i32::MAX as f64) as i32;
         match v {
             None | Some(Loose::Null) => Ok(None),
-            Some(Loose::Number(n)) => {
-                if let Some(i) = n.as_i64() {
-                    Ok(Some(i.clamp(i32::MIN as i64, i32::MAX as i64) as i32))
-                } else if let Some(u) = n.as_u64() {
-                    Ok(Some(u.min(i32::MAX as u64) as i32))
-                } else {
-                    match n.as_f64() {
-                        Some(f) if f.is_finite() && f.fract() == 0.0 => Ok(Some(clamp(f))),
-                        _ => Err(self.err(field, format!("expected a whole number, found {n}"))),
-                    }
-                }
-            }
+            Some(Loose::Number(n)) => json_integer(&n)
+                .map(Some)
+                .ok_or_else(|| self.err(field, format!("expected a whole number, found {n}"))),
             Some(Loose::Str(s)) => {
                 let t = s.trim_matches(' ');
                 let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
@@ -78,6 +68,64 @@ impl At<'_> {
             )),
         }
     }
+}
+
+/// The value of a JSON number lexeme (`-12`, `2.0`, `1e309`, `1.5e1`) clamped to i32, or
+/// `None` when it has a fractional part. Exact decimal reasoning on the digits rather than
+/// f64: JSON allows numbers far beyond f64 (`1e309` is the integer 10^309, clamped), and
+/// `2.0000000000000001` must not round to an integer. Hand-written: serde_json either refuses
+/// such numbers or rounds them.
+fn json_integer(lexeme: &str) -> Option<i32> {
+    let (negative, body) = match lexeme.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, lexeme),
+    };
+    let (mantissa, exponent) = match body.find(['e', 'E']) {
+        Some(i) => (&body[..i], &body[i + 1..]),
+        None => (body, "0"),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let exp_digits = exponent.trim_start_matches(['+', '-']);
+    if !int
+        .bytes()
+        .chain(frac.bytes())
+        .chain(exp_digits.bytes())
+        .all(|b| b.is_ascii_digit())
+        || int.is_empty()
+        || exp_digits.is_empty()
+    {
+        return None;
+    }
+    // Exponents beyond a billion change nothing below: saturate instead of overflowing.
+    let exp = exp_digits.parse::<i64>().unwrap_or(i64::MAX).min(1 << 30);
+    let exp = if exponent.starts_with('-') { -exp } else { exp };
+    let digits = || int.bytes().chain(frac.bytes());
+    let leading_zeros = digits().take_while(|&b| b == b'0').count();
+    let significant = int.len() + frac.len() - leading_zeros;
+    if significant == 0 {
+        return Some(0);
+    }
+    // Position of the decimal point, counted from the first significant digit.
+    let point = int.len() as i64 + exp - leading_zeros as i64;
+    let fractional = digits()
+        .skip(leading_zeros)
+        .skip(point.max(0) as usize)
+        .any(|b| b != b'0');
+    if fractional {
+        return None;
+    }
+    let magnitude: i64 = if point > 10 {
+        i64::MAX
+    } else {
+        let mut v: i64 = 0;
+        let mut sig = digits().skip(leading_zeros);
+        for _ in 0..point {
+            v = v * 10 + sig.next().map_or(0, |b| (b - b'0') as i64);
+        }
+        v
+    };
+    let v = if negative { -magnitude } else { magnitude };
+    Some(v.clamp(i32::MIN as i64, i32::MAX as i64) as i32)
 }
 
 /// A short name for a JSON value's type, for messages.
@@ -100,6 +148,35 @@ mod tests {
     fn int(v: Value) -> Result<Option<i32>, PresetError> {
         let loose: Loose = serde_json::from_value(v).unwrap();
         At { prompt: "p" }.integer(Some(loose), "f")
+    }
+
+    #[test]
+    fn json_integers_are_read_exactly() {
+        for (lexeme, want) in [
+            ("0", Some(0)),
+            ("-0", Some(0)),
+            ("0.000", Some(0)),
+            ("7", Some(7)),
+            ("-7", Some(-7)),
+            ("2.0", Some(2)),
+            ("1.5e1", Some(15)),
+            ("100e-2", Some(1)),
+            ("1E2", Some(100)),
+            ("1e+2", Some(100)),
+            ("2147483647", Some(i32::MAX)),
+            ("2147483648", Some(i32::MAX)),
+            ("-2147483649", Some(i32::MIN)),
+            ("1e309", Some(i32::MAX)),
+            ("-1e309", Some(i32::MIN)),
+            ("1e99999999999999999999999", Some(i32::MAX)),
+            ("0e99999999999999999999999", Some(0)),
+            ("2.5", None),
+            ("15e-1", None),
+            ("1e-400", None),
+            ("2.0000000000000001", None),
+        ] {
+            assert_eq!(json_integer(lexeme), want, "{lexeme}");
+        }
     }
 
     #[test]

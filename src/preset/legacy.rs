@@ -127,23 +127,27 @@ impl StoryBuilder<'_> {
 
     /// Text outside sections: keyed placeholders act like their section's.
     fn outside(&mut self, text: &str) {
-        let mut rest = text;
-        loop {
-            let next = KEYED
+        // One forward pass over the `{{` positions: searching the rest of the text once per
+        // key and placeholder made N placeholders cost N passes (quadratic).
+        let mut piece_start = 0;
+        let mut from = 0;
+        while let Some(i) = memchr::memmem::find(&text.as_bytes()[from..], b"{{").map(|i| from + i)
+        {
+            let after = &text[i + 2..];
+            let found = KEYED
                 .iter()
-                .filter_map(|&(key, marker)| {
-                    rest.find(&format!("{{{{{key}}}}}"))
-                        .map(|i| (i, key, marker))
-                })
-                .min_by_key(|&(i, _, _)| i);
-            let Some((i, key, marker)) = next else {
-                self.custom(rest);
-                return;
-            };
-            self.custom(&rest[..i]);
-            self.anchor(key, marker);
-            rest = &rest[i + key.len() + 4..];
+                .find(|&&(key, _)| after.starts_with(key) && after[key.len()..].starts_with("}}"));
+            match found {
+                Some(&(key, marker)) => {
+                    self.custom(&text[piece_start..i]);
+                    self.anchor(key, marker);
+                    piece_start = i + key.len() + 4;
+                    from = piece_start;
+                }
+                None => from = i + 1,
+            }
         }
+        self.custom(&text[piece_start..]);
     }
 
     fn section(&mut self, key: &str, body: &str) {
@@ -201,19 +205,35 @@ pub(super) fn post_history(
         .filter(|n| n.is_depth())
         .map(|n| n.content.trim().to_string())
         .collect();
+    // Identifiers stay unique (diagnostics and the store find nodes by identifier): a file
+    // whose own prompt already uses `legacyPostHistory` gets `legacyPostHistory_2`.
+    let mut taken: HashSet<String> = nodes.iter().map(|n| n.identifier.clone()).collect();
     for (id, text) in fields {
         let Some(text) = text else { continue };
         let trimmed = text.trim();
         if trimmed.is_empty() || !seen.insert(trimmed.to_string()) {
             continue;
         }
-        let mut node = PresetNode::custom(id.into(), text.to_string(), true);
+        let id = unique_id(id, &mut taken);
+        let mut node = PresetNode::custom(id, text.to_string(), true);
         node.injection_position = 1;
         node.injection_depth = 0;
         node.injection_order = 10000;
         nodes.push(node);
     }
     Ok(())
+}
+
+/// `base`, or `base_2`, `base_3`, ... : the first not yet taken (then taken).
+fn unique_id(base: &str, taken: &mut HashSet<String>) -> String {
+    let mut id = base.to_string();
+    let mut n = 1;
+    while taken.contains(&id) {
+        n += 1;
+        id = format!("{base}_{n}");
+    }
+    taken.insert(id.clone());
+    id
 }
 
 #[cfg(test)]
@@ -317,6 +337,43 @@ mod tests {
             [
                 ("legacyPostHistory", 0, 10000, true),
                 ("legacyContextPostHistory", 0, 10000, true)
+            ]
+        );
+    }
+
+    #[test]
+    fn post_history_identifiers_never_clash() {
+        let root = json!({"post_history": "A", "sysprompt": {"post_history": "B"}});
+        let mut nodes = vec![
+            PresetNode::custom("legacyPostHistory".into(), "mine".into(), true),
+            PresetNode::custom("legacyPostHistory_2".into(), "mine too".into(), true),
+        ];
+        post_history(root.as_object().unwrap(), &mut nodes).unwrap();
+        let ids: Vec<_> = nodes.iter().map(|n| n.identifier.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "legacyPostHistory",
+                "legacyPostHistory_2",
+                "legacyPostHistory_3",
+                "legacySyspromptPostHistory"
+            ]
+        );
+    }
+
+    #[test]
+    fn placeholders_outside_sections_split_in_one_pass() {
+        // Near-misses and repeats: `{{{system}}`, `{{systemx}}`, `{{system}` stay text.
+        let got = ids("a{{{system}}b{{systemx}}{{system}c{{wiBefore}}{{system}}d");
+        assert_eq!(
+            got,
+            [
+                n("legacy_1", false, "a{"),
+                n("main", false, "SYS"),
+                n("legacy_2", false, "b{{systemx}}{{system}c"),
+                n("worldInfoBefore", true, ""),
+                n("legacy_3", false, "d"),
+                n("chatHistory", true, ""),
             ]
         );
     }

@@ -7,12 +7,12 @@ mod fields;
 mod legacy;
 mod raw;
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 use thiserror::Error;
 
-use crate::diagnostic::{Diagnostic, DiagnosticKind};
+use crate::diagnostic::{Diagnostic, DiagnosticKind, excerpt};
 use crate::limits::Limits;
 use fields::{At, kind};
 use raw::{PromptEntry, Prompts, RawFile};
@@ -170,10 +170,13 @@ impl Preset {
 
     /// Imports a preset file, refusing files over `limits.preset_bytes`.
     pub fn from_json_with(bytes: &[u8], limits: &Limits) -> Result<Preset, PresetError> {
-        if bytes.len() > limits.preset_bytes {
+        // Editors on Windows save JSON with a byte-order mark; it is not part of the JSON.
+        let bytes = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
+        let limit = limits.clamped().preset_bytes;
+        if bytes.len() > limit {
             return Err(PresetError::TooLarge {
                 size: bytes.len(),
-                limit: limits.preset_bytes,
+                limit,
             });
         }
         // serde_json validates UTF-8 as it parses; tell the two failures apart only on error.
@@ -253,6 +256,14 @@ impl Preset {
     }
 }
 
+/// The UTF-8 byte-order mark, accepted (and dropped) before a JSON file.
+pub(crate) const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// Longest prompt identifier accepted. Identifiers are repeated in every diagnostic and
+/// message source of their node, so an unbounded one would multiply the output; real presets
+/// use UUIDs and short names (58 bytes at most in the corpus).
+pub(crate) const MAX_IDENTIFIER_BYTES: usize = 256;
+
 fn json_message(e: &serde_json::Error) -> String {
     let msg = e.to_string();
     match msg.rfind(" at line ") {
@@ -286,7 +297,7 @@ fn prompt_manager(
     let mut all = Vec::with_capacity(prompts.len());
     for (i, p) in prompts.into_iter().enumerate() {
         let p = match p {
-            PromptEntry::Object(p) => p,
+            PromptEntry::Object(p) => *p,
             PromptEntry::Other(found) => {
                 return Err(PresetError::shape(
                     format!("prompts[{i}]"),
@@ -300,6 +311,18 @@ fn prompt_manager(
             prompt: &index_name,
         }
         .string(p.identifier, "identifier")?;
+        if let Some(id) = &id
+            && id.len() > MAX_IDENTIFIER_BYTES
+        {
+            return Err(PresetError::Field {
+                prompt: index_name,
+                field: "identifier".into(),
+                problem: format!(
+                    "{} bytes long, over the limit of {MAX_IDENTIFIER_BYTES} bytes",
+                    id.len()
+                ),
+            });
+        }
         let label = id.clone().unwrap_or(index_name);
         let at = At { prompt: &label };
         let marker = at.boolean(p.marker, "marker")?.unwrap_or(false);
@@ -336,7 +359,8 @@ fn prompt_manager(
         all.push(node);
     }
     // The first prompt with an identifier wins (NemoEngine 5.9.1 has two `main`).
-    let mut seen = FxHashSet::default();
+    // Identifiers come from the file: randomly keyed SipHash, so no chosen collisions.
+    let mut seen = HashSet::new();
     let mut unique = Vec::with_capacity(all.len());
     for node in all {
         if seen.insert(node.identifier.clone()) {
@@ -354,18 +378,19 @@ fn prompt_manager(
     let Some(order) = order_list(root)? else {
         return Ok(unique);
     };
-    let mut by_id: FxHashMap<String, PresetNode> = unique
+    let mut by_id: HashMap<String, PresetNode> = unique
         .into_iter()
         .map(|n| (n.identifier.clone(), n))
         .collect();
-    let mut used = FxHashSet::default();
+    let mut used = HashSet::new();
     let mut nodes = Vec::with_capacity(order.len());
     for (identifier, enabled) in order {
         if !used.insert(identifier.clone()) {
             diags.push(import_diag(
                 DiagnosticKind::DuplicateIdentifier,
                 format!(
-                    "`{identifier}` is listed twice in the order list: the first entry is used"
+                    "`{}` is listed twice in the order list: the first entry is used",
+                    excerpt(&identifier)
                 ),
             ));
             continue;
@@ -377,7 +402,10 @@ fn prompt_manager(
             }
             None => diags.push(import_diag(
                 DiagnosticKind::UnknownOrderReference,
-                format!("the order list names `{identifier}`, which no prompt has: skipped"),
+                format!(
+                    "the order list names `{}`, which no prompt has: skipped",
+                    excerpt(&identifier)
+                ),
             )),
         }
     }

@@ -8,6 +8,7 @@ use std::fmt;
 
 use serde::Deserialize;
 use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// A JSON value whose type is judged later: scalars are kept, containers only named.
@@ -15,7 +16,8 @@ use serde_json::{Map, Value};
 pub(super) enum Loose {
     Null,
     Bool(bool),
-    Number(serde_json::Number),
+    /// A number as written (its value is judged by the integer rules, not by f64).
+    Number(String),
     Str(String),
     /// An array or an object (skipped): its kind, for messages.
     Other(&'static str),
@@ -50,14 +52,13 @@ impl<'de> Visitor<'de> for LooseVisitor {
         Ok(Loose::Bool(v))
     }
     fn visit_i64<E>(self, v: i64) -> Result<Loose, E> {
-        Ok(Loose::Number(v.into()))
+        Ok(Loose::Number(v.to_string()))
     }
     fn visit_u64<E>(self, v: u64) -> Result<Loose, E> {
-        Ok(Loose::Number(v.into()))
+        Ok(Loose::Number(v.to_string()))
     }
     fn visit_f64<E>(self, v: f64) -> Result<Loose, E> {
-        // JSON numbers are finite, so this always succeeds.
-        Ok(serde_json::Number::from_f64(v).map_or(Loose::Null, Loose::Number))
+        Ok(Loose::Number(v.to_string()))
     }
     fn visit_str<E>(self, v: &str) -> Result<Loose, E> {
         Ok(Loose::Str(v.to_string()))
@@ -81,6 +82,20 @@ impl<'de> Deserialize<'de> for Loose {
     }
 }
 
+impl Loose {
+    /// Reads an integer field from its raw JSON text. serde_json refuses numbers beyond f64
+    /// (`1e309`: "number out of range") before a visitor sees them; SPEC §6 clamps integer
+    /// fields instead, so numbers keep their written text here.
+    fn integer_field(raw: &RawValue) -> Result<Loose, serde_json::Error> {
+        let text = raw.get();
+        if text.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
+            Ok(Loose::Number(text.to_string()))
+        } else {
+            serde_json::from_str(text)
+        }
+    }
+}
+
 /// The fields of one prompt that the importer reads (`None`: missing).
 #[derive(Debug, Default)]
 pub(super) struct RawPrompt {
@@ -98,7 +113,7 @@ pub(super) struct RawPrompt {
 /// One entry of `prompts`: an object, or something else (an error the importer reports).
 #[derive(Debug)]
 pub(super) enum PromptEntry {
-    Object(RawPrompt),
+    Object(Box<RawPrompt>),
     Other(&'static str),
 }
 
@@ -183,9 +198,17 @@ impl<'de> Visitor<'de> for PromptVisitor {
                 "content" => &mut p.content,
                 "marker" => &mut p.marker,
                 "enabled" => &mut p.enabled,
-                "injection_position" => &mut p.injection_position,
-                "injection_depth" => &mut p.injection_depth,
-                "injection_order" => &mut p.injection_order,
+                "injection_position" | "injection_depth" | "injection_order" => {
+                    let raw = map.next_value::<&RawValue>()?;
+                    let value = Loose::integer_field(raw).map_err(de::Error::custom)?;
+                    let slot = match &*key {
+                        "injection_position" => &mut p.injection_position,
+                        "injection_depth" => &mut p.injection_depth,
+                        _ => &mut p.injection_order,
+                    };
+                    *slot = Some(value);
+                    continue;
+                }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                     continue;
@@ -193,7 +216,7 @@ impl<'de> Visitor<'de> for PromptVisitor {
             };
             *slot = Some(map.next_value::<Loose>()?);
         }
-        Ok(PromptEntry::Object(p))
+        Ok(PromptEntry::Object(Box::new(p)))
     }
 }
 

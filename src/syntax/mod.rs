@@ -11,11 +11,14 @@ pub(crate) mod tree;
 pub use tree::Span;
 pub(crate) use tree::Tree;
 
-use crate::diagnostic::Finding;
+use crate::diagnostic::{DiagnosticKind, Finding};
 use crate::limits::Limits;
 
-/// Parses one template into a tree. Never fails: every string parses to some tree.
+/// Parses one template into a tree. Never fails: every string parses to some tree. Text past
+/// `limits.template_bytes` is cut off (reported), so every offset fits a `u32` span.
 pub(crate) fn parse(source: Box<str>, limits: &Limits) -> (Tree, Vec<Finding>) {
+    let limits = &limits.clamped();
+    let (source, cut) = cut_to_limit(source, limits.template_bytes);
     let tokens = lexer::tokenize(&source).unwrap_or_else(|()| {
         // pest only gives up when a host set a call limit; keep the text as it is.
         vec![lexer::Token {
@@ -24,7 +27,33 @@ pub(crate) fn parse(source: Box<str>, limits: &Limits) -> (Tree, Vec<Finding>) {
         }]
     });
     // The builder borrows the source while building; the tree takes ownership afterwards.
-    let (mut tree, findings) = builder::Builder::new(&source, limits).build(&tokens);
+    let (mut tree, mut findings) = builder::Builder::new(&source, limits).build(&tokens);
+    if let Some(size) = cut {
+        let end = source.len();
+        findings.insert(
+            0,
+            Finding {
+                kind: DiagnosticKind::LimitReached,
+                span: Span::new(end, end),
+                message: format!(
+                    "template is {size} bytes, over the limit of {} bytes: the rest is cut",
+                    limits.template_bytes
+                ),
+            },
+        );
+    }
     tree.source = source;
     (tree, findings)
+}
+
+/// `source` cut to `limit` bytes at a char boundary, and its original size when it was cut.
+fn cut_to_limit(source: Box<str>, limit: usize) -> (Box<str>, Option<usize>) {
+    if source.len() <= limit {
+        return (source, None);
+    }
+    let size = source.len();
+    let keep = crate::limits::fit(&source, limit).len();
+    let mut s = String::from(source);
+    s.truncate(keep);
+    (s.into_boxed_str(), Some(size))
 }
