@@ -93,7 +93,8 @@ pub(crate) fn stderr() -> std::io::BufWriter<std::io::StderrLock<'static>> {
 
 /// Writes one JSON document and a newline.
 pub(crate) fn write_json(out: &mut impl Write, doc: &impl serde::Serialize) -> std::io::Result<()> {
-    serde_json::to_writer(&mut *out, doc).map_err(std::io::Error::other)?;
+    // `From` keeps the kind of an I/O failure (a closed pipe stays `BrokenPipe`).
+    serde_json::to_writer(&mut *out, doc).map_err(std::io::Error::from)?;
     writeln!(out)
 }
 
