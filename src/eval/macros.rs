@@ -50,13 +50,16 @@ impl Run<'_, '_> {
             DateTimeFormat => self.clock(arg(0), out),
             IdleDuration => {
                 if ctx.time_awareness {
-                    let since = ctx
-                        .items
-                        .iter()
-                        .filter(|i| i.tag == Some(Tag::DialogueHistory) && i.role == Role::User)
-                        .filter_map(|i| i.time)
-                        .next_back();
-                    out.push_str(&clock::idle(ctx.now, since));
+                    let idle = self.eng.idle.get_or_insert_with(|| {
+                        let since = ctx
+                            .items
+                            .iter()
+                            .filter(|i| i.tag == Some(Tag::DialogueHistory) && i.role == Role::User)
+                            .filter_map(|i| i.time)
+                            .next_back();
+                        clock::idle(ctx.now, since)
+                    });
+                    out.push_str(idle);
                 }
             }
             GetVar(scope) => {

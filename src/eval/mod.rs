@@ -162,6 +162,9 @@ struct Engine<'a> {
     work_out: bool,
     diags: Vec<Diagnostic>,
     host_values: [Option<std::borrow::Cow<'a, str>>; HOST_VALUES],
+    /// `idle_duration`, worked out once per render: it scans the whole history, and a preset
+    /// with n of them against m history items must not cost n × m.
+    idle: Option<String>,
     /// Per block of every node: 0 not selected in pass 1, 1 then-branch, 2 else-branch.
     decisions: Vec<u8>,
     /// Per declaration slot of every node: what it renders and its arguments' signals.
@@ -188,6 +191,7 @@ impl<'a> Engine<'a> {
             work_out: false,
             diags: Vec::new(),
             host_values: Default::default(),
+            idle: None,
             decisions: Vec::new(),
             records: Vec::new(),
         }

@@ -1,0 +1,559 @@
+//! Every input dimension a stranger controls, at size n and 10n: prints one table row per
+//! dimension with the ratio t(10n) / t(n), which must stay near 10 (linear) and never above 12.
+//!
+//! `cargo bench --bench linear` (all rows) or `cargo bench --bench linear -- FILTER`.
+//! Each size runs several times and keeps the fastest, so a busy second core (a fuzzer, a
+//! build) inflates both sizes alike rather than one. Criterion would take an hour for the
+//! ~300 rows; the rows here only need a ratio, not a confidence interval.
+//!
+//! Wall time also grows when the 10n input outgrows the CPU caches. So a row whose time ratio
+//! is above 12 is measured again in instructions, by running this binary on that one input
+//! under `valgrind --tool=callgrind` (repeatable, blind to caches and the other core); the
+//! instruction ratio is then the verdict. Without valgrind the time ratio stands.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use stpreset::{Context, Limits, Preset, Template, TextReport};
+
+/// Limits with room for the 10n inputs (several MB), so the engine does all the work instead
+/// of refusing or cutting the input.
+fn roomy() -> Limits {
+    let mut l = Limits::default();
+    l.preset_bytes = Limits::MAX.preset_bytes;
+    l.template_bytes = Limits::MAX.template_bytes;
+    l.output_bytes = Limits::MAX.output_bytes;
+    l.work_bytes = Limits::MAX.work_bytes;
+    l.variables_total_bytes = Limits::MAX.variables_total_bytes;
+    l.variable_bytes = Limits::MAX.variable_bytes;
+    l
+}
+
+fn context(history: usize) -> Context {
+    let mut items = vec![
+        json!({"tag": "SYSTEM_PERSONA_PROMPT", "role": "system", "text": "{{user}}'s friend"}),
+    ];
+    for i in 0..history {
+        let role = if i % 2 == 0 { "user" } else { "model" };
+        items.push(
+            json!({"tag": "DIALOGUE_HISTORY", "role": role, "text": format!("message {i}"),
+                          "time": "2026-11-29T16:00:00Z"}),
+        );
+    }
+    let ctx = json!({"user": "Alice", "char": "Tomori", "now": "2026-11-29T17:07:00Z",
+                     "description": "A {{user}} maiden {user}", "seed": 1, "chat_id": "c",
+                     "capabilities": {"web_search": true}, "tools": ["web_search"],
+                     "tool_names": {"t": "tool"}, "globals": {"g": "1"}, "items": items});
+    let mut ctx = Context::from_json(&serde_json::to_vec(&ctx).expect("json")).expect("context");
+    ctx.limits = roomy();
+    ctx
+}
+
+/// Fastest of `runs` timings of `f`.
+fn fastest(runs: usize, mut f: impl FnMut()) -> Duration {
+    (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed()
+        })
+        .min()
+        .unwrap_or_default()
+}
+
+enum Mode {
+    /// Time every row matching the filter.
+    Table { filter: Option<String> },
+    /// Run one row's input of one size once (what callgrind measures).
+    One { name: String, n: usize },
+}
+
+struct Table {
+    mode: Mode,
+    worst: f64,
+    rows: usize,
+}
+
+impl Table {
+    /// Times `run(make(n))` and `run(make(10n))`; the input is built outside the timing.
+    fn row<T>(&mut self, name: &str, n: usize, make: impl Fn(usize) -> T, run: impl Fn(&T)) {
+        match &self.mode {
+            Mode::One { name: one, n } if one == name => {
+                run(&make(*n));
+                return;
+            }
+            Mode::One { .. } => return,
+            Mode::Table { filter }
+                if filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) =>
+            {
+                return;
+            }
+            Mode::Table { .. } => {}
+        }
+        let small = make(n);
+        let large = make(10 * n);
+        run(&small); // warm up allocator and caches
+        let t1 = fastest(5, || run(black_box(&small)));
+        let t10 = fastest(3, || run(black_box(&large)));
+        drop((small, large));
+        let time_ratio = t10.as_secs_f64() / t1.as_secs_f64().max(1e-9);
+        let instructions = (time_ratio > 12.0)
+            .then(|| Some((instructions(name, n)?, instructions(name, 10 * n)?)))
+            .flatten();
+        let (ratio, detail) = match instructions {
+            Some((i1, i10)) => {
+                let r = i10 as f64 / i1.max(1) as f64;
+                (
+                    r,
+                    format!(" (time {time_ratio:.1}; instructions {i1} → {i10})"),
+                )
+            }
+            None => (time_ratio, String::new()),
+        };
+        self.worst = self.worst.max(ratio);
+        self.rows += 1;
+        let flag = if ratio > 12.0 {
+            "  <-- SUPERLINEAR"
+        } else {
+            ""
+        };
+        println!(
+            "| {name} | {n} | {:.3} ms | {:.3} ms | {ratio:.1}{detail} |{flag}",
+            t1.as_secs_f64() * 1e3,
+            t10.as_secs_f64() * 1e3
+        );
+    }
+}
+
+/// Instructions this binary executes for one row at size `n`, counted by callgrind (`None`
+/// when valgrind is missing). Includes process start-up, the same for both sizes.
+fn instructions(name: &str, n: usize) -> Option<u64> {
+    let exe = std::env::current_exe().ok()?;
+    let out = std::process::Command::new("valgrind")
+        .args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
+        .arg(exe)
+        .args(["--one", name, &n.to_string()])
+        .output()
+        .ok()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr.lines().find(|l| l.contains("Collected :"))?;
+    line.rsplit(':').next()?.trim().parse().ok()
+}
+
+fn template(src: &str, ctx: &Context) {
+    let t = Template::compile_with(src, &roomy());
+    black_box(t.render(ctx));
+}
+
+fn preset(bytes: &[u8], ctx: &Context) {
+    if let Ok(p) = Preset::from_json_with(bytes, &roomy()) {
+        black_box(p.compile().render(ctx));
+        black_box(p.audit());
+    }
+}
+
+/// Every catalog macro, and the argument shapes a stranger can scale.
+const MACROS: &[&str] = &[
+    "user",
+    "char",
+    "bot",
+    "description",
+    "personality",
+    "scenario",
+    "persona",
+    "mesExamples",
+    "mesExamplesRaw",
+    "lastMessage",
+    "lastUserMessage",
+    "lastCharMessage",
+    "model",
+    "char_version",
+    "time",
+    "date",
+    "weekday",
+    "isotime",
+    "isodate",
+    "datetimeformat",
+    "idle_duration",
+    "setvar",
+    "addvar",
+    "incvar",
+    "decvar",
+    "getvar",
+    "setglobalvar",
+    "addglobalvar",
+    "incglobalvar",
+    "decglobalvar",
+    "getglobalvar",
+    "random",
+    "pick",
+    "roll",
+    "newline",
+    "trim",
+    "noop",
+    "banned",
+    "reverse",
+    "group",
+    "unknownmacro",
+];
+
+fn templates(t: &mut Table) {
+    let ctx = context(20);
+    let tpl = |src: &String| template(src, &ctx);
+    for m in MACROS {
+        t.row(
+            &format!("macro/{m}/repeated"),
+            2_000,
+            |n| format!("{{{{{m}::k::v}}}}").repeat(n),
+            tpl,
+        );
+        t.row(
+            &format!("macro/{m}/long-argument"),
+            50_000,
+            |n| format!("{{{{{m}::{}}}}}", "aé,[".repeat(n / 4)),
+            tpl,
+        );
+        t.row(
+            &format!("macro/{m}/many-separators"),
+            5_000,
+            |n| format!("{{{{{m}::{}x}}}}", "::".repeat(n)),
+            tpl,
+        );
+        t.row(
+            &format!("macro/{m}/nested-tags-in-argument"),
+            2_000,
+            |n| format!("{{{{{m}::{}}}}}", "{{user}}".repeat(n)),
+            tpl,
+        );
+        t.row(
+            &format!("macro/{m}/deeply-nested"),
+            50,
+            |n| format!("{}x{}", format!("{{{{{m}::").repeat(60), "}}".repeat(60)).repeat(n),
+            tpl,
+        );
+        t.row(
+            &format!("macro/{m}/legacy-forms"),
+            2_000,
+            |n| format!("{{{{{m}:a,b}}}}{{{{{m} 1d6}}}}").repeat(n),
+            tpl,
+        );
+    }
+    let shapes: &[(&str, usize, fn(usize) -> String)] = &[
+        ("datetimeformat/unmatched-brackets", 100_000, |n| {
+            format!("{{{{datetimeformat::{}}}}}", "[".repeat(n))
+        }),
+        ("datetimeformat/literal-brackets", 50_000, |n| {
+            format!("{{{{datetimeformat::{}}}}}", "[a]".repeat(n))
+        }),
+        ("datetimeformat/tokens", 50_000, |n| {
+            format!("{{{{datetimeformat::{}}}}}", "YYYY Do dddd ".repeat(n / 4))
+        }),
+        ("random/many-items", 100_000, |n| {
+            format!("{{{{random::{}}}}}", "a,".repeat(n))
+        }),
+        ("random/escaped-commas", 100_000, |n| {
+            format!("{{{{random:{}}}}}", "\\,".repeat(n))
+        }),
+        ("random/many-arguments", 100_000, |n| {
+            format!("{{{{random{}}}}}", "::a".repeat(n))
+        }),
+        ("pick/many-items", 100_000, |n| {
+            format!("{{{{pick::{}}}}}", "a,".repeat(n))
+        }),
+        ("roll/long-digits", 100_000, |n| {
+            format!(
+                "{{{{roll:{}d{}+{}}}}}",
+                "9".repeat(n),
+                "9".repeat(n),
+                "9".repeat(n)
+            )
+        }),
+        ("setvar/distinct-keys", 20_000, |n| {
+            (0..n).map(|i| format!("{{{{setvar::k{i}::v}}}}")).collect()
+        }),
+        ("setvar/long-key", 200_000, |n| {
+            format!("{{{{setvar::{}::v}}}}{{{{getvar::x}}}}", "k".repeat(n))
+        }),
+        ("setvar/long-value", 200_000, |n| {
+            format!("{{{{setvar::k::{}}}}}{{{{getvar::k}}}}", "v".repeat(n))
+        }),
+        ("addvar/string-growth", 20_000, |n| {
+            "{{addvar::k::abc}}".repeat(n) + "{{getvar::k}}"
+        }),
+        ("addvar/numbers", 20_000, |n| {
+            "{{addvar::k::1.5}}".repeat(n) + "{{getvar::k}}"
+        }),
+        ("getvar/distinct-keys", 20_000, |n| {
+            (0..n).map(|i| format!("{{{{getvar::k{i}}}}}")).collect()
+        }),
+        ("getvar/doubling", 200, |n| {
+            "{{setvar::a::xy}}".to_string()
+                + &"{{setvar::a::{{getvar::a}}{{getvar::a}}}}".repeat(n)
+                + "{{getvar::a}}"
+        }),
+        ("reverse/multibyte", 200_000, |n| {
+            format!("{{{{reverse::{}}}}}", "aé😀".repeat(n / 3))
+        }),
+        ("blocks/nested-if", 20_000, |n| "{{#if user}}".repeat(n)),
+        ("blocks/if-else-chain", 20_000, |n| {
+            "{{#if user}}a{{else}}b{{/if}}".repeat(n)
+        }),
+        ("blocks/stray-closers", 20_000, |n| {
+            "{{/if}}{{else}}{{/unless}}".repeat(n)
+        }),
+        ("blocks/malformed", 20_000, |n| {
+            "{{#if a b}}x{{else}}{{else}}{{/unless}}".repeat(n)
+        }),
+        ("blocks/tomori", 20_000, |n| {
+            "{{if capability:web_search}}a{{else}}b{{/if}}{{if !tool_family:x}}c{{/if}}".repeat(n)
+        }),
+        ("blocks/conditions-with-side-effects", 20_000, |n| {
+            "{{#if {{incvar::n}}}}x{{/if}}".repeat(n)
+        }),
+        ("syntax/unclosed-openers", 50_000, |n| "{{a ".repeat(n)),
+        ("syntax/unclosed-arguments", 50_000, |n| "{{m::".repeat(n)),
+        ("syntax/brace-run", 100_000, |n| "{".repeat(n)),
+        ("syntax/close-run", 100_000, |n| "}".repeat(n)),
+        ("syntax/escapes", 100_000, |n| "\\{\\}\\\\".repeat(n)),
+        ("syntax/comment-without-end", 50_000, |n| {
+            format!("{{{{// {}", "{{x}} ".repeat(n))
+        }),
+        ("syntax/many-comments", 50_000, |n| {
+            "{{// c {{user}} }}".repeat(n)
+        }),
+        ("placeholders/tool-and-identity", 50_000, |n| {
+            "{t} {user} {char} {unknown} <USER> <BOT>".repeat(n)
+        }),
+        ("placeholders/long-single-brace", 100_000, |n| {
+            format!("{{{}}}", "a".repeat(n))
+        }),
+        ("text/plain", 1_000_000, |n| "abc ".repeat(n / 4)),
+        ("text/many-lines", 200_000, |n| "a\n".repeat(n)),
+        ("trim/many", 50_000, |n| "  {{trim}}  ".repeat(n)),
+    ];
+    for (name, n, make) in shapes {
+        t.row(name, *n, make, tpl);
+    }
+    // Host-side dimension: history items read by `lastMessage`/`idle_duration` in every call.
+    for m in ["lastMessage", "lastUserMessage", "idle_duration"] {
+        let src = format!("{{{{{m}}}}}").repeat(1000);
+        t.row(
+            &format!("context/history-items/{m}"),
+            20_000,
+            context,
+            |ctx| template(&src, ctx),
+        );
+    }
+}
+
+fn prompts(n: usize, content: impl Fn(usize) -> String) -> Vec<serde_json::Value> {
+    (0..n)
+        .map(|i| json!({"identifier": format!("n{i}"), "content": content(i)}))
+        .collect()
+}
+
+fn imports(t: &mut Table) {
+    let ctx = context(20);
+    let run = |bytes: &Vec<u8>| preset(bytes, &ctx);
+    let doc = |v: serde_json::Value| serde_json::to_vec(&v).expect("json");
+    let story = |body: String| {
+        doc(json!({"context": {"story_string": body}, "sysprompt": {"content": "S"}}))
+    };
+    t.row(
+        "import/prompts",
+        5_000,
+        |n| doc(json!({"prompts": prompts(n, |_| "{{user}} {{setvar::k::v}}".into())})),
+        run,
+    );
+    t.row("import/prompts-with-unknown-fields", 2_000, |n| doc(json!({"prompts": (0..n).map(|i| json!({
+        "identifier": format!("n{i}"), "content": "x", "extra": {"deep": [1, 2, {"a": "b"}]}, "forbid_overrides": false,
+        "injection_depth": "  42 ", "injection_order": 1e300})).collect::<Vec<_>>()})), run);
+    t.row("import/duplicate-identifiers", 5_000, |n| doc(json!({"prompts": (0..n).map(|_| json!({"identifier": "same", "content": "x"})).collect::<Vec<_>>()})), run);
+    for id in [100001, 100000] {
+        t.row(&format!("import/prompt_order-{id}"), 5_000, |n| doc(json!({
+            "prompts": prompts(n, |_| "x".into()),
+            "prompt_order": [{"character_id": id, "order": (0..n).rev().map(|i| json!({"identifier": format!("n{i}"), "enabled": i % 2 == 0})).collect::<Vec<_>>()}]})), run);
+    }
+    t.row("import/prompt_order-string-id-unknown-and-repeated", 5_000, |n| doc(json!({
+        "prompts": prompts(10, |_| "x".into()),
+        "prompt_order": [{"character_id": "100001", "order": (0..n).map(|i| json!({"identifier": format!("n{}", i % 20)})).collect::<Vec<_>>()}]})), run);
+    t.row("import/prompt_order-many-lists", 5_000, |n| doc(json!({
+        "prompts": prompts(10, |_| "x".into()),
+        "prompt_order": (0..n).map(|i| json!({"character_id": i, "order": []})).collect::<Vec<_>>()})), run);
+    t.row("import/depth-nodes", 5_000, |n| doc(json!({"prompts": (0..n).map(|i| json!({"identifier": format!("d{i}"),
+        "content": "J {{user}}", "injection_position": 1, "injection_depth": i % 7, "injection_order": i % 3})).chain([json!({"identifier": "chatHistory", "marker": true})]).collect::<Vec<_>>()})), run);
+    t.row("import/long-content", 200_000, |n| doc(json!({"prompts": [{"identifier": "a", "content": "Text {{user}} é ".repeat(n / 16)}]})), run);
+    for key in [
+        "system",
+        "wiBefore",
+        "wiAfter",
+        "description",
+        "personality",
+        "mesExamples",
+        "persona",
+        "custom",
+    ] {
+        t.row(
+            &format!("legacy/placeholder-{key}"),
+            20_000,
+            |n| story(format!("{{{{{key}}}}}").repeat(n)),
+            run,
+        );
+        t.row(
+            &format!("legacy/sections-{key}"),
+            10_000,
+            |n| story(format!("{{{{#if {key}}}}}a{{{{{key}}}}}b{{{{/if}}}}").repeat(n)),
+            run,
+        );
+    }
+    t.row(
+        "legacy/unclosed-sections",
+        20_000,
+        |n| story("{{#if system}}".repeat(n)),
+        run,
+    );
+    t.row(
+        "legacy/near-miss-placeholders",
+        20_000,
+        |n| story("{{systemx}}{{{system}".repeat(n)),
+        run,
+    );
+    t.row(
+        "legacy/trim-pieces",
+        20_000,
+        |n| story("a{{trim}}{{system}}".repeat(n)),
+        run,
+    );
+    for field in ["root", "sysprompt", "context"] {
+        t.row(
+            &format!("legacy/post_history-{field}"),
+            200_000,
+            |n| {
+                let text = "{{user}} after ".repeat(n / 15);
+                let mut v = json!({"prompts": [{"identifier": "chatHistory", "marker": true}]});
+                match field {
+                    "root" => v["post_history"] = json!(text),
+                    "sysprompt" => v["sysprompt"] = json!({"post_history": text}),
+                    _ => v["context"] = json!({"post_history": text}),
+                }
+                doc(v)
+            },
+            run,
+        );
+    }
+}
+
+fn assembly_and_output(t: &mut Table) {
+    let unknown_nodes = |n: usize| {
+        let v = json!({"prompts": prompts(n, |_| "{{x}}{{y}} {{#if}}".into())});
+        Preset::from_json_with(&serde_json::to_vec(&v).expect("json"), &roomy()).expect("preset")
+    };
+    let ctx = context(20);
+    t.row("render/nodes", 5_000, unknown_nodes, |p| {
+        black_box(p.compile().render(&ctx));
+    });
+    let history_preset = Preset::from_json(br#"{"prompts": [
+        {"identifier": "main", "content": "{{user}}"}, {"identifier": "chatHistory", "marker": true},
+        {"identifier": "d", "content": "J", "injection_position": 1, "injection_depth": 3}]}"#)
+    .expect("preset")
+    .compile();
+    t.row("render/history-items", 20_000, context, |ctx| {
+        black_box(history_preset.render(ctx));
+    });
+    t.row(
+        "render/diagnostics-one-node",
+        20_000,
+        |n| {
+            let v = json!({"prompts": [{"identifier": "a", "content": "{{x}}".repeat(n)}]});
+            Preset::from_json_with(&serde_json::to_vec(&v).expect("json"), &roomy())
+                .expect("preset")
+        },
+        |p| {
+            black_box(p.compile().render(&ctx));
+        },
+    );
+    // The CLI's output formats, as the library writes them.
+    for (name, json_out) in [("output/text", false), ("output/json", true)] {
+        t.row(
+            name,
+            5_000,
+            |n| {
+                let p = unknown_nodes(n);
+                let out = p.compile().render(&ctx);
+                (p, out)
+            },
+            |(p, out)| {
+                let mut buf = Vec::new();
+                if json_out {
+                    serde_json::to_writer(&mut buf, out).expect("json");
+                    serde_json::to_writer(&mut buf, &p.audit()).expect("json");
+                } else {
+                    TextReport::preset("p.json", p)
+                        .write(&mut buf, &out.diagnostics)
+                        .expect("text");
+                    TextReport::preset("p.json", p)
+                        .write(&mut buf, &p.audit())
+                        .expect("text");
+                    for m in &out.messages {
+                        buf.extend_from_slice(stpreset::terminal_safe(&m.text()).as_bytes());
+                    }
+                }
+                black_box(buf);
+            },
+        );
+    }
+    t.row(
+        "output/text-one-long-line",
+        20_000,
+        |n| "{{x}}".repeat(n),
+        |src| {
+            let tpl = Template::compile_with(src, &roomy());
+            let out = tpl.render(&ctx);
+            let mut buf = Vec::new();
+            TextReport::template("t.txt", tpl.source())
+                .write(&mut buf, &out.diagnostics)
+                .expect("text");
+            for d in &out.diagnostics {
+                buf.extend_from_slice(d.render("t.txt", Some(tpl.source())).as_bytes());
+            }
+            black_box(buf);
+        },
+    );
+    t.row("context/parse", 20_000, |n| {
+        let items: Vec<_> = (0..n).map(|i| json!({"tag": "DIALOGUE_HISTORY", "role": "user", "text": format!("m{i} {{{{user}}}}")})).collect();
+        serde_json::to_vec(&json!({"items": items, "globals": {"a": "b"}})).expect("json")
+    }, |bytes| {
+        black_box(Context::from_json(bytes).ok());
+    });
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mode = match args.iter().position(|a| a == "--one") {
+        Some(i) => Mode::One {
+            name: args.get(i + 1).cloned().unwrap_or_default(),
+            n: args.get(i + 2).and_then(|n| n.parse().ok()).unwrap_or(0),
+        },
+        // `cargo bench` passes `--bench`; any other argument filters rows by name.
+        None => Mode::Table {
+            filter: args.into_iter().find(|a| !a.starts_with("--")),
+        },
+    };
+    let table = matches!(mode, Mode::Table { .. });
+    let mut t = Table {
+        mode,
+        worst: 0.0,
+        rows: 0,
+    };
+    if table {
+        println!("| dimension | n | t(n) | t(10n) | 10n/n |");
+        println!("|---|---|---|---|---|");
+    }
+    templates(&mut t);
+    imports(&mut t);
+    assembly_and_output(&mut t);
+    if table {
+        println!("\n{} rows, worst ratio {:.1}", t.rows, t.worst);
+    }
+}
