@@ -204,37 +204,37 @@ fn templates(t: &mut Table) {
     for m in MACROS {
         t.row(
             &format!("macro/{m}/repeated"),
-            2_000,
+            500,
             |n| format!("{{{{{m}::k::v}}}}").repeat(n),
             tpl,
         );
         t.row(
             &format!("macro/{m}/long-argument"),
-            50_000,
+            20_000,
             |n| format!("{{{{{m}::{}}}}}", "aé,[".repeat(n / 4)),
             tpl,
         );
         t.row(
             &format!("macro/{m}/many-separators"),
-            5_000,
+            2_000,
             |n| format!("{{{{{m}::{}x}}}}", "::".repeat(n)),
             tpl,
         );
         t.row(
             &format!("macro/{m}/nested-tags-in-argument"),
-            2_000,
+            500,
             |n| format!("{{{{{m}::{}}}}}", "{{user}}".repeat(n)),
             tpl,
         );
         t.row(
             &format!("macro/{m}/deeply-nested"),
-            50,
+            10,
             |n| format!("{}x{}", format!("{{{{{m}::").repeat(60), "}}".repeat(60)).repeat(n),
             tpl,
         );
         t.row(
             &format!("macro/{m}/legacy-forms"),
-            2_000,
+            500,
             |n| format!("{{{{{m}:a,b}}}}{{{{{m} 1d6}}}}").repeat(n),
             tpl,
         );
