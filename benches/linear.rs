@@ -198,6 +198,9 @@ const MACROS: &[&str] = &[
     "unknownmacro",
 ];
 
+/// A named template generator and its base size.
+type Shape = (&'static str, usize, fn(usize) -> String);
+
 fn templates(t: &mut Table) {
     let ctx = context(20);
     let tpl = |src: &String| template(src, &ctx);
@@ -239,7 +242,7 @@ fn templates(t: &mut Table) {
             tpl,
         );
     }
-    let shapes: &[(&str, usize, fn(usize) -> String)] = &[
+    let shapes: &[Shape] = &[
         ("datetimeformat/unmatched-brackets", 100_000, |n| {
             format!("{{{{datetimeformat::{}}}}}", "[".repeat(n))
         }),

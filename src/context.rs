@@ -40,6 +40,14 @@ pub struct Context {
     pub mes_examples_raw: String,
     /// Host value: card version (`{{char_version}}`), usually empty.
     pub char_version: String,
+    /// Host value: the character card's main-prompt override (`{{charPrompt}}`).
+    pub char_prompt: String,
+    /// Host value: the card's post-history instruction override (`{{charInstruction}}`).
+    pub char_instruction: String,
+    /// Group members, in order (`{{group}}`); empty outside a group chat.
+    pub group: Vec<String>,
+    /// Muted group members (left out of `{{groupNotMuted}}` and `{{notChar}}`).
+    pub group_muted: Vec<String>,
     /// Configured model codename (`{{model}}`).
     pub model: String,
     /// Model provider (for hosts; no macro reads it).
@@ -56,6 +64,9 @@ pub struct Context {
     pub chat_id: String,
     /// Host-supplied global variables (`getglobalvar`), read back after the render.
     pub globals: BTreeMap<String, String>,
+    /// The chat's local variables as the last render left them (`Rendered::variables`): pass
+    /// them back each turn and `incvar` counters accumulate (SPEC §11.8).
+    pub variables: BTreeMap<String, String>,
     /// Tagged native-context items, in input order.
     pub items: Vec<ContextItem>,
     /// Capability and tool facts, answered through the [`Host`] trait.
@@ -76,6 +87,10 @@ impl Default for Context {
             mes_examples: String::new(),
             mes_examples_raw: String::new(),
             char_version: String::new(),
+            char_prompt: String::new(),
+            char_instruction: String::new(),
+            group: Vec::new(),
+            group_muted: Vec::new(),
             model: String::new(),
             provider: String::new(),
             now: Utc::now(),
@@ -84,6 +99,7 @@ impl Default for Context {
             seed: 0,
             chat_id: String::new(),
             globals: BTreeMap::new(),
+            variables: BTreeMap::new(),
             items: Vec::new(),
             host: MapHost::default(),
             limits: Limits::default(),
@@ -291,6 +307,10 @@ struct ContextFile {
     mes_examples: String,
     mes_examples_raw: String,
     char_version: String,
+    char_prompt: String,
+    char_instruction: String,
+    group: Vec<String>,
+    group_muted: Vec<String>,
     model: String,
     provider: String,
     now: Option<DateTime<Utc>>,
@@ -304,6 +324,7 @@ struct ContextFile {
     tool_names: BTreeMap<String, String>,
     tool_phrases: BTreeMap<String, String>,
     globals: BTreeMap<String, String>,
+    variables: BTreeMap<String, String>,
     items: Vec<ContextItem>,
 }
 
@@ -367,6 +388,10 @@ impl Context {
             mes_examples: file.mes_examples,
             mes_examples_raw: file.mes_examples_raw,
             char_version: file.char_version,
+            char_prompt: file.char_prompt,
+            char_instruction: file.char_instruction,
+            group: file.group,
+            group_muted: file.group_muted,
             model: file.model,
             provider: file.provider,
             now: file.now.unwrap_or_else(Utc::now),
@@ -375,6 +400,7 @@ impl Context {
             seed: file.seed,
             chat_id: file.chat_id,
             globals: file.globals,
+            variables: file.variables,
             items: file.items,
             host,
             limits: Limits::default(),

@@ -37,7 +37,7 @@ pub enum DiagnosticKind {
     UnknownCondition,
     /// A known macro given unusable arguments (kept literal).
     BadArguments,
-    /// A group-chat macro (kept literal).
+    /// A recognised macro stpreset does not model (`setvarkey` & co.; kept literal).
     UnsupportedMacro,
     /// Depth injections with no chat history to go into.
     NoHistoryForInjection,
@@ -55,6 +55,8 @@ pub enum DiagnosticKind {
     HtmlInNode,
     /// Clock macros early in the prompt (they defeat prompt caching).
     CacheUnfriendlyPrefix,
+    /// A `{{name` with no closing `}}` in its node: it reaches the model as written.
+    UnclosedTag,
 }
 
 impl DiagnosticKind {
@@ -62,7 +64,9 @@ impl DiagnosticKind {
     pub fn severity(self) -> Severity {
         use DiagnosticKind::*;
         match self {
-            UnknownMacro | UnfilledMarker | HtmlInNode | CacheUnfriendlyPrefix => Severity::Info,
+            UnknownMacro | UnfilledMarker | HtmlInNode | CacheUnfriendlyPrefix | UnclosedTag => {
+                Severity::Info
+            }
             _ => Severity::Warning,
         }
     }
@@ -216,13 +220,20 @@ pub fn terminal_safe(s: &str) -> Cow<'_, str> {
 }
 
 /// [`terminal_safe`] for text that must stay on one line (identifiers, names, file names,
-/// messages): newlines and tabs are escaped too.
+/// messages): newlines and tabs are escaped too, and so are the Unicode line separators and
+/// bidirectional overrides, which can make a label read as something else ("Trojan Source").
 ///
 /// ```
 /// assert_eq!(stpreset::terminal_line("id\n### user"), "id\\u{a}### user");
+/// assert_eq!(stpreset::terminal_line("a\u{202e}b"), "a\\u{202e}b");
 /// ```
 pub fn terminal_line(s: &str) -> Cow<'_, str> {
-    escape_controls(s, char::is_control)
+    escape_controls(s, |c| {
+        c.is_control()
+            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{2028}' | '\u{2029}')
+            || ('\u{202a}'..='\u{202e}').contains(&c)
+            || ('\u{2066}'..='\u{2069}').contains(&c)
+    })
 }
 
 fn escape_controls(s: &str, escaped: impl Fn(char) -> bool) -> Cow<'_, str> {

@@ -210,7 +210,7 @@ fn render_bad_preset_exits_1_naming_the_file() {
 fn audit_reports_and_exits_0() {
     let p = temp(
         "audit.json",
-        br#"{"prompts": [{"identifier": "a", "content": "x\n {{#if}}y{{/if}} {{group}}"}]}"#,
+        br#"{"prompts": [{"identifier": "a", "content": "x\n {{#if}}y{{/if}} {{getvarkey::x}}"}]}"#,
     );
     let out = stpreset(&["audit", p.to_str().unwrap()], None);
     assert_eq!(out.status.code(), Some(0));

@@ -105,9 +105,15 @@ fn unknown_and_unsupported_macros() {
     assert_eq!(run("{{foo::{{user}}::x}}"), "{{foo::Alice::x}}");
     assert_eq!(run("{{foo:: {user} }}"), "{{foo:: Alice }}");
     assert_eq!(kinds("{{foo}}"), [DiagnosticKind::UnknownMacro]);
-    assert_eq!(run("{{group}}|{{notChar::x}}"), "{{group}}|{{notChar::x}}");
-    assert_eq!(kinds("{{group}}"), [DiagnosticKind::UnsupportedMacro]);
-    assert_eq!(run("{{#if {{group}}}}T{{else}}F{{/if}}"), "F");
+    assert_eq!(
+        run("{{getvarkey::a::b}}|{{notChar::x}}"),
+        "{{getvarkey::a::b}}|{{notChar::x}}"
+    );
+    assert_eq!(
+        kinds("{{setvarkey::a}}"),
+        [DiagnosticKind::UnsupportedMacro]
+    );
+    assert_eq!(run("{{#if {{getvarkey::a}}}}T{{else}}F{{/if}}"), "F");
     assert_eq!(
         kinds("{{#if summary}}T{{/if}}"),
         [DiagnosticKind::UnknownMacro]
@@ -241,8 +247,8 @@ fn placeholders() {
     // Arguments of known macros are not literal template text.
     assert_eq!(run("{{reverse::{user}x}}"), "x}resu{");
     assert_eq!(
-        run("<USER> <BOT> <CHAR> <user> {{reverse::<USER>}}"),
-        "Alice Tomori Tomori <user> ecilA"
+        run("<USER> <BOT> <CHAR> <user> <Char> {{reverse::<USER>}}"),
+        "Alice Tomori Tomori Alice Tomori ecilA"
     );
 }
 

@@ -455,7 +455,7 @@ fn compiled_presets_render_many_contexts() {
 #[test]
 fn audit_reports_problems_in_every_node() {
     let p = preset(json!({"prompts": [
-        {"identifier": "a", "content": "{{#if {{foo}}}}{{else}}{{group}}{{/if}}"},
+        {"identifier": "a", "content": "{{#if {{foo}}}}{{else}}{{getvarkey::k}}{{/if}}"},
         {"identifier": "off", "content": "{{user::x}}", "enabled": false},
         {"identifier": "t", "content": "{{isodate}}"},
         {"identifier": "chatHistory", "marker": true},

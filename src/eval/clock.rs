@@ -116,22 +116,69 @@ pub(crate) fn format(t: NaiveDateTime, fmt: &str, out: &mut String) {
     }
 }
 
-/// `idle_duration`: time since `since`, in the largest whole unit (days at most).
+/// The hours of a `time::UTC±N` argument (trimmed by the caller): `UTC` in any case, a sign,
+/// ASCII digits, 0 to 15 (SPEC §11.6). `None` for anything else.
+pub(crate) fn utc_offset_hours(arg: &str) -> Option<i32> {
+    let rest = arg.get(..3).filter(|p| p.eq_ignore_ascii_case("utc"))?;
+    let rest = &arg[rest.len()..];
+    let (sign, digits) = match rest.as_bytes().first()? {
+        b'+' => (1, &rest[1..]),
+        b'-' => (-1, &rest[1..]),
+        _ => return None,
+    };
+    if digits.is_empty() || digits.len() > 2 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let hours: i32 = digits.parse().ok()?;
+    (hours <= 15).then_some(sign * hours)
+}
+
+/// `idle_duration`: the time since `since` as SillyTavern prints it, moment.js's
+/// `duration.humanize()` with its default thresholds (SPEC §11.14.3): each unit rounded half
+/// up, then the first of `a few seconds`, `a minute`, `N minutes`, `an hour`, `N hours`,
+/// `a day`, `N days`, `a month`, `N months`, `a year`, `N years` that fits. No time, or a time
+/// in the future, is `just now`.
 pub(crate) fn idle(now: DateTime<Utc>, since: Option<DateTime<Utc>>) -> String {
     let Some(since) = since else {
         return "just now".into();
     };
-    let secs = (now - since).num_seconds();
-    let (n, unit) = match secs {
-        s if s < 60 => return "just now".into(),
-        s if s < 3600 => (s / 60, "minute"),
-        s if s < 86_400 => (s / 3600, "hour"),
-        s => (s / 86_400, "day"),
-    };
-    if n == 1 {
-        format!("1 {unit}")
+    let ms = (now - since).num_milliseconds();
+    if ms < 0 {
+        return "just now".into();
+    }
+    let ms = ms as f64;
+    // moment's `Math.round`: half up (the values are never negative here).
+    let round = |x: f64| (x + 0.5).floor();
+    let seconds = round(ms / 1e3);
+    let minutes = round(ms / 6e4);
+    let hours = round(ms / 36e5);
+    let days = round(ms / 864e5);
+    let months_exact = ms / 864e5 * 4800.0 / 146_097.0;
+    let months = round(months_exact);
+    let years = round(months_exact / 12.0);
+    let n = |x: f64, unit: &str| format!("{x} {unit}");
+    if seconds <= 44.0 {
+        "a few seconds".into()
+    } else if minutes <= 1.0 {
+        "a minute".into()
+    } else if minutes < 45.0 {
+        n(minutes, "minutes")
+    } else if hours <= 1.0 {
+        "an hour".into()
+    } else if hours < 22.0 {
+        n(hours, "hours")
+    } else if days <= 1.0 {
+        "a day".into()
+    } else if days < 26.0 {
+        n(days, "days")
+    } else if months <= 1.0 {
+        "a month".into()
+    } else if months < 11.0 {
+        n(months, "months")
+    } else if years <= 1.0 {
+        "a year".into()
     } else {
-        format!("{n} {unit}s")
+        n(years, "years")
     }
 }
 
@@ -200,12 +247,31 @@ mod tests {
         let now: DateTime<Utc> = "2026-11-29T17:07:00Z".parse().unwrap();
         let ago = |s: i64| Some(now - Duration::seconds(s));
         assert_eq!(idle(now, None), "just now");
-        assert_eq!(idle(now, ago(59)), "just now");
         assert_eq!(idle(now, ago(-500)), "just now");
-        assert_eq!(idle(now, ago(60)), "1 minute");
-        assert_eq!(idle(now, ago(300)), "5 minutes");
-        assert_eq!(idle(now, ago(7200)), "2 hours");
-        assert_eq!(idle(now, ago(86_400 * 3 + 5)), "3 days");
-        assert_eq!(idle(now, ago(86_400 * 400)), "400 days");
+        for (secs, want) in [
+            (0, "a few seconds"),
+            (44, "a few seconds"),
+            (45, "a minute"),
+            (89, "a minute"),
+            (90, "2 minutes"),
+            (44 * 60 + 29, "44 minutes"),
+            (44 * 60 + 30, "an hour"),
+            (89 * 60 + 59, "an hour"),
+            (90 * 60, "2 hours"),
+            (21 * 3600 + 29 * 60, "21 hours"),
+            (21 * 3600 + 30 * 60, "a day"),
+            (36 * 3600, "2 days"),
+            (25 * 86_400 + 11 * 3600, "25 days"),
+            (25 * 86_400 + 12 * 3600, "a month"),
+            (45 * 86_400, "a month"),
+            (46 * 86_400, "2 months"),
+            (319 * 86_400, "10 months"),
+            (320 * 86_400, "a year"),
+            (547 * 86_400, "a year"),
+            (548 * 86_400, "2 years"),
+            (86_400 * 400 * 10, "11 years"),
+        ] {
+            assert_eq!(idle(now, ago(secs)), want, "{secs} s");
+        }
     }
 }

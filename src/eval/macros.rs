@@ -39,10 +39,28 @@ impl Run<'_, '_> {
             MesExamplesRaw => self.host_value(HostValue::MesExamplesRaw, Signals::default(), out),
             Model => self.host_value(HostValue::Model, Signals::default(), out),
             CharVersion => self.host_value(HostValue::CharVersion, Signals::default(), out),
+            CharPrompt => self.host_value(HostValue::CharPrompt, Signals::default(), out),
+            CharInstruction => self.host_value(HostValue::CharInstruction, Signals::default(), out),
+            Group | GroupNotMuted | NotChar => {
+                let i = match call.kind {
+                    Group => 0,
+                    GroupNotMuted => 1,
+                    _ => 2,
+                };
+                out.push_str(&self.eng.groups.get_or_insert_with(|| groups(ctx))[i]);
+            }
             LastMessage => self.host_value(HostValue::LastMessage, Signals::default(), out),
             LastUserMessage => self.host_value(HostValue::LastUserMessage, Signals::default(), out),
             LastCharMessage => self.host_value(HostValue::LastCharMessage, Signals::default(), out),
-            Time => self.clock(clock::TIME, out),
+            Time => match args.first().map(|a| a.trim()) {
+                None | Some("") => self.clock(clock::TIME, out),
+                Some(utc) => {
+                    let hours = clock::utc_offset_hours(utc).ok_or(Bad::Literal)?;
+                    if self.eng.clock.is_some() {
+                        clock::format(clock::local(ctx.now, hours * 60), clock::TIME, out);
+                    }
+                }
+            },
             Date => self.clock(clock::DATE, out),
             Weekday => self.clock(clock::WEEKDAY, out),
             IsoTime => self.clock(clock::ISOTIME, out),
@@ -68,6 +86,17 @@ impl Run<'_, '_> {
                     return Err(Bad::Literal);
                 }
                 out.push_str(self.eng.vars.get(scope, key));
+            }
+            HasVar(scope) => {
+                let key = arg(0);
+                if key.is_empty() {
+                    return Err(Bad::Literal);
+                }
+                out.push_str(if self.eng.vars.contains(scope, key) {
+                    "true"
+                } else {
+                    "false"
+                });
             }
             Random | Pick => {
                 let items = chance::items(args);
@@ -97,12 +126,28 @@ impl Run<'_, '_> {
                 }
                 out.push_str(&sum.to_string());
             }
-            Newline => out.push('\n'),
+            Newline | Space => {
+                // `newline::N` / `space::N`: N ASCII digits up to 1000; empty renders empty
+                // (SPEC §11.6, §11.13.2).
+                let unit = if call.kind == Newline { '\n' } else { ' ' };
+                let n = match args.first().map(|a| a.trim()) {
+                    None => 1,
+                    Some("") => 0,
+                    Some(n) if n.bytes().all(|b| b.is_ascii_digit()) && n.len() <= 4 => n
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|&n| n <= 1000)
+                        .ok_or(Bad::Literal)?,
+                    Some(_) => return Err(Bad::Literal),
+                };
+                out.extend(std::iter::repeat_n(unit, n));
+            }
             Trim => self.sig.add(Signals::TRIM),
             Noop | Banned => {}
             Reverse => out.extend(arg(0).chars().rev()),
             // Declarations, unknown and unsupported macros never reach here.
-            SetVar(_) | AddVar(_) | IncVar(_) | DecVar(_) | Unsupported | Unknown => {}
+            SetVar(_) | AddVar(_) | IncVar(_) | DecVar(_) | DeleteVar(_) | Unsupported
+            | Unknown => {}
         }
         Ok(())
     }
@@ -128,6 +173,8 @@ impl Run<'_, '_> {
                 HostValue::MesExamplesRaw => &ctx.mes_examples_raw,
                 HostValue::Model => &ctx.model,
                 HostValue::CharVersion => &ctx.char_version,
+                HostValue::CharPrompt => &ctx.char_prompt,
+                HostValue::CharInstruction => &ctx.char_instruction,
                 HostValue::LastMessage => last(ctx, None),
                 HostValue::LastUserMessage => last(ctx, Some(Role::User)),
                 HostValue::LastCharMessage => last(ctx, Some(Role::Model)),
@@ -139,6 +186,30 @@ impl Run<'_, '_> {
             self.sig.add(signal);
         }
     }
+}
+
+/// The group macros (SPEC §11.14.2), worked out once per render: `group`, `groupNotMuted`,
+/// `notChar`, each the members joined with `, `. Outside a group: `char`, `char`, `user`.
+pub(super) fn groups(ctx: &crate::Context) -> [String; 3] {
+    if ctx.group.is_empty() {
+        return [ctx.char.clone(), ctx.char.clone(), ctx.user.clone()];
+    }
+    let muted: std::collections::HashSet<&str> =
+        ctx.group_muted.iter().map(String::as_str).collect();
+    let join = |keep: &dyn Fn(&str) -> bool| {
+        let kept: Vec<&str> = ctx
+            .group
+            .iter()
+            .map(String::as_str)
+            .filter(|m| keep(m))
+            .collect();
+        kept.join(", ")
+    };
+    [
+        join(&|_| true),
+        join(&|m| !muted.contains(m)),
+        join(&|m| !muted.contains(m) && m != ctx.char),
+    ]
 }
 
 /// Text of the last `DIALOGUE_HISTORY` item (of a role, if given).

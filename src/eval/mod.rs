@@ -145,8 +145,10 @@ enum HostValue {
     LastMessage,
     LastUserMessage,
     LastCharMessage,
+    CharPrompt,
+    CharInstruction,
 }
-const HOST_VALUES: usize = 11;
+const HOST_VALUES: usize = 13;
 
 /// Render-wide state shared by all nodes.
 struct Engine<'a> {
@@ -165,6 +167,8 @@ struct Engine<'a> {
     /// `idle_duration`, worked out once per render: it scans the whole history, and a preset
     /// with n of them against m history items must not cost n × m.
     idle: Option<String>,
+    /// `group`, `groupNotMuted`, `notChar`, worked out once per render.
+    groups: Option<[String; 3]>,
     /// Per block of every node: 0 not selected in pass 1, 1 then-branch, 2 else-branch.
     decisions: Vec<u8>,
     /// Per declaration slot of every node: what it renders and its arguments' signals.
@@ -178,6 +182,7 @@ impl<'a> Engine<'a> {
             ctx,
             host,
             vars: Vars::new(
+                &ctx.variables,
                 &ctx.globals,
                 limits.variable_bytes,
                 limits.variables_total_bytes,
@@ -192,6 +197,7 @@ impl<'a> Engine<'a> {
             diags: Vec::new(),
             host_values: Default::default(),
             idle: None,
+            groups: None,
             decisions: Vec::new(),
             records: Vec::new(),
         }

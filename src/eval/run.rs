@@ -206,6 +206,10 @@ impl<'r, 'a> Run<'r, 'a> {
             return;
         }
         let capped = match call.kind {
+            MacroKind::DeleteVar(scope) => {
+                self.eng.vars.delete(scope, key);
+                false
+            }
             MacroKind::SetVar(scope) => self.eng.vars.set(scope, key, value).is_err(),
             MacroKind::AddVar(scope) => self.eng.vars.add(scope, key, value).is_err(),
             MacroKind::IncVar(scope) | MacroKind::DecVar(scope) => {
@@ -278,18 +282,25 @@ impl<'r, 'a> Run<'r, 'a> {
                         out.push_str(tree.text(s));
                     }
                 }
-                Node::Compat(who) => {
+                Node::Compat(who, written) => {
                     let ctx = self.ctx();
-                    let (name, written) = match who {
-                        Identity::User => (&ctx.user, "<USER>"),
-                        Identity::Char => (&ctx.char, "<CHAR>"),
-                        Identity::Bot => (&ctx.char, "<BOT>"),
+                    if who == Identity::Group && self.eng.groups.is_none() {
+                        self.eng.groups = Some(super::macros::groups(ctx));
+                    }
+                    let len = match who {
+                        Identity::User => ctx.user.len(),
+                        Identity::Char | Identity::Bot => ctx.char.len(),
+                        Identity::Group => self.eng.groups.as_ref().map_or(0, |g| g[0].len()),
                     };
                     // Once the work budget is spent, placeholders stay as written (SPEC §10).
-                    out.push_str(if self.charge(name.len()) {
-                        name
-                    } else {
-                        written
+                    if !self.charge(len) {
+                        out.push_str(tree.text(written));
+                        continue;
+                    }
+                    out.push_str(match who {
+                        Identity::User => &ctx.user,
+                        Identity::Char | Identity::Bot => &ctx.char,
+                        Identity::Group => self.eng.groups.as_ref().map_or("", |g| &g[0]),
                     });
                 }
                 Node::Block(b) => {
@@ -376,7 +387,7 @@ impl<'r, 'a> Run<'r, 'a> {
             }
             (_, MacroKind::Unsupported) => Some((
                 DiagnosticKind::UnsupportedMacro,
-                "group-chat macros are not supported: the macro stays literal",
+                "JSON variables are not supported: the macro stays literal",
             )),
             _ => None,
         };

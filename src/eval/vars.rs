@@ -86,18 +86,38 @@ pub(crate) struct Vars {
 }
 
 impl Vars {
-    pub fn new(globals: &BTreeMap<String, String>, max_value: usize, max_total: usize) -> Vars {
-        let global: HashMap<String, String> = globals
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        let total = global.values().map(String::len).sum();
+    /// The maps a render starts from: the chat's variables and the host's globals, loaded as
+    /// given (their bytes count toward the total; later writes are cut, SPEC §11.8).
+    pub fn new(
+        locals: &BTreeMap<String, String>,
+        globals: &BTreeMap<String, String>,
+        max_value: usize,
+        max_total: usize,
+    ) -> Vars {
+        let copy = |m: &BTreeMap<String, String>| -> HashMap<String, String> {
+            m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+        };
+        let (local, global) = (copy(locals), copy(globals));
+        let total = local.values().chain(global.values()).map(String::len).sum();
         Vars {
-            local: HashMap::default(),
+            local,
             global,
             total,
             max_value,
             max_total,
+        }
+    }
+
+    /// Whether `key` is present (even with an empty value).
+    pub fn contains(&self, scope: Scope, key: &str) -> bool {
+        self.map(scope).contains_key(key)
+    }
+
+    /// Removes `key`; its bytes no longer count toward the total (a running total, not a sum
+    /// over the map, so n deletions stay linear).
+    pub fn delete(&mut self, scope: Scope, key: &str) {
+        if let Some(old) = self.map_mut(scope).remove(key) {
+            self.total -= old.len();
         }
     }
 
@@ -207,7 +227,7 @@ mod tests {
     use super::*;
 
     fn vars() -> Vars {
-        Vars::new(&BTreeMap::new(), 1 << 20, 8 << 20)
+        Vars::new(&BTreeMap::new(), &BTreeMap::new(), 1 << 20, 8 << 20)
     }
 
     #[test]
@@ -261,7 +281,7 @@ mod tests {
 
     #[test]
     fn addvar_appends_in_place_and_cuts_the_combined_value() {
-        let mut v = Vars::new(&BTreeMap::new(), 6, 100);
+        let mut v = Vars::new(&BTreeMap::new(), &BTreeMap::new(), 6, 100);
         v.add(Scope::Local, "s", "abcd").unwrap();
         assert_eq!(v.add(Scope::Local, "s", "éfg"), Err(Capped));
         assert_eq!(v.get(Scope::Local, "s"), "abcdé");
@@ -279,8 +299,22 @@ mod tests {
     }
 
     #[test]
+    fn deleting_frees_room_and_presence_is_not_emptiness() {
+        let mut v = Vars::new(&BTreeMap::new(), &BTreeMap::new(), 5, 8);
+        v.set(Scope::Local, "e", "").unwrap();
+        assert!(v.contains(Scope::Local, "e") && !v.contains(Scope::Local, "x"));
+        v.set(Scope::Local, "a", "12345").unwrap();
+        assert_eq!(v.set(Scope::Local, "b", "12345"), Err(Capped));
+        v.delete(Scope::Local, "a");
+        v.delete(Scope::Local, "a");
+        assert!(!v.contains(Scope::Local, "a"));
+        v.set(Scope::Local, "b", "12345").unwrap();
+        assert_eq!(v.total, 5);
+    }
+
+    #[test]
     fn caps_cut_at_char_boundaries() {
-        let mut v = Vars::new(&BTreeMap::new(), 5, 8);
+        let mut v = Vars::new(&BTreeMap::new(), &BTreeMap::new(), 5, 8);
         assert_eq!(v.set(Scope::Local, "a", "ééé"), Err(Capped));
         assert_eq!(v.get(Scope::Local, "a"), "éé");
         assert_eq!(v.set(Scope::Local, "b", "12345"), Err(Capped));

@@ -106,7 +106,7 @@ impl Preset {
                     )),
                     (_, MacroKind::Unsupported) => Some((
                         DiagnosticKind::UnsupportedMacro,
-                        format!("`{name}`: group-chat macros are not supported"),
+                        format!("`{name}`: JSON variables are not supported (stays literal)"),
                     )),
                     (_, kind) if prefix && kind.is_temporal() => Some((
                         DiagnosticKind::CacheUnfriendlyPrefix,

@@ -2,7 +2,7 @@
 //! scope (the template body, an argument, a condition operand) pairs its blocks on a block stack
 //! and applies the recovery rules of SPEC §1.2. Nothing here recurses on input structure.
 
-use super::catalog::{Arity, MacroKind};
+use super::catalog::MacroKind;
 use super::lexer::{TokKind, Token};
 use super::tree::{Arg, Block, BlockKind, Call, CallShape, List, Node, Span, Tree};
 use crate::diagnostic::{DiagnosticKind, Finding};
@@ -163,7 +163,9 @@ impl<'s> Builder<'s> {
                 TokKind::Placeholder => {
                     self.push_item(tok.span, ItemKind::Node(Node::Placeholder(tok.span)))
                 }
-                TokKind::Compat(who) => self.push_item(tok.span, ItemKind::Node(Node::Compat(who))),
+                TokKind::Compat(who) => {
+                    self.push_item(tok.span, ItemKind::Node(Node::Compat(who, tok.span)))
+                }
                 TokKind::Tomori { negate, ns, name } => {
                     let opener = Opener {
                         kind: BlockKind::Tomori { negate, ns, name },
@@ -182,8 +184,20 @@ impl<'s> Builder<'s> {
             self.push_item(span, ItemKind::Node(Node::Verbatim(span)));
         }
         // Unclosed tags: their fallback text is already in place, so dropping the frames leaves
-        // `{{` as literal text with the inside parsed normally.
-        self.frames.clear();
+        // `{{` as literal text with the inside parsed normally. Those that began like a macro or
+        // a directive are typos worth telling (`{{user}'s`, SPEC §11.14): at most one per frame,
+        // and frames are bounded by the tag-nesting limit.
+        for frame in std::mem::take(&mut self.frames) {
+            if matches!(frame.kind, FrameKind::Open | FrameKind::Comment) {
+                continue;
+            }
+            let head = self.items[frame.base].span;
+            let message = format!(
+                "`{}` has no closing `}}}}`: it stays literal text",
+                crate::diagnostic::excerpt(self.text(head).trim_end())
+            );
+            self.finding(DiagnosticKind::UnclosedTag, head, message);
+        }
         let root = self.build_list(0, self.items.len());
         let comment_only = self.had_comment && self.is_comment_only(root);
         let mut findings = self.findings;
@@ -390,9 +404,10 @@ impl<'s> Builder<'s> {
                 ));
             }
         }
-        let shape = match kind.arity() {
-            Arity::Exactly(n) if self.arg_scratch.len() != n as usize => CallShape::BadArguments,
-            _ => CallShape::Ok,
+        let shape = if kind.arity().accepts(self.arg_scratch.len()) {
+            CallShape::Ok
+        } else {
+            CallShape::BadArguments
         };
         let first_arg = self.args.len() as u32;
         for i in 0..self.arg_scratch.len() {

@@ -17,6 +17,16 @@ pub(crate) enum MacroKind {
     LastCharMessage,
     Model,
     CharVersion,
+    /// The character card's main-prompt override (SPEC §11.14.4).
+    CharPrompt,
+    /// The character card's post-history instruction override (alias `charJailbreak`).
+    CharInstruction,
+    /// `group` / `charIfNotGroup`: the group's members, or `char` outside a group.
+    Group,
+    /// Members not muted, or `char` outside a group.
+    GroupNotMuted,
+    /// Members not muted and other than `char`, or `user` outside a group.
+    NotChar,
     Time,
     Date,
     Weekday,
@@ -29,15 +39,21 @@ pub(crate) enum MacroKind {
     IncVar(Scope),
     DecVar(Scope),
     GetVar(Scope),
+    /// `hasvar` / `varexists`: `true` when the key is present (SPEC §11.6).
+    HasVar(Scope),
+    /// `deletevar` / `flushvar`: a declaration that removes the key.
+    DeleteVar(Scope),
     Random,
     Pick,
     Roll,
     Newline,
+    /// `space`, `space::N`.
+    Space,
     Trim,
     Noop,
     Banned,
     Reverse,
-    /// Group-chat macros: recognised, deliberately not supported.
+    /// Recognised, deliberately not supported (`setvarkey` & co.: JSON variables).
     Unsupported,
     Unknown,
 }
@@ -53,7 +69,19 @@ pub(crate) enum Scope {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Arity {
     Exactly(u8),
+    /// None or one (`time`, `newline`, `space`).
+    Optional,
     Any,
+}
+
+impl Arity {
+    pub fn accepts(self, n: usize) -> bool {
+        match self {
+            Arity::Exactly(k) => n == k as usize,
+            Arity::Optional => n <= 1,
+            Arity::Any => true,
+        }
+    }
 }
 
 impl MacroKind {
@@ -61,7 +89,7 @@ impl MacroKind {
     pub fn lookup(name: &str) -> MacroKind {
         use MacroKind::*;
         use Scope::*;
-        let mut buf = [0u8; 24];
+        let mut buf = [0u8; 32];
         let Some(lower) = lowercase(name, &mut buf) else {
             return Unknown;
         };
@@ -79,13 +107,18 @@ impl MacroKind {
             "lastcharmessage" => LastCharMessage,
             "model" => Model,
             "char_version" | "charversion" | "version" => CharVersion,
+            "charprompt" => CharPrompt,
+            "charinstruction" | "charjailbreak" => CharInstruction,
+            "group" | "charifnotgroup" => Group,
+            "groupnotmuted" => GroupNotMuted,
+            "notchar" => NotChar,
             "time" => Time,
             "date" => Date,
             "weekday" => Weekday,
             "isotime" => IsoTime,
             "isodate" => IsoDate,
             "datetimeformat" => DateTimeFormat,
-            "idle_duration" => IdleDuration,
+            "idle_duration" | "idleduration" => IdleDuration,
             "setvar" => SetVar(Local),
             "addvar" => AddVar(Local),
             "incvar" => IncVar(Local),
@@ -96,15 +129,21 @@ impl MacroKind {
             "incglobalvar" => IncVar(Global),
             "decglobalvar" => DecVar(Global),
             "getglobalvar" => GetVar(Global),
+            "hasvar" | "varexists" => HasVar(Local),
+            "hasglobalvar" | "globalvarexists" => HasVar(Global),
+            "deletevar" | "flushvar" => DeleteVar(Local),
+            "deleteglobalvar" | "flushglobalvar" => DeleteVar(Global),
             "random" => Random,
             "pick" => Pick,
             "roll" => Roll,
             "newline" => Newline,
+            "space" => Space,
             "trim" => Trim,
             "noop" => Noop,
             "banned" => Banned,
             "reverse" => Reverse,
-            "group" | "charifnotgroup" | "groupnotmuted" | "notchar" => Unsupported,
+            "setvarkey" | "getvarkey" | "setglobalvarkey" | "getglobalvarkey" | "setvarindex"
+            | "getvarindex" | "setglobalvarindex" | "getglobalvarindex" => Unsupported,
             _ => Unknown,
         }
     }
@@ -113,9 +152,9 @@ impl MacroKind {
         use MacroKind::*;
         match self {
             SetVar(_) | AddVar(_) => Arity::Exactly(2),
-            IncVar(_) | DecVar(_) | GetVar(_) | DateTimeFormat | Roll | Banned | Reverse => {
-                Arity::Exactly(1)
-            }
+            IncVar(_) | DecVar(_) | GetVar(_) | HasVar(_) | DeleteVar(_) | DateTimeFormat
+            | Roll | Banned | Reverse => Arity::Exactly(1),
+            Time | Newline | Space => Arity::Optional,
             Random | Pick | Unsupported | Unknown => Arity::Any,
             _ => Arity::Exactly(0),
         }
@@ -143,11 +182,12 @@ impl MacroKind {
                 | MacroKind::AddVar(_)
                 | MacroKind::IncVar(_)
                 | MacroKind::DecVar(_)
+                | MacroKind::DeleteVar(_)
         )
     }
 }
 
-fn lowercase<'b>(name: &str, buf: &'b mut [u8; 24]) -> Option<&'b str> {
+fn lowercase<'b>(name: &str, buf: &'b mut [u8; 32]) -> Option<&'b str> {
     let bytes = name.as_bytes();
     if bytes.len() > buf.len() {
         return None;
@@ -175,7 +215,25 @@ mod tests {
             MacroKind::lookup("GetGlobalVar"),
             MacroKind::GetVar(Scope::Global)
         );
-        assert_eq!(MacroKind::lookup("notChar"), MacroKind::Unsupported);
+        assert_eq!(MacroKind::lookup("notChar"), MacroKind::NotChar);
+        assert_eq!(MacroKind::lookup("charIfNotGroup"), MacroKind::Group);
+        assert_eq!(
+            MacroKind::lookup("charJailbreak"),
+            MacroKind::CharInstruction
+        );
+        assert_eq!(MacroKind::lookup("idleDuration"), MacroKind::IdleDuration);
+        assert_eq!(
+            MacroKind::lookup("globalVarExists"),
+            MacroKind::HasVar(Scope::Global)
+        );
+        assert_eq!(
+            MacroKind::lookup("flushvar"),
+            MacroKind::DeleteVar(Scope::Local)
+        );
+        assert_eq!(
+            MacroKind::lookup("setglobalvarindex"),
+            MacroKind::Unsupported
+        );
         assert_eq!(MacroKind::lookup("summary"), MacroKind::Unknown);
         assert_eq!(
             MacroKind::lookup("a_name_far_longer_than_any_known_macro"),

@@ -144,7 +144,25 @@ fn tomori(pair: Pair<'_, Rule>) -> TokKind {
     TokKind::Tomori { negate, ns, name }
 }
 
-/// Cuts `::` separators and `<USER>`/`<BOT>`/`<CHAR>` out of a text token (see the grammar).
+/// A compatibility placeholder at the start of `rest`, in any ASCII case (SPEC §11.14.1: ST
+/// replaces them with `/<USER>/gi`), and its length.
+fn compat(rest: &[u8]) -> Option<(TokKind, usize)> {
+    const NAMES: [(&[u8], Identity); 5] = [
+        (b"<user>", Identity::User),
+        (b"<bot>", Identity::Bot),
+        (b"<char>", Identity::Char),
+        (b"<group>", Identity::Group),
+        (b"<charifnotgroup>", Identity::Group),
+    ];
+    NAMES.iter().find_map(|&(name, who)| {
+        rest.get(..name.len())
+            .filter(|head| head.eq_ignore_ascii_case(name))
+            .map(|_| (TokKind::Compat(who), name.len()))
+    })
+}
+
+/// Cuts `::` separators and compatibility placeholders (`<USER>`, `<bot>`, ...) out of a text
+/// token (see the grammar).
 fn split_text(source: &str, span: Span, out: &mut Vec<Token>) {
     let bytes = &source.as_bytes()[span.range()];
     let base = span.start as usize;
@@ -159,16 +177,12 @@ fn split_text(source: &str, span: Span, out: &mut Vec<Token>) {
             }
             (TokKind::Sep, 2)
         } else {
-            let rest = &bytes[at..];
-            if rest.starts_with(b"<USER>") {
-                (TokKind::Compat(Identity::User), 6)
-            } else if rest.starts_with(b"<BOT>") {
-                (TokKind::Compat(Identity::Bot), 5)
-            } else if rest.starts_with(b"<CHAR>") {
-                (TokKind::Compat(Identity::Char), 6)
-            } else {
-                i = at + 1;
-                continue;
+            match compat(&bytes[at..]) {
+                Some(found) => found,
+                None => {
+                    i = at + 1;
+                    continue;
+                }
             }
         };
         if at > from {
@@ -279,7 +293,7 @@ mod tests {
             ("text", "}"),
             ("text", " "),
             ("compat", "<USER>"),
-            ("text", "<user>"),
+            ("compat", "<user>"),
         ];
         let got: Vec<(&str, &str)> = k.iter().map(|(a, b)| (*a, b.as_str())).collect();
         assert_eq!(got, want);

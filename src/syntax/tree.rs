@@ -41,6 +41,8 @@ pub(crate) enum Identity {
     User,
     Char,
     Bot,
+    /// `<GROUP>`, `<CHARIFNOTGROUP>`: the group's members, or `char` (compatibility only).
+    Group,
 }
 
 /// A contiguous run of nodes in `Tree::nodes`.
@@ -67,8 +69,9 @@ pub(crate) enum Node {
     Escape(u8),
     /// `{name}`: a tool or identity placeholder (in body text); plain text in arguments.
     Placeholder(Span),
-    /// `<USER>`, `<BOT>`, `<CHAR>`.
-    Compat(Identity),
+    /// `<USER>`, `<BOT>`, `<CHAR>`, `<GROUP>`, `<CHARIFNOTGROUP>` in any case; the span is the
+    /// written text, kept once the work budget is spent.
+    Compat(Identity, Span),
     /// A value macro: index into `Tree::calls`.
     Call(u32),
     /// A block: index into `Tree::blocks`.

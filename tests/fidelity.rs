@@ -1,0 +1,203 @@
+//! SillyTavern fidelity rules that apply to every template (SPEC §11.14) and the catalog
+//! additions of §11.6 that need no new syntax, through the public API.
+
+use stpreset::{Context, DiagnosticKind, Preset, expand};
+
+fn ctx(extra: &str) -> Context {
+    let json = format!(
+        r#"{{"user": "Alice", "char": "Tomori", "now": "2026-11-29T17:07:00Z",
+            "utc_offset_minutes": 480 {extra}}}"#
+    );
+    Context::from_json(json.as_bytes()).expect("test context")
+}
+
+fn run(t: &str, c: &Context) -> String {
+    expand(t, c).text
+}
+
+fn kinds(t: &str, c: &Context) -> Vec<DiagnosticKind> {
+    expand(t, c).diagnostics.iter().map(|d| d.kind).collect()
+}
+
+#[test]
+fn compatibility_placeholders_in_any_case() {
+    let c = ctx("");
+    assert_eq!(
+        run(
+            "<user> <User> <BOT> <char> <GROUP> <charIfNotGroup> <users>",
+            &c
+        ),
+        "Alice Alice Tomori Tomori Tomori Tomori <users>"
+    );
+    let g = ctx(r#", "group": ["Tomori", "Kaede"]"#);
+    assert_eq!(
+        run("<group>|<CHARIFNOTGROUP>", &g),
+        "Tomori, Kaede|Tomori, Kaede"
+    );
+}
+
+#[test]
+fn group_macros_answer_with_and_without_a_group() {
+    let solo = ctx("");
+    assert_eq!(
+        run(
+            "{{group}}|{{charIfNotGroup}}|{{groupNotMuted}}|{{notChar}}",
+            &solo
+        ),
+        "Tomori|Tomori|Tomori|Alice"
+    );
+    assert!(kinds("{{group}}{{notChar}}", &solo).is_empty());
+    let g = ctx(r#", "group": ["Tomori", "Kaede", "Rin"], "group_muted": ["Rin"]"#);
+    assert_eq!(
+        run("{{group}}|{{groupNotMuted}}|{{notChar}}", &g),
+        "Tomori, Kaede, Rin|Tomori, Kaede|Kaede"
+    );
+    let only_char = ctx(r#", "group": ["Tomori"]"#);
+    assert_eq!(run("[{{notChar}}]", &only_char), "[]");
+}
+
+#[test]
+fn card_overrides_are_host_values() {
+    let c = ctx(r#", "char_prompt": "Be {{user}}'s guide.", "char_instruction": "Stay brief.""#);
+    assert_eq!(
+        run("{{charPrompt}}|{{charInstruction}}|{{charJailbreak}}", &c),
+        "Be Alice's guide.|Stay brief.|Stay brief."
+    );
+    assert_eq!(run("[{{charPrompt}}]", &ctx("")), "[]");
+    assert_eq!(kinds("{{original}}", &c), [DiagnosticKind::UnknownMacro]);
+}
+
+#[test]
+fn idle_duration_reads_like_sillytavern() {
+    let at = |time: &str| {
+        ctx(&format!(
+            r#", "items": [{{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi", "time": "{time}"}}]"#
+        ))
+    };
+    assert_eq!(
+        run("{{idle_duration}}", &at("2026-11-29T17:06:30Z")),
+        "a few seconds"
+    );
+    assert_eq!(
+        run("{{idleDuration}}", &at("2026-11-29T16:07:00Z")),
+        "an hour"
+    );
+    assert_eq!(
+        run("{{idle_duration}}", &at("2026-11-29T14:07:00Z")),
+        "3 hours"
+    );
+    assert_eq!(
+        run("{{idle_duration}}", &at("2026-11-28T17:07:00Z")),
+        "a day"
+    );
+    assert_eq!(
+        run("{{idle_duration}}", &at("2026-11-30T17:07:00Z")),
+        "just now"
+    );
+    assert_eq!(run("{{idle_duration}}", &ctx("")), "just now");
+}
+
+#[test]
+fn hasvar_and_deletevar() {
+    let c = ctx("");
+    // Body reads see the final map (SPEC §11.11.1): deleted by then.
+    assert_eq!(
+        run(
+            "{{setvar::v::}}{{hasvar::v}}{{deletevar::v}}{{hasvar::v}}",
+            &c
+        ),
+        "falsefalse"
+    );
+    assert_eq!(
+        run("{{setvar::v::}}{{varexists::v}} {{hasvar::w}}", &c),
+        "true false"
+    );
+    assert_eq!(
+        run(
+            "{{setglobalvar::g::1}}{{flushglobalvar::g}}[{{getglobalvar::g}}]",
+            &c
+        ),
+        "[]"
+    );
+    // A condition reads the variables so far (pass 1).
+    assert_eq!(
+        run(
+            "{{setvar::v::x}}{{#if {{hasvar::v}}}}yes{{/if}}{{deletevar::v}}",
+            &c
+        ),
+        "yes"
+    );
+    assert_eq!(kinds("{{hasvar}}", &c), [DiagnosticKind::BadArguments]);
+    // A deleted value no longer counts toward the caps.
+    let mut small = ctx("");
+    small.limits.variables_total_bytes = 4;
+    assert!(
+        kinds(
+            "{{setvar::a::1234}}{{deletevar::a}}{{setvar::b::1234}}",
+            &small
+        )
+        .is_empty()
+    );
+}
+
+#[test]
+fn space_newline_and_time_at_utc_offsets() {
+    let c = ctx("");
+    assert_eq!(run("a{{space}}b{{space::3}}c{{space::}}d", &c), "a b   cd");
+    assert_eq!(run("a{{newline::2}}b{{newline}}c", &c), "a\n\nb\nc");
+    assert_eq!(run("{{space::1001}}", &c), "{{space::1001}}");
+    assert_eq!(kinds("{{newline::x}}", &c), [DiagnosticKind::BadArguments]);
+    // 17:07 UTC; the context's +8 h offset is ignored by an explicit `UTC±N`.
+    assert_eq!(run("{{time}}", &c), "1:07 AM");
+    assert_eq!(
+        run("{{time::UTC+2}}|{{time::utc-5}}|{{time:: UTC+0 }}", &c),
+        "7:07 PM|12:07 PM|5:07 PM"
+    );
+    assert_eq!(run("{{time::UTC+16}}", &c), "{{time::UTC+16}}");
+    assert_eq!(kinds("{{time::GMT+1}}", &c), [DiagnosticKind::BadArguments]);
+    let mut off = ctx("");
+    off.time_awareness = false;
+    assert_eq!(run("[{{time::UTC+2}}]", &off), "[]");
+}
+
+#[test]
+fn unclosed_tags_are_reported() {
+    let c = ctx("");
+    assert_eq!(run("{{user}'s hat", &c), "{{user}'s hat");
+    let out = expand("ok\n{{user}'s {{getvar::x}", &c);
+    let unclosed: Vec<_> = out
+        .diagnostics
+        .iter()
+        .filter(|d| d.kind == DiagnosticKind::UnclosedTag)
+        .map(|d| (d.line, d.column))
+        .collect();
+    assert_eq!(unclosed, [(Some(2), Some(1)), (Some(2), Some(11))]);
+    // A bare `{{` is no typo of a macro: silent.
+    assert!(kinds("{{ } {{{", &c).is_empty());
+    // Audit sees it too.
+    let p = Preset::from_json(br#"{"prompts": [{"identifier": "a", "content": "{{trim}"}]}"#)
+        .expect("preset");
+    let audit: Vec<_> = p.audit().iter().map(|d| d.kind).collect();
+    assert_eq!(audit, [DiagnosticKind::UnclosedTag]);
+}
+
+#[test]
+fn chat_variables_accumulate_across_turns() {
+    let p = Preset::from_json(
+        br#"{"prompts": [{"identifier": "main", "content": "turn {{incvar::turn}}"}]}"#,
+    )
+    .expect("preset")
+    .compile();
+    let mut c = ctx(r#", "variables": {"turn": "41", "keep": "me"}"#);
+    let first = p.render(&c);
+    assert_eq!(first.messages[0].text(), "turn 42");
+    assert_eq!(first.variables.get("turn").map(String::as_str), Some("42"));
+    assert_eq!(first.variables.get("keep").map(String::as_str), Some("me"));
+    c.variables = first.variables.clone();
+    assert_eq!(p.render(&c).messages[0].text(), "turn 43");
+    let err = Context::from_json(br#"{"variables": {"n": 1}}"#).expect_err("strings only");
+    assert!(
+        err.to_string().contains("variables") || err.to_string().contains("string"),
+        "{err}"
+    );
+}
