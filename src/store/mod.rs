@@ -538,9 +538,12 @@ impl PresetStore {
     }
 }
 
-/// Changes whenever another connection commits to the database.
+/// Changes whenever another connection commits to the database. Asked on every render, so
+/// the statement is cached rather than prepared each time.
 fn data_version(conn: &Connection) -> Result<i64, StoreError> {
-    Ok(conn.pragma_query_value(None, "data_version", |r| r.get(0))?)
+    Ok(conn
+        .prepare_cached("PRAGMA data_version")?
+        .query_row([], |r| r.get(0))?)
 }
 
 /// Opens `path` read-only and immutable (no locks, no `-shm`), through a `file:` URI.
