@@ -260,8 +260,8 @@ impl PresetStore {
         conn.busy_timeout(options.busy_timeout)?;
         conn.pragma_update(None, "foreign_keys", true)?;
         if wal && read_only.is_none() {
-            // Asked before set: switching a file that is already WAL would still need a lock,
-            // and opening a current file should not contend with writers.
+            // Asked before set, so that opening a file that is already WAL runs no statement
+            // that could write or wait for a lock.
             let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0))?;
             if !mode.eq_ignore_ascii_case("wal") {
                 // WAL lets readers proceed while a writer commits.
