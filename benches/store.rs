@@ -1,38 +1,167 @@
-//! Rendering a server's active preset through the store: from the cache vs from the database
-//! (load + compile on every call).
+//! Store operations at size n and 10n, so their growth can be read off (compare the two rows
+//! of each group): import and toggle by nodes per preset, list by presets per server, render
+//! through the cache (hit) and without it (load + compile + render every call) by nodes.
+//! Then the corpus presets, cached vs from the database.
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use serde_json::json;
 use std::hint::black_box;
-use stpreset::PresetStore;
+use std::time::Duration;
+use stpreset::{PresetStore, StoreOptions};
 
 mod support;
 
-fn bench(c: &mut Criterion) {
+/// Nodes per preset (import, toggle, render) and presets per server (list): n and 10n.
+const NODES: [usize; 2] = [50, 500];
+const PRESETS: [usize; 2] = [10, 100];
+
+/// A preset of `n` nodes with a few macros each and a chat-history marker in the middle.
+fn synthetic(n: usize) -> Vec<u8> {
+    let mut prompts: Vec<serde_json::Value> = (0..n)
+        .map(|i| {
+            json!({"identifier": format!("n{i}"), "name": format!("Node {i}"),
+                   "content": format!("{{{{char}}}} talks to {{{{user}}}} about topic {i}. \
+                                       {{{{setvar::t{i}::{i}}}}}{{{{getvar::t{i}}}}}")})
+        })
+        .collect();
+    prompts.insert(n / 2, json!({"identifier": "chatHistory", "marker": true}));
+    serde_json::to_vec(&json!({ "prompts": prompts })).expect("bench preset")
+}
+
+fn open(dir: &tempfile::TempDir, name: &str, capacity: usize) -> PresetStore {
+    let mut options = StoreOptions::default();
+    options.cache_capacity = capacity;
+    PresetStore::open_with(dir.path().join(name), options).expect("store opens")
+}
+
+fn operations(c: &mut Criterion) {
+    let ctx = support::realistic_context(20);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = open(&dir, "ops.sqlite", 1024);
+    // Server 1 000 + n holds one preset of n nodes; server 2 000 + n holds n presets.
+    for n in NODES {
+        store
+            .import(1_000 + n as i64, "p", &synthetic(n))
+            .expect("import");
+    }
+    for n in PRESETS {
+        for i in 0..n {
+            store
+                .import(2_000 + n as i64, &format!("p{i}"), &synthetic(5))
+                .expect("import");
+        }
+    }
+    let uncached = open(&dir, "ops.sqlite", 0);
+
+    let mut g = c.benchmark_group("store/import (nodes)");
+    for n in NODES {
+        let bytes = synthetic(n);
+        g.bench_with_input(BenchmarkId::from_parameter(n), &bytes, |b, bytes| {
+            b.iter(|| {
+                store
+                    .import(3_000, "same", black_box(bytes))
+                    .expect("import")
+            })
+        });
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("store/list (presets)");
+    for n in PRESETS {
+        g.bench_function(BenchmarkId::from_parameter(n), |b| {
+            b.iter(|| store.list(black_box(2_000 + n as i64)).expect("list"))
+        });
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("store/toggle one node (nodes)");
+    for n in NODES {
+        let server = 1_000 + n as i64;
+        let id = store.list(server).expect("list")[0].id;
+        let mut on = false;
+        g.bench_function(BenchmarkId::from_parameter(n), |b| {
+            b.iter(|| {
+                on = !on;
+                store
+                    .set_enabled(server, id, &[("n1", on)])
+                    .expect("toggle")
+            })
+        });
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("store/active, cached (nodes)");
+    for n in NODES {
+        g.bench_function(BenchmarkId::from_parameter(n), |b| {
+            b.iter(|| store.active(black_box(1_000 + n as i64)).expect("active"))
+        });
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("store/render, cached (nodes)");
+    for n in NODES {
+        g.bench_function(BenchmarkId::from_parameter(n), |b| {
+            b.iter(|| {
+                store
+                    .render(1_000 + n as i64, black_box(&ctx))
+                    .expect("render")
+            })
+        });
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("store/render, uncached (nodes)");
+    for n in NODES {
+        g.bench_function(BenchmarkId::from_parameter(n), |b| {
+            b.iter(|| {
+                uncached
+                    .render(1_000 + n as i64, black_box(&ctx))
+                    .expect("render")
+            })
+        });
+    }
+    g.finish();
+}
+
+fn corpus(c: &mut Criterion) {
     let ctx = support::realistic_context(200);
-    let dir = std::env::temp_dir().join(format!("stpreset-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let store = PresetStore::open(dir.join("bench.sqlite")).expect("store opens");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = open(&dir, "corpus.sqlite", 1024);
     for path in support::corpus() {
-        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
         if !name.contains("Default") && !name.contains("NemoEngine-11") {
             continue;
         }
-        let bytes = std::fs::read(&path).unwrap();
-        store.import(1, &name, &bytes).unwrap();
+        let bytes = std::fs::read(&path).expect("corpus preset");
+        store.import(1, &name, &bytes).expect("import");
         let mut g = c.benchmark_group(format!("store/{name}"));
         g.bench_function("cached render", |b| {
             b.iter(|| store.render(1, black_box(&ctx)))
         });
         g.bench_function("render from database", |b| {
             b.iter(|| {
-                let (_, preset) = store.load_active(1).unwrap().unwrap();
+                let (_, preset) = store.load_active(1).expect("load").expect("active");
                 preset.compile().render(black_box(&ctx))
             })
         });
         g.finish();
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
-criterion_group!(benches, bench);
+fn config() -> Criterion {
+    // Two shared cores: short runs; the n-vs-10n ratio matters, not the last percent.
+    Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = operations, corpus
+}
 criterion_main!(benches);

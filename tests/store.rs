@@ -213,28 +213,20 @@ fn cache_ttl_negative_entries_and_invalidation() {
     assert!(store.active(1).unwrap().is_none());
     assert_eq!(store.cache_stats(), (1, 1));
 
-    // A write through another connection is invisible until the TTL runs out...
+    // An entry is served until the TTL runs out, then reloaded.
     let a = store.import(1, "a", A).unwrap();
     let first = store.active(1).unwrap().unwrap();
-    let conn = rusqlite::Connection::open(dir.path().join("p.sqlite")).unwrap();
-    conn.execute(
-        "UPDATE st_preset_nodes SET enabled = 0 WHERE identifier = 'extra'",
-        [],
-    )
-    .unwrap();
     clock.advance(599);
     assert!(
         Arc::ptr_eq(&first, &store.active(1).unwrap().unwrap()),
         "fresh entry served"
     );
     clock.advance(2);
-    assert_eq!(
-        texts(&store, 1).unwrap(),
-        ["A User"],
-        "expired entry reloaded"
-    );
+    let (_, misses) = store.cache_stats();
+    assert!(!Arc::ptr_eq(&first, &store.active(1).unwrap().unwrap()));
+    assert_eq!(store.cache_stats().1, misses + 1, "expired entry reloaded");
 
-    // ...while every mutation through the store invalidates at once.
+    // Every mutation through the store invalidates at once.
     let mutations: Vec<Mutation> = vec![
         Box::new(move |s| s.set_enabled(1, a, &[("extra", true)]).unwrap()),
         Box::new(|s| s.deactivate(1).unwrap()),
@@ -344,4 +336,442 @@ fn a_locked_database_is_reported() {
     assert!(matches!(store.import(1, "a", A), Err(StoreError::Locked)));
     conn.execute_batch("COMMIT").unwrap();
     assert!(store.import(1, "a", A).is_ok());
+}
+
+// ---- Concurrency across connections and processes ----
+
+/// A preset of `n` nodes whose contents are all `letter`: a load that mixes two presets or
+/// misses nodes shows as a wrong count or a wrong letter.
+fn uniform(letter: char, n: usize) -> Vec<u8> {
+    let prompts: Vec<serde_json::Value> = (0..n)
+        .map(|i| serde_json::json!({"identifier": format!("n{i}"), "content": letter.to_string()}))
+        .collect();
+    serde_json::to_vec(&serde_json::json!({ "letter": letter, "prompts": prompts })).unwrap()
+}
+
+fn cli(db: &std::path::Path, server: i64, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_stpreset"))
+        .arg("store")
+        .arg("--db")
+        .arg(db)
+        .args(["--server", &server.to_string()])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn reimport_racing_loads_never_yields_a_partial_or_mixed_preset() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = open(&dir);
+    let reader = open(&dir);
+    // Small presets: many commits, so many chances to land between a load's statements.
+    let (p, q) = (uniform('P', 30), uniform('Q', 20));
+    writer.import(1, "same", &p).unwrap();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..300 {
+                writer
+                    .import(1, "same", if i % 2 == 0 { &q } else { &p })
+                    .unwrap();
+                // SQLite gives a new row the highest id + 1, so a re-import would reuse the
+                // id it just deleted; a newer row elsewhere makes the next id fresh. Both
+                // cases are covered: reuse mixes old file and new nodes, a fresh id leaves
+                // the old id with no nodes (or no row).
+                if i % 4 < 2 {
+                    writer.import(2, "pad", B).unwrap();
+                }
+            }
+            done.store(true, Ordering::SeqCst);
+        });
+        let mut loads = 0u64;
+        while !done.load(Ordering::SeqCst) {
+            let (id, preset) = reader
+                .load_active(1)
+                .expect("a load never fails mid-import")
+                .expect("there is always an active preset");
+            let nodes = preset.nodes();
+            let letter = nodes.first().map(|n| n.content.clone());
+            let want = match letter.as_deref() {
+                Some("P") => 30,
+                Some("Q") => 20,
+                other => panic!("preset {id}: first node {other:?}"),
+            };
+            assert_eq!(nodes.len(), want, "preset {id} is whole");
+            assert!(nodes.iter().all(|n| Some(&n.content) == letter.as_ref()));
+            assert_eq!(
+                preset.raw()["letter"].as_str(),
+                letter.as_deref(),
+                "not mixed"
+            );
+            loads += 1;
+            if loads.is_multiple_of(16) {
+                // Through the cache too (the other store's writes flush it).
+                assert!(reader.active(1).expect("no torn load").is_some());
+            }
+        }
+    });
+}
+
+#[test]
+fn a_write_through_another_store_is_seen_at_the_next_render() {
+    let dir = tempfile::tempdir().unwrap();
+    let bot = open(&dir);
+    let other = open(&dir);
+    let a = other.import(1, "a", A).unwrap();
+    assert_eq!(texts(&bot, 1).unwrap(), ["A User", "EXTRA"]);
+    let (hits, _) = bot.cache_stats();
+    assert_eq!(texts(&bot, 1).unwrap(), ["A User", "EXTRA"]);
+    assert_eq!(
+        bot.cache_stats().0,
+        hits + 1,
+        "no foreign write, entry served"
+    );
+
+    other.set_enabled(1, a, &[("extra", false)]).unwrap();
+    assert_eq!(texts(&bot, 1).unwrap(), ["A User"]);
+    other.import(1, "b", B).unwrap();
+    assert_eq!(texts(&bot, 1).unwrap(), ["B"]);
+    other.deactivate(1).unwrap();
+    assert_eq!(texts(&bot, 1), None);
+    // A plain SQLite connection counts as another writer too.
+    let conn = rusqlite::Connection::open(dir.path().join("p.sqlite")).unwrap();
+    conn.execute("UPDATE st_presets SET active = 1 WHERE id = ?1", [a])
+        .unwrap();
+    assert_eq!(texts(&bot, 1).unwrap(), ["A User"]);
+    // The bot's own writes still invalidate only their server.
+    assert!(texts(&bot, 2).is_none());
+    bot.set_enabled(1, a, &[("extra", true)]).unwrap();
+    let (hits, _) = bot.cache_stats();
+    assert!(texts(&bot, 2).is_none());
+    assert_eq!(bot.cache_stats().0, hits + 1, "server 2's entry survived");
+    assert_eq!(texts(&bot, 1).unwrap(), ["A User", "EXTRA"]);
+}
+
+#[test]
+fn a_write_through_the_cli_is_seen_at_the_next_render() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("p.sqlite");
+    let bot = open(&dir);
+    let a = bot.import(1, "a", A).unwrap();
+    assert_eq!(texts(&bot, 1).unwrap(), ["A User", "EXTRA"]);
+    let out = cli(&db, 1, &["toggle", &a.to_string(), "extra=off"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(texts(&bot, 1).unwrap(), ["A User"]);
+    let out = cli(&db, 1, &["deactivate"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(texts(&bot, 1), None);
+}
+
+#[test]
+fn concurrent_first_opens_migrate_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.sqlite");
+    let threads = 4;
+    let start = std::sync::Barrier::new(threads);
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let (path, start) = (&path, &start);
+            s.spawn(move || {
+                start.wait();
+                let store = PresetStore::open(path).expect("concurrent first opens");
+                store.import(1, &format!("t{t}"), A).unwrap();
+            });
+        }
+    });
+    assert_eq!(open(&dir).list(1).unwrap().len(), threads);
+}
+
+#[test]
+fn concurrent_writers_on_separate_stores_never_report_locked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.sqlite");
+    let ids: Vec<i64> = {
+        let store = open(&dir);
+        (0..4)
+            .map(|t| store.import(1, &format!("t{t}"), A).unwrap())
+            .collect()
+    };
+    let stores: Vec<PresetStore> = ids
+        .iter()
+        .map(|_| PresetStore::open(&path).unwrap())
+        .collect();
+    std::thread::scope(|s| {
+        for (store, &id) in stores.iter().zip(&ids) {
+            s.spawn(move || {
+                for i in 0..40 {
+                    // Each of these reads (ownership) before it writes.
+                    store.set_enabled(1, id, &[("extra", i % 2 == 0)]).unwrap();
+                    store.activate(1, id).unwrap();
+                    assert!(store.render(1, &Context::default()).unwrap().is_some());
+                }
+            });
+        }
+    });
+}
+
+/// Runs one CLI process per argument list, all at once; every one must succeed.
+fn cli_at_once(db: &std::path::Path, runs: Vec<Vec<String>>) {
+    let children: Vec<_> = runs
+        .into_iter()
+        .map(|args| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_stpreset"))
+                .arg("store")
+                .arg("--db")
+                .arg(db)
+                .args(["--server", "1"])
+                .args(args)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn concurrent_cli_first_opens_lose_no_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("p.sqlite");
+    let preset = dir.path().join("a.json");
+    std::fs::write(&preset, A).unwrap();
+    let preset = preset.to_str().unwrap();
+    // Fresh file: every process migrates it or waits for the one that does.
+    cli_at_once(
+        &db,
+        (0..4)
+            .map(|i| {
+                vec![
+                    "import".into(),
+                    preset.into(),
+                    "--name".into(),
+                    format!("p{i}"),
+                ]
+            })
+            .collect(),
+    );
+    assert_eq!(open(&dir).list(1).unwrap().len(), 4, "no import lost");
+}
+
+#[test]
+fn concurrent_cli_toggles_never_report_locked() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("p.sqlite");
+    let id = open(&dir).import(1, "a", A).unwrap().to_string();
+    for round in 0..4 {
+        let change = if round % 2 == 0 {
+            "extra=off"
+        } else {
+            "extra=on"
+        };
+        cli_at_once(
+            &db,
+            (0..6)
+                .map(|_| vec!["toggle".into(), id.clone(), change.into()])
+                .collect(),
+        );
+    }
+}
+
+#[test]
+fn the_cache_stays_within_its_capacity() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    for server in [0, 5_000, 9_999] {
+        store.import(server, "a", B).unwrap();
+    }
+    for server in 0..10_000 {
+        store.active(server).unwrap();
+        assert!(store.cache_len() <= 1024, "default capacity");
+    }
+    let (_, misses) = store.cache_stats();
+    assert!(store.active(0).unwrap().is_some(), "evicted, reloaded");
+    assert_eq!(store.cache_stats().1, misses + 1);
+
+    let mut options = StoreOptions::default();
+    options.cache_capacity = 10;
+    let small = PresetStore::open_with(dir.path().join("p.sqlite"), options).unwrap();
+    for server in 0..10_000 {
+        small.active(server % 3_000).unwrap();
+        assert!(small.cache_len() <= 10);
+    }
+}
+
+#[test]
+fn concurrent_misses_on_one_server_load_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    // Large enough that every thread arrives while the first is still loading.
+    store.import(1, "big", &uniform('P', 3_000)).unwrap();
+    let threads = 8;
+    let start = std::sync::Barrier::new(threads);
+    let results: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    start.wait();
+                    store.active(1).unwrap().unwrap()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(
+        store.cache_stats(),
+        (threads as u64 - 1, 1),
+        "(hits, misses)"
+    );
+    assert!(results.iter().all(|r| Arc::ptr_eq(r, &results[0])));
+}
+
+#[test]
+fn a_foreign_table_of_the_same_name_is_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("CREATE TABLE st_presets (x)").unwrap();
+    let err = PresetStore::open(&path).err().unwrap();
+    let msg = err.to_string();
+    assert!(matches!(err, StoreError::Open { .. }), "{msg}");
+    assert!(msg.contains("st_presets") && !msg.contains('\n'), "{msg}");
+    let tables: i64 = conn
+        .query_row("SELECT COUNT(*) FROM sqlite_schema", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(tables, 1, "nothing created");
+    let out = cli(&path, 1, &["list"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+}
+
+#[test]
+fn names_that_break_list_output_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    for name in [
+        "",
+        "  ",
+        "a\tb",
+        "a\nb",
+        "a\rb",
+        "\u{1b}[31mred",
+        "a\u{202e}b",
+        "a\u{2028}b",
+    ] {
+        assert!(
+            matches!(
+                store.import(1, name, A),
+                Err(StoreError::InvalidName { .. })
+            ),
+            "{name:?}"
+        );
+    }
+    assert!(store.list(1).unwrap().is_empty(), "nothing written");
+    store.import(1, "Spaghetti (v2) — ünïcode", A).unwrap();
+
+    let db = dir.path().join("p.sqlite");
+    let preset = dir.path().join("a.json");
+    std::fs::write(&preset, A).unwrap();
+    for name in ["", "a\tb"] {
+        let out = cli(
+            &db,
+            1,
+            &["import", preset.to_str().unwrap(), "--name", name],
+        );
+        assert_eq!(out.status.code(), Some(1));
+        assert!(
+            stderr(&out).contains("invalid preset name"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    // A name that another tool wrote is escaped in the text listing.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute(
+        "UPDATE st_presets SET name = 'x' || char(9) || 'y' || char(10) || char(27) || '[2J'",
+        [],
+    )
+    .unwrap();
+    let out = cli(&db, 1, &["list"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 1, "{text:?}");
+    assert_eq!(text.matches('\t').count(), 3, "{text:?}");
+    assert!(text.contains(r"x\ty\n\u{1b}[2J"), "{text:?}");
+    assert!(!text.trim_end().chars().any(|c| c.is_control() && c != '\t'));
+}
+
+/// Runs the CLI as a user who cannot write `db` nor its directory, or returns `None` when
+/// this machine cannot arrange that (root without `setpriv`).
+#[cfg(unix)]
+fn cli_without_write_access(db: &std::path::Path, args: &[&str]) -> Option<std::process::Output> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = db.parent().unwrap();
+    let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    let mut cmd = if root {
+        // Root writes through any mode bits: run as `nobody` instead.
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(db, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let as_nobody = || {
+            let mut cmd = std::process::Command::new("setpriv");
+            cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(env!("CARGO_BIN_EXE_stpreset"));
+            cmd
+        };
+        let usable = as_nobody()
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !usable {
+            eprintln!("SKIPPED: cannot run the CLI as an unprivileged user here");
+            return None;
+        }
+        as_nobody()
+    } else {
+        std::fs::set_permissions(db, std::fs::Permissions::from_mode(0o444)).unwrap();
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+        std::process::Command::new(env!("CARGO_BIN_EXE_stpreset"))
+    };
+    let out = cmd
+        .arg("store")
+        .arg("--db")
+        .arg(db)
+        .args(["--server", "1"])
+        .args(args)
+        .output()
+        .unwrap();
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    Some(out)
+}
+
+#[cfg(unix)]
+#[test]
+fn a_read_only_file_can_be_listed_and_rendered_but_not_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("p.sqlite");
+    let a = open(&dir).import(1, "a", A).unwrap();
+    let Some(out) = cli_without_write_access(&db, &["list"]) else {
+        return;
+    };
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("{a}\ta\tactive\t4\n")
+    );
+    let out = cli_without_write_access(&db, &["render"]).unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = cli_without_write_access(&db, &["toggle", &a.to_string(), "extra=off"]).unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("read-only"), "{}", stderr(&out));
+    assert!(
+        open(&dir).get(1, a).unwrap().nodes()[1].enabled,
+        "nothing written"
+    );
 }

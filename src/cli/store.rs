@@ -1,5 +1,7 @@
 //! `stpreset store --db FILE --server ID ...`: the preset store from the command line.
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -30,7 +32,8 @@ enum StoreCommand {
         #[arg(long)]
         name: Option<String>,
     },
-    /// List the server's presets: `ID<TAB>NAME<TAB>active|inactive<TAB>NODES`.
+    /// List the server's presets: `ID<TAB>NAME<TAB>active|inactive<TAB>NODES` (control
+    /// characters in a name, which only files written by other tools can hold, are escaped).
     List {
         #[arg(long, value_enum, default_value_t)]
         format: Format,
@@ -64,6 +67,29 @@ fn parse_toggle(s: &str) -> Result<(String, bool), String> {
     }
 }
 
+/// `s` with the characters the store refuses in names (control characters, line separators,
+/// bidi overrides) written as Rust escapes, so that one preset stays one terminal line.
+fn printable(s: &str) -> Cow<'_, str> {
+    let bad = |c: char| {
+        c.is_control()
+            || matches!(c,
+                '\u{200e}' | '\u{200f}' | '\u{2028}' | '\u{2029}'
+                | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !s.chars().any(bad) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if bad(c) {
+            let _ = write!(out, "{}", c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 fn failed(e: impl std::fmt::Display) -> Failure {
     Failure(e.to_string())
 }
@@ -91,7 +117,13 @@ pub(crate) fn run(args: StoreArgs) -> Result<(), Failure> {
                 Format::Json => writeln!(out, "{}", json!(list)),
                 Format::Text => list.iter().try_for_each(|p| {
                     let state = if p.active { "active" } else { "inactive" };
-                    writeln!(out, "{}\t{}\t{state}\t{}", p.id, p.name, p.nodes)
+                    writeln!(
+                        out,
+                        "{}\t{}\t{state}\t{}",
+                        p.id,
+                        printable(&p.name),
+                        p.nodes
+                    )
                 }),
             }
         }

@@ -1,6 +1,9 @@
 //! Presets persisted per server in SQLite, with a cache of each server's active compiled
 //! preset (SPEC §7). Every call is scoped by server id; every multi-row change is one
-//! transaction; every successful mutation invalidates that server's cache entry.
+//! immediate transaction; every multi-statement read is one snapshot; every successful
+//! mutation invalidates that server's cache entry, and a commit by any other connection
+//! (another process, another `PresetStore`) is noticed before a cached entry is served.
+//! The concurrency model is written up in `docs/store.md`.
 
 mod cache;
 mod schema;
@@ -9,7 +12,10 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use rusqlite::{Connection, ErrorCode, OptionalExtension, Transaction, params};
+use rusqlite::{
+    Connection, ErrorCode, MAIN_DB, OpenFlags, OptionalExtension, Transaction, TransactionBehavior,
+    params,
+};
 use thiserror::Error;
 
 use crate::context::Context;
@@ -32,6 +38,20 @@ pub enum StoreError {
     /// Another connection holds the database lock past the busy timeout.
     #[error("database is locked by another connection")]
     Locked,
+    /// The file could only be opened read-only, and a mutation was asked for.
+    #[error("database {path} is read-only; presets cannot be changed")]
+    ReadOnly {
+        /// The file.
+        path: String,
+    },
+    /// A preset name that cannot be stored (see [`PresetStore::import`]).
+    #[error("invalid preset name {name:?}: {reason}")]
+    InvalidName {
+        /// The name as given.
+        name: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// No preset with that id belongs to that server.
     #[error("no preset {id} on server {server}")]
     NotFound {
@@ -60,9 +80,42 @@ impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
         match e.sqlite_error_code() {
             Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Locked,
-            _ => StoreError::Database(e.to_string()),
+            _ => StoreError::Database(sqlite_reason(&e)),
         }
     }
+}
+
+/// SQLite's own message: rusqlite's `Display` appends the whole statement to syntax-level
+/// errors, which for a migration script is dozens of lines.
+fn sqlite_reason(e: &rusqlite::Error) -> String {
+    match e {
+        rusqlite::Error::SqlInputError { msg, .. }
+        | rusqlite::Error::SqliteFailure(_, Some(msg)) => msg.clone(),
+        e => e.to_string(),
+    }
+}
+
+/// Characters a name may not contain. They would break `list`'s one-line-per-preset,
+/// tab-separated output (tab, newline), or make it lie on a terminal (escapes, bidi overrides).
+fn forbidden_in_name(c: char) -> bool {
+    c.is_control()
+        || matches!(c,
+            '\u{200e}' | '\u{200f}' | '\u{2028}' | '\u{2029}'
+            | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+fn check_name(name: &str) -> Result<(), StoreError> {
+    let reason = if name.trim().is_empty() {
+        "a name must have a visible character"
+    } else if name.chars().any(forbidden_in_name) {
+        "control characters (tab, newline, escape, bidi overrides...) are not allowed"
+    } else {
+        return Ok(());
+    };
+    Err(StoreError::InvalidName {
+        name: name.to_string(),
+        reason,
+    })
 }
 
 /// One line of `list`.
@@ -88,12 +141,15 @@ pub struct PresetSummary {
     pub updated_at: String,
 }
 
-/// Store options: cache TTL and the clock that measures it.
+/// Store options: cache TTL and capacity, the clock that measures the TTL, the busy timeout.
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct StoreOptions {
     /// How long a cached active preset (or "none") stays fresh. Default 10 minutes.
     pub ttl: Duration,
+    /// How many servers' entries the cache holds at most; past it, the oldest go first.
+    /// Default 1024. Zero disables caching (concurrent loads are still shared).
+    pub cache_capacity: usize,
     /// The cache's clock.
     pub clock: Arc<dyn Clock>,
     /// How long to wait for another connection's lock before `StoreError::Locked`.
@@ -104,6 +160,7 @@ impl Default for StoreOptions {
     fn default() -> Self {
         StoreOptions {
             ttl: Duration::from_secs(600),
+            cache_capacity: 1024,
             clock: Arc::new(SystemClock::default()),
             busy_timeout: Duration::from_secs(5),
         }
@@ -123,8 +180,13 @@ impl Default for StoreOptions {
 /// assert!(store.list(8).unwrap().is_empty(), "other servers see nothing");
 /// ```
 pub struct PresetStore {
+    // One connection, on purpose: `PRAGMA data_version` changes only for commits by *other*
+    // connections, so with one connection this store's own writes never flush its whole
+    // cache (each invalidates just its server), while every foreign commit does.
     conn: Mutex<Connection>,
     cache: cache::PresetCache,
+    /// `Some(path)` when the file could only be opened read-only.
+    read_only: Option<String>,
 }
 
 const PRESET_NODE_COLUMNS: &str = "identifier, name, role, content, marker, enabled, \
@@ -136,6 +198,9 @@ fn now() -> String {
 
 impl PresetStore {
     /// Opens (creating if needed) a database file and migrates it to the current schema.
+    ///
+    /// A file this process cannot write is opened read-only: reads and renders work, and
+    /// mutations fail with [`StoreError::ReadOnly`]. Opening a current file writes nothing.
     pub fn open(path: impl AsRef<Path>) -> Result<PresetStore, StoreError> {
         PresetStore::open_with(path, StoreOptions::default())
     }
@@ -146,8 +211,9 @@ impl PresetStore {
         options: StoreOptions,
     ) -> Result<PresetStore, StoreError> {
         let path = path.as_ref();
+        let shown = path.display().to_string();
         let open_err = |reason: String| StoreError::Open {
-            path: path.display().to_string(),
+            path: shown.clone(),
             reason,
         };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
@@ -158,31 +224,58 @@ impl PresetStore {
                 dir.display()
             )));
         }
-        let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
-        PresetStore::setup(conn, options, true)
+        let mut conn = Connection::open(path).map_err(|e| open_err(sqlite_reason(&e)))?;
+        // SQLite opens a write-protected file read-only by itself, but a WAL file also needs
+        // its `-shm` index and `-wal` log, which cannot be created when the directory is not
+        // writable. Then nothing can be written anyway, and the file is opened immutable: a
+        // snapshot for readers, without locks.
+        if let Err(e) = conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))
+            && matches!(
+                e.sqlite_error_code(),
+                Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen)
+            )
+        {
+            drop(conn);
+            conn = open_immutable(path).map_err(|e| open_err(sqlite_reason(&e)))?;
+        }
+        let read_only = conn.is_readonly(MAIN_DB)?.then(|| shown.clone());
+        PresetStore::setup(conn, options, true, read_only).map_err(|e| match e {
+            StoreError::Database(reason) => open_err(reason),
+            e => e,
+        })
     }
 
     /// A store in memory (for tests and short-lived tools).
     pub fn open_in_memory() -> Result<PresetStore, StoreError> {
         let conn = Connection::open_in_memory()?;
-        PresetStore::setup(conn, StoreOptions::default(), false)
+        PresetStore::setup(conn, StoreOptions::default(), false, None)
     }
 
     fn setup(
         mut conn: Connection,
         options: StoreOptions,
         wal: bool,
+        read_only: Option<String>,
     ) -> Result<PresetStore, StoreError> {
         conn.busy_timeout(options.busy_timeout)?;
         conn.pragma_update(None, "foreign_keys", true)?;
-        if wal {
-            // WAL lets readers proceed while a writer commits.
-            let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        if wal && read_only.is_none() {
+            // Asked before set, so that opening a file that is already WAL runs no statement
+            // that could write or wait for a lock.
+            let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0))?;
+            if !mode.eq_ignore_ascii_case("wal") {
+                // WAL lets readers proceed while a writer commits.
+                let _mode: String =
+                    conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+            }
         }
-        schema::migrate(&mut conn)?;
+        schema::migrate(&mut conn, read_only.is_some())?;
+        let cache = cache::PresetCache::new(options.ttl, options.cache_capacity, options.clock);
+        cache.observe_data_version(data_version(&conn)?);
         Ok(PresetStore {
             conn: Mutex::new(conn),
-            cache: cache::PresetCache::new(options.ttl, options.clock),
+            cache,
+            read_only,
         })
     }
 
@@ -198,36 +291,38 @@ impl PresetStore {
 
     /// Imports a preset for `server` under `name`, replacing a same-named preset of that
     /// server, and makes it the active one. Returns the new preset's id.
+    ///
+    /// A name must have a visible character and no control characters (tab, newline,
+    /// escape, ...) nor line separators or bidi overrides: [`StoreError::InvalidName`].
     pub fn import(&self, server: i64, name: &str, bytes: &[u8]) -> Result<i64, StoreError> {
+        check_name(name)?;
         let preset = Preset::from_json(bytes)?;
         let comment_only: Vec<bool> = preset
             .nodes()
             .iter()
             .map(|n| !n.marker && n.is_comment_only())
             .collect();
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        tx.execute(
-            "DELETE FROM st_presets WHERE server_id = ?1 AND name = ?2",
-            params![server, name],
-        )?;
-        tx.execute(
-            "UPDATE st_presets SET active = 0 WHERE server_id = ?1 AND active = 1",
-            params![server],
-        )?;
-        let at = now();
-        tx.execute(
-            "INSERT INTO st_presets (server_id, name, raw_json, active, created_at, updated_at) \
-             VALUES (?1, ?2, ?3, 1, ?4, ?4)",
-            params![server, name, preset.raw_json(), at],
-        )?;
-        let id = tx.last_insert_rowid();
-        {
+        self.write(server, |tx| {
+            tx.execute(
+                "DELETE FROM st_presets WHERE server_id = ?1 AND name = ?2",
+                params![server, name],
+            )?;
+            tx.execute(
+                "UPDATE st_presets SET active = 0 WHERE server_id = ?1 AND active = 1",
+                params![server],
+            )?;
+            let at = now();
+            tx.execute(
+                "INSERT INTO st_presets (server_id, name, raw_json, active, created_at, updated_at) \
+                 VALUES (?1, ?2, ?3, 1, ?4, ?4)",
+                params![server, name, preset.raw_json(), at],
+            )?;
+            let id = tx.last_insert_rowid();
             let mut insert = tx.prepare(&format!(
                 "INSERT INTO st_preset_nodes (preset_id, {PRESET_NODE_COLUMNS}) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
             ))?;
-            for (i, (n, comment)) in preset.nodes().iter().zip(comment_only).enumerate() {
+            for (i, (n, comment)) in preset.nodes().iter().zip(&comment_only).enumerate() {
                 insert.execute(params![
                     id,
                     n.identifier,
@@ -243,17 +338,15 @@ impl PresetStore {
                     n.injection_order
                 ])?;
             }
-        }
-        tx.commit()?;
-        drop(conn);
-        self.cache.invalidate(server);
-        Ok(id)
+            Ok(id)
+        })
     }
 
     /// The server's presets, oldest first.
     pub fn list(&self, server: i64) -> Result<Vec<PresetSummary>, StoreError> {
         let conn = self.conn();
-        let mut stmt = conn.prepare(
+        // One statement, so one snapshot: the node counts match the presets listed.
+        let mut stmt = conn.prepare_cached(
             "SELECT p.id, p.name, p.active, \
                     (SELECT COUNT(*) FROM st_preset_nodes n WHERE n.preset_id = p.id), \
                     p.description, p.created_at, p.updated_at \
@@ -264,7 +357,7 @@ impl PresetStore {
                 id: r.get(0)?,
                 name: r.get(1)?,
                 active: r.get(2)?,
-                nodes: r.get::<_, i64>(3)? as usize,
+                nodes: r.get::<_, i64>(3)?.try_into().unwrap_or(0),
                 description: r.get(4)?,
                 created_at: r.get(5)?,
                 updated_at: r.get(6)?,
@@ -275,13 +368,12 @@ impl PresetStore {
 
     /// One preset of the server, with its nodes in order (as stored, toggles included).
     pub fn get(&self, server: i64, id: i64) -> Result<Preset, StoreError> {
-        let conn = self.conn();
-        load(&conn, server, id)
+        self.read(|tx| load(tx, server, id))
     }
 
     /// Makes `id` the server's one active preset.
     pub fn activate(&self, server: i64, id: i64) -> Result<(), StoreError> {
-        self.mutate(server, |tx| {
+        self.write(server, |tx| {
             owned(tx, server, id)?;
             tx.execute(
                 "UPDATE st_presets SET active = 0 WHERE server_id = ?1 AND active = 1",
@@ -297,7 +389,7 @@ impl PresetStore {
 
     /// Leaves the server with no active preset (native context assembly).
     pub fn deactivate(&self, server: i64) -> Result<(), StoreError> {
-        self.mutate(server, |tx| {
+        self.write(server, |tx| {
             tx.execute(
                 "UPDATE st_presets SET active = 0 WHERE server_id = ?1 AND active = 1",
                 params![server],
@@ -313,9 +405,9 @@ impl PresetStore {
         id: i64,
         changes: &[(&str, bool)],
     ) -> Result<(), StoreError> {
-        self.mutate(server, |tx| {
+        self.write(server, |tx| {
             owned(tx, server, id)?;
-            let mut update = tx.prepare(
+            let mut update = tx.prepare_cached(
                 "UPDATE st_preset_nodes SET enabled = ?3 WHERE preset_id = ?1 AND identifier = ?2",
             )?;
             for (identifier, on) in changes {
@@ -336,7 +428,7 @@ impl PresetStore {
 
     /// Deletes a preset; if it was active, the most recently created survivor becomes active.
     pub fn delete(&self, server: i64, id: i64) -> Result<(), StoreError> {
-        self.mutate(server, |tx| {
+        self.write(server, |tx| {
             let was_active = owned(tx, server, id)?;
             tx.execute("DELETE FROM st_presets WHERE id = ?1", params![id])?;
             if was_active {
@@ -351,32 +443,37 @@ impl PresetStore {
         })
     }
 
-    /// The server's active preset, uncached: its id and nodes in order.
+    /// The server's active preset, uncached: its id and nodes in order, read from one
+    /// snapshot (a concurrent re-import gives the old preset or the new one, never a mix).
     pub fn load_active(&self, server: i64) -> Result<Option<(i64, Preset)>, StoreError> {
-        let conn = self.conn();
-        let id: Option<i64> = conn
-            .query_row(
-                "SELECT id FROM st_presets WHERE server_id = ?1 AND active = 1",
-                params![server],
-                |r| r.get(0),
-            )
-            .optional()?;
-        match id {
-            Some(id) => Ok(Some((id, load(&conn, server, id)?))),
-            None => Ok(None),
-        }
+        self.read(|tx| {
+            let id: Option<i64> = tx
+                .query_row(
+                    "SELECT id FROM st_presets WHERE server_id = ?1 AND active = 1",
+                    params![server],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            id.map(|id| Ok((id, load(tx, server, id)?))).transpose()
+        })
     }
 
     /// The server's active preset, compiled, through the cache. `None`: no active preset
     /// (cached too). A database error is returned, never cached.
+    ///
+    /// Before serving an entry, checks whether another connection committed since the last
+    /// check; if so, the whole cache is dropped. Concurrent misses on one server load and
+    /// compile once; the others wait for that result.
     pub fn active(&self, server: i64) -> Result<Option<Arc<CompiledPreset>>, StoreError> {
+        self.check_foreign_writes()?;
         match self.cache.get(server) {
-            Ok(hit) => Ok(hit),
-            Err(generation) => {
+            cache::Lookup::Hit(hit) => Ok(hit),
+            cache::Lookup::Miss(ticket) => {
+                // On an error the ticket is dropped unfinished: waiters load for themselves.
                 let compiled = self
                     .load_active(server)?
                     .map(|(_, preset)| Arc::new(preset.compile()));
-                self.cache.store(server, generation, compiled.clone());
+                ticket.finish(compiled.clone());
                 Ok(compiled)
             }
         }
@@ -387,25 +484,85 @@ impl PresetStore {
         Ok(self.active(server)?.map(|p| p.render(ctx)))
     }
 
-    /// Cache hits and misses so far.
+    /// Cache hits and misses so far. A miss is one load from the database; a call that
+    /// waited for another caller's load of the same server counts as a hit.
     pub fn cache_stats(&self) -> (u64, u64) {
         self.cache.stats()
     }
 
-    /// Runs `f` in a transaction; on success commits and invalidates the server's cache entry.
-    fn mutate(
+    /// How many servers' entries the cache holds (at most `StoreOptions::cache_capacity`).
+    pub fn cache_len(&self) -> usize {
+        self.cache.len()
+    }
+
+    fn check_foreign_writes(&self) -> Result<(), StoreError> {
+        let conn = self.conn();
+        let version = data_version(&conn)?;
+        // Recorded under the connection lock, so versions are observed in the order read.
+        self.cache.observe_data_version(version);
+        Ok(())
+    }
+
+    /// Runs `f` in one read transaction: every statement in it sees the same snapshot.
+    fn read<T>(
         &self,
-        server: i64,
-        f: impl FnOnce(&Transaction<'_>) -> Result<(), StoreError>,
-    ) -> Result<(), StoreError> {
+        f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
-        f(&tx)?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// Runs `f` in a write transaction; on success commits and invalidates the server's
+    /// cache entry.
+    fn write<T>(
+        &self,
+        server: i64,
+        f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        if let Some(path) = &self.read_only {
+            return Err(StoreError::ReadOnly { path: path.clone() });
+        }
+        let mut conn = self.conn();
+        // IMMEDIATE takes the write lock before the first read, waiting out the busy
+        // timeout. A deferred transaction that reads first and then writes must upgrade its
+        // read lock, which SQLite refuses at once with SQLITE_BUSY rather than wait.
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let out = f(&tx)?;
         tx.commit()?;
         drop(conn);
         self.cache.invalidate(server);
-        Ok(())
+        Ok(out)
     }
+}
+
+/// Changes whenever another connection commits to the database. Asked on every render, so
+/// the statement is cached rather than prepared each time.
+fn data_version(conn: &Connection) -> Result<i64, StoreError> {
+    Ok(conn
+        .prepare_cached("PRAGMA data_version")?
+        .query_row([], |r| r.get(0))?)
+}
+
+/// Opens `path` read-only and immutable (no locks, no `-shm`), through a `file:` URI.
+fn open_immutable(path: &Path) -> rusqlite::Result<Connection> {
+    let mut uri = String::from("file:");
+    for b in path.to_string_lossy().bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            uri.push(char::from(b));
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push_str("?mode=ro&immutable=1");
+    Connection::open_with_flags(
+        uri,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
 }
 
 /// Checks that preset `id` belongs to `server`; returns its active flag.
@@ -419,6 +576,8 @@ fn owned(conn: &Connection, server: i64, id: i64) -> Result<bool, StoreError> {
     .ok_or(StoreError::NotFound { server, id })
 }
 
+/// Reads one preset; the caller runs it inside a transaction so that the preset row and its
+/// nodes come from one snapshot.
 fn load(conn: &Connection, server: i64, id: i64) -> Result<Preset, StoreError> {
     let raw: String = conn
         .query_row(
