@@ -110,9 +110,12 @@ impl<'a> TextReport<'a> {
 mod tests {
     use super::*;
 
-    fn report_of(content: &str) -> String {
-        let json = serde_json::json!({"prompts": [{"identifier": "a", "content": content},
-                                                   {"identifier": "b", "content": content}]});
+    /// The text report of rendering `nodes` copies of `content`.
+    fn report_of(content: &str, nodes: usize) -> String {
+        let prompts: Vec<_> = (0..nodes)
+            .map(|i| serde_json::json!({"identifier": format!("n{i}"), "content": content}))
+            .collect();
+        let json = serde_json::json!({ "prompts": prompts });
         let preset = Preset::from_json(json.to_string().as_bytes()).unwrap();
         let out = preset.compile().render(&crate::Context::default());
         let mut text = Vec::new();
@@ -124,29 +127,21 @@ mod tests {
 
     #[test]
     fn caps_per_node_and_counts_the_rest() {
-        let text = report_of(&"{{x}}".repeat(50));
+        let text = report_of(&"{{x}}".repeat(50), 2);
         assert_eq!(text.matches("info[UnknownMacro]").count(), 2 * MAX_PER_NODE);
         assert!(text.contains("… and 60 more diagnostics"), "{text}");
     }
 
     #[test]
     fn caps_per_run() {
-        let json = serde_json::json!({"prompts": (0..30).map(|i| serde_json::json!(
-            {"identifier": format!("n{i}"), "content": "{{x}}".repeat(10)})).collect::<Vec<_>>()});
-        let preset = Preset::from_json(json.to_string().as_bytes()).unwrap();
-        let out = preset.compile().render(&crate::Context::default());
-        let mut text = Vec::new();
-        TextReport::preset("p.json", &preset)
-            .write(&mut text, &out.diagnostics)
-            .unwrap();
-        let text = String::from_utf8(text).unwrap();
+        let text = report_of(&"{{x}}".repeat(10), 30);
         assert_eq!(text.matches("info[UnknownMacro]").count(), MAX_PER_RUN);
         assert!(text.contains("… and 100 more diagnostics"), "{text}");
     }
 
     #[test]
     fn no_footer_when_everything_fits() {
-        let text = report_of("{{x}}");
+        let text = report_of("{{x}}", 2);
         assert_eq!(text.matches("info[UnknownMacro]").count(), 2);
         assert!(!text.contains("more diagnostics"));
     }
