@@ -201,3 +201,27 @@ fn chat_variables_accumulate_across_turns() {
         "{err}"
     );
 }
+
+#[test]
+fn legacy_time_utc_tag() {
+    let c = ctx("");
+    assert_eq!(run("{{time_UTC+2}}|{{TIME_utc-5}}", &c), "7:07 PM|12:07 PM");
+    // Only the exact shape: whitespace anywhere leaves an unparsable tag, as before.
+    for literal in [
+        "{{ time_UTC+2}}",
+        "{{time_UTC+2 }}",
+        "{{time_UTC+}}",
+        "{{time_UTC2}}",
+    ] {
+        assert_eq!(run(literal, &c), literal);
+    }
+    assert_eq!(run("{{time_UTC+16}}", &c), "{{time_UTC+16}}");
+    let out = expand("{{time_UTC+16}}", &c);
+    assert_eq!(out.diagnostics.len(), 1);
+    assert!(
+        out.diagnostics[0].message.contains("at most 15"),
+        "{:?}",
+        out.diagnostics
+    );
+    assert_eq!(run("{{reverse::{{time_UTC+0}}}}", &c), "MP 70:5");
+}

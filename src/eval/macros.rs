@@ -11,11 +11,15 @@ use crate::syntax::tree::Call;
 
 /// A macro refused its arguments (`BadArguments`).
 pub(super) enum Bad {
-    /// Missing key: the macro stays literal, like a wrong argument count.
-    Literal,
+    /// Missing key or an argument the macro cannot use (`time::UTC+99`, `space::x`): the
+    /// macro stays literal, like a wrong argument count. The text says which.
+    Literal(&'static str),
     /// An invalid dice formula renders empty.
     Empty,
 }
+
+/// Why `space::N` / `newline::N` refused N.
+const COUNT: &str = "the count must be a whole number from 0 to 1000";
 
 impl Run<'_, '_> {
     /// Writes the value of a non-declaration macro into `out`.
@@ -55,7 +59,9 @@ impl Run<'_, '_> {
             Time => match args.first().map(|a| a.trim()) {
                 None | Some("") => self.clock(clock::TIME, out),
                 Some(utc) => {
-                    let hours = clock::utc_offset_hours(utc).ok_or(Bad::Literal)?;
+                    let hours = clock::utc_offset_hours(utc).ok_or(Bad::Literal(
+                        "the offset must be UTC+N or UTC-N with N at most 15",
+                    ))?;
                     if self.eng.clock.is_some() {
                         clock::format(clock::local(ctx.now, hours * 60), clock::TIME, out);
                     }
@@ -83,14 +89,14 @@ impl Run<'_, '_> {
             GetVar(scope) => {
                 let key = arg(0);
                 if key.is_empty() {
-                    return Err(Bad::Literal);
+                    return Err(Bad::Literal("empty key"));
                 }
                 out.push_str(self.eng.vars.get(scope, key));
             }
             HasVar(scope) => {
                 let key = arg(0);
                 if key.is_empty() {
-                    return Err(Bad::Literal);
+                    return Err(Bad::Literal("empty key"));
                 }
                 out.push_str(if self.eng.vars.contains(scope, key) {
                     "true"
@@ -137,8 +143,8 @@ impl Run<'_, '_> {
                         .parse::<usize>()
                         .ok()
                         .filter(|&n| n <= 1000)
-                        .ok_or(Bad::Literal)?,
-                    Some(_) => return Err(Bad::Literal),
+                        .ok_or(Bad::Literal(COUNT))?,
+                    Some(_) => return Err(Bad::Literal(COUNT)),
                 };
                 out.extend(std::iter::repeat_n(unit, n));
             }

@@ -414,17 +414,17 @@ impl<'r, 'a> Run<'r, 'a> {
         let before = out.len();
         if let Err(bad) = self.value(call, &args, out) {
             out.truncate(before);
-            let literal = matches!(bad, super::macros::Bad::Literal) && mode != Mode::Cond;
-            self.diag(
-                DiagnosticKind::BadArguments,
-                call.span,
-                if literal {
-                    "empty key: the macro stays literal"
-                } else {
-                    "invalid argument: the macro renders empty"
-                }
-                .into(),
-            );
+            let (literal, message) = match bad {
+                super::macros::Bad::Literal(why) => (
+                    mode != Mode::Cond,
+                    format!("{why}: the macro stays literal"),
+                ),
+                super::macros::Bad::Empty => (
+                    false,
+                    "invalid argument: the macro renders empty".to_string(),
+                ),
+            };
+            self.diag(DiagnosticKind::BadArguments, call.span, message);
             if literal {
                 self.literal_from(call, &args, out);
             }

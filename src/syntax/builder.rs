@@ -42,6 +42,7 @@ pub(super) struct Item {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum FrameKind {
     Macro { name: Span },
+    TimeUtc { arg: Span },
     Open,
     Comment,
     Cond { closer: Closer, negate: bool },
@@ -235,6 +236,7 @@ impl<'s> Builder<'s> {
     fn open_frame(&mut self, kind: TokKind, span: Span) {
         let kind = match kind {
             TokKind::Macro { name } => FrameKind::Macro { name },
+            TokKind::TimeUtc { arg } => FrameKind::TimeUtc { arg },
             TokKind::Comment => FrameKind::Comment,
             TokKind::HashIf => FrameKind::Cond {
                 closer: Closer::If,
@@ -278,6 +280,14 @@ impl<'s> Builder<'s> {
                 return;
             }
             FrameKind::Open => None,
+            FrameKind::TimeUtc { arg } => {
+                // The grammar saw `}}` right after the digits, so the tag has no other content.
+                let at = self.items.len();
+                self.push_item(arg, ItemKind::Node(Node::Text(arg)));
+                let to = self.items.len();
+                let id = self.call(MacroKind::Time, tag, Form::Single(at), to, close.start);
+                Some(ItemKind::Node(Node::Call(id)))
+            }
             FrameKind::Macro { name } => self
                 .macro_call(name, tag, content, close)
                 .map(|id| ItemKind::Node(Node::Call(id))),

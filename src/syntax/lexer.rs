@@ -38,6 +38,10 @@ pub(crate) enum TokKind {
     Macro {
         name: Span,
     },
+    /// `{{time_UTC±N`: the macro `time` with the argument `UTC±N` (its span).
+    TimeUtc {
+        arg: Span,
+    },
     Open,
     Close,
     Sep,
@@ -64,6 +68,7 @@ impl TokKind {
                 | TokKind::CloseIf
                 | TokKind::CloseUnless
                 | TokKind::Macro { .. }
+                | TokKind::TimeUtc { .. }
                 | TokKind::Open
         )
     }
@@ -116,6 +121,13 @@ fn tag(pair: Pair<'_, Rule>) -> TokKind {
             name: span_of(&head),
         },
         Rule::tomori => tomori(head),
+        Rule::time_utc => {
+            let s = span_of(&head);
+            // Skip `time_`: the argument is `UTC±N`.
+            TokKind::TimeUtc {
+                arg: Span::new(s.start as usize + 5, s.end as usize),
+            }
+        }
         _ => TokKind::Open,
     }
 }
@@ -227,6 +239,7 @@ mod tests {
                     TokKind::CloseIf => "/if",
                     TokKind::CloseUnless => "/unless",
                     TokKind::Macro { .. } => "macro",
+                    TokKind::TimeUtc { .. } => "time_utc",
                     TokKind::Open => "open",
                     TokKind::Close => "close",
                     TokKind::Sep => "sep",
