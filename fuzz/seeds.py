@@ -19,6 +19,9 @@ conf = os.path.join(shared, "conformance")
 for case in json.load(open(os.path.join(conf, "templates.json"))):
     put("parse", case["template"])
     put("expand", case["template"])
+for case in json.load(open(os.path.join(conf, "st-templates.json"))):
+    put("parse", case["template"])
+    put("expand", case["template"])
 for case in json.load(open(os.path.join(conf, "renders.json"))):
     seed = json.dumps(case["preset"]) + "\n\0" + json.dumps(case["context"])
     put("render", seed)

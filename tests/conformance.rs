@@ -33,13 +33,10 @@ fn all_pass(what: &str, total: usize, failures: &[String]) {
     eprintln!("{total} {what} vectors pass");
 }
 
-#[test]
-fn template_vectors() {
-    let Some(cases) = shared("templates.json") else {
-        return;
-    };
+/// Runs template cases; returns one line per failing case (`name: what differs`).
+fn template_failures<'c>(cases: impl IntoIterator<Item = &'c Value>) -> Vec<String> {
     let mut failures = Vec::new();
-    for case in &cases {
+    for case in cases {
         let name = case["name"].as_str().unwrap_or("?");
         let ctx = Context::from_json(&serde_json::to_vec(&case["context"]).unwrap())
             .unwrap_or_else(|e| panic!("{name}: bad context: {e}"));
@@ -66,7 +63,53 @@ fn template_vectors() {
             }
         }
     }
-    all_pass("template", cases.len(), &failures);
+    failures
+}
+
+#[test]
+fn template_vectors() {
+    let Some(cases) = shared("templates.json") else {
+        return;
+    };
+    all_pass("template", cases.len(), &template_failures(&cases));
+}
+
+/// Categories of `st-templates.json` (SPEC §11) whose features are built: every case in them
+/// must pass. The others (`{{if}}` condition rules, scoped macros, scoped comments, flags)
+/// are not built yet; their cases are run and counted, not required.
+const BUILT_ST_CATEGORIES: &[&str] = &[
+    "st/Variable Shorthand Syntax",
+    "st/Variable Shorthand Lazy Evaluation",
+    "st/Variable Shorthand Edge Cases",
+    "st/Variable Shorthand in {{if}} Macro",
+    "§11.5 shorthand",
+    "§11.14 fidelity",
+    "st/Legacy compatibility",
+    "st/Arity errors",
+    "st/Basic evaluation",
+    "st/Bracket handling around macros",
+    "st/Unnamed arguments",
+    "st/Nested macros",
+    "st/Unknown macros",
+];
+
+#[test]
+fn st_template_vectors() {
+    let Some(cases) = shared("st-templates.json") else {
+        return;
+    };
+    let category = |c: &Value| c["category"].as_str().unwrap_or("").to_string();
+    let built: Vec<&Value> = cases
+        .iter()
+        .filter(|c| BUILT_ST_CATEGORIES.contains(&category(c).as_str()))
+        .collect();
+    all_pass("SillyTavern dialect (built categories)", built.len(), &template_failures(built));
+    let failing = template_failures(&cases).len();
+    eprintln!(
+        "st-templates.json: {} of {} cases pass (the rest of SPEC §11 is not built yet)",
+        cases.len() - failing,
+        cases.len()
+    );
 }
 
 #[test]

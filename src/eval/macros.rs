@@ -152,8 +152,8 @@ impl Run<'_, '_> {
             Noop | Banned => {}
             Reverse => out.extend(arg(0).chars().rev()),
             // Declarations, unknown and unsupported macros never reach here.
-            SetVar(_) | AddVar(_) | IncVar(_) | DecVar(_) | DeleteVar(_) | Unsupported
-            | Unknown => {}
+            SetVar(_) | AddVar(_) | IncVar(_) | DecVar(_) | DeleteVar(_) | Shorthand(..)
+            | Unsupported | Unknown => {}
         }
         Ok(())
     }

@@ -6,6 +6,7 @@ mod chance;
 mod clock;
 mod macros;
 mod run;
+mod shorthand;
 mod text;
 mod vars;
 
@@ -214,4 +215,6 @@ struct NodeState {
 struct Record {
     output: String,
     signals: Signals,
+    /// A shorthand selection's pass-1 choice (`shorthand::CHOSE_*`).
+    choice: u8,
 }

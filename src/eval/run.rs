@@ -28,7 +28,7 @@ pub(super) enum Mode {
 }
 
 impl Mode {
-    fn for_args(self) -> Mode {
+    pub(super) fn for_args(self) -> Mode {
         match self {
             Mode::Body { .. } => Mode::Body { literal: false },
             m => m,
@@ -56,9 +56,11 @@ pub(super) struct Run<'r, 'a> {
 const RED_ZONE: usize = 128 * 1024;
 const SEGMENT: usize = 1024 * 1024;
 
-fn truthy(s: &str) -> bool {
+/// Value-condition truthiness (SPEC §11.2.3): trimmed, ASCII case ignored, `""`, `false`, `0`
+/// and `off` are false.
+pub(super) fn truthy(s: &str) -> bool {
     let t = s.trim();
-    !(t.is_empty() || t == "0" || t.eq_ignore_ascii_case("false"))
+    !(t.is_empty() || t == "0" || t.eq_ignore_ascii_case("false") || t.eq_ignore_ascii_case("off"))
 }
 
 impl<'r, 'a> Run<'r, 'a> {
@@ -86,13 +88,22 @@ impl<'r, 'a> Run<'r, 'a> {
         self.depth -= 1;
     }
 
+    pub(super) fn tree(&self) -> &'r Tree {
+        self.tree
+    }
+
+    /// A diagnostic at a call.
+    pub(super) fn report(&mut self, kind: DiagnosticKind, call: &Call, message: &str) {
+        self.diag(kind, call.span, message.into());
+    }
+
     fn diag(&mut self, kind: DiagnosticKind, span: Span, message: String) {
         let d = diagnostic(self.node, kind, span, message);
         self.eng.diags.push(d);
     }
 
     /// Counts `n` produced bytes against the work budget; false once it is spent.
-    fn charge(&mut self, n: usize) -> bool {
+    pub(super) fn charge(&mut self, n: usize) -> bool {
         if self.eng.work_out {
             return false;
         }
@@ -150,7 +161,13 @@ impl<'r, 'a> Run<'r, 'a> {
                 }
                 Node::Call(c) => {
                     let call = &tree.calls[c as usize];
-                    if call.slot != u32::MAX {
+                    if let MacroKind::Shorthand(op, scope) = call.kind
+                        && call.kind.is_selection()
+                        && call.slot != u32::MAX
+                    {
+                        let choice = self.select(call, op, scope);
+                        self.eng.records[self.st.slot_base + call.slot as usize].choice = choice;
+                    } else if call.slot != u32::MAX {
                         let saved = std::mem::take(&mut self.sig);
                         let mut out = String::new();
                         self.declare(call, Mode::Decl, &mut out);
@@ -158,6 +175,7 @@ impl<'r, 'a> Run<'r, 'a> {
                         self.eng.records[self.st.slot_base + call.slot as usize] = Record {
                             output: out,
                             signals,
+                            choice: 0,
                         };
                     } else {
                         for arg in tree.call_args(call) {
@@ -184,6 +202,9 @@ impl<'r, 'a> Run<'r, 'a> {
     fn declare(&mut self, call: &Call, mode: Mode, out: &mut String) {
         if self.eng.work_out {
             return;
+        }
+        if let MacroKind::Shorthand(op, scope) = call.kind {
+            return self.shorthand_declare(call, op, scope, mode, out);
         }
         let args = self.args(call, mode);
         let key = args[0].trim();
@@ -378,6 +399,10 @@ impl<'r, 'a> Run<'r, 'a> {
         let tree = self.tree;
         let call = &tree.calls[c as usize];
         let stays_literal = match (call.shape, call.kind) {
+            (CallShape::BadArguments, MacroKind::Shorthand(..)) => Some((
+                DiagnosticKind::BadArguments,
+                "a shorthand is `.name`, `.name OP value`, `.name++` or `.name--`: it stays literal",
+            )),
             (CallShape::BadArguments, _) => Some((
                 DiagnosticKind::BadArguments,
                 "wrong number of arguments: the macro stays literal",
@@ -407,6 +432,21 @@ impl<'r, 'a> Run<'r, 'a> {
                     self.sig.add(signals);
                 }
                 _ => self.declare(call, mode, out),
+            }
+            return;
+        }
+        if let MacroKind::Shorthand(op, scope) = call.kind {
+            let choice = match mode {
+                Mode::Body { .. } if call.slot != u32::MAX => {
+                    Some(self.eng.records[self.st.slot_base + call.slot as usize].choice)
+                }
+                _ => None,
+            };
+            let before = out.len();
+            self.shorthand_value(call, op, scope, mode, choice, out);
+            let produced = out.len() - before;
+            if !self.charge(produced) {
+                out.truncate(before);
             }
             return;
         }

@@ -57,6 +57,25 @@ fn add(a: Num, b: Num) -> Option<Num> {
     sum.is_finite().then_some(Num::Float(sum))
 }
 
+/// A shorthand operand: a SPEC number, and blank text counts as 0 (SillyTavern's
+/// `Number("")`).
+fn operand(s: &str) -> Option<Num> {
+    if s.trim().is_empty() {
+        Some(Num::Int(0))
+    } else {
+        parse_number(s)
+    }
+}
+
+/// `a` against `b` numerically (blank = 0), or `None` when either is not a number.
+pub(crate) fn compare(a: &str, b: &str) -> Option<std::cmp::Ordering> {
+    let (a, b) = (operand(a)?, operand(b)?);
+    match (a, b) {
+        (Num::Int(x), Num::Int(y)) => Some(x.cmp(&y)),
+        _ => as_f64(a).partial_cmp(&as_f64(b)),
+    }
+}
+
 /// Integers without a decimal point, others as the shortest exact decimal, never an exponent.
 fn format_number(n: Num) -> String {
     match n {
@@ -202,6 +221,19 @@ impl Vars {
         let new = slot.len();
         self.total = self.total - old + new;
         if capped { Err(Capped) } else { Ok(()) }
+    }
+
+    /// `.v -= r`: the difference when both are numbers (blank = 0), else `None` and nothing
+    /// changes (SPEC §11.5).
+    pub fn subtract(&mut self, scope: Scope, key: &str, r: &str) -> Option<Result<(), Capped>> {
+        let a = operand(self.get(scope, key))?;
+        let b = operand(r)?;
+        let negated = match b {
+            Num::Int(i) => i.checked_neg().map_or(Num::Float(-(i as f64)), Num::Int),
+            Num::Float(f) => Num::Float(-f),
+        };
+        let diff = add(a, negated)?;
+        Some(self.set(scope, key, &format_number(diff)))
     }
 
     /// `incvar` / `decvar`: returns the value actually stored.

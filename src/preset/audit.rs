@@ -96,6 +96,10 @@ impl Preset {
             for call in tree.reachable_calls() {
                 let name = excerpt(tree.text(call.span));
                 let problem = match (call.shape, call.kind) {
+                    (CallShape::BadArguments, MacroKind::Shorthand(..)) => Some((
+                        DiagnosticKind::BadArguments,
+                        format!("`{name}`: not a shorthand form (stays literal)"),
+                    )),
                     (CallShape::BadArguments, _) => Some((
                         DiagnosticKind::BadArguments,
                         format!("`{name}`: wrong number of arguments (stays literal)"),

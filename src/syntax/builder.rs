@@ -2,7 +2,7 @@
 //! scope (the template body, an argument, a condition operand) pairs its blocks on a block stack
 //! and applies the recovery rules of SPEC §1.2. Nothing here recurses on input structure.
 
-use super::catalog::MacroKind;
+use super::catalog::{MacroKind, ShOp, Scope};
 use super::lexer::{TokKind, Token};
 use super::tree::{Arg, Block, BlockKind, Call, CallShape, List, Node, Span, Tree};
 use crate::diagnostic::{DiagnosticKind, Finding};
@@ -42,10 +42,16 @@ pub(super) struct Item {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum FrameKind {
     Macro { name: Span },
+    Shorthand { scope: Scope, ident: Span },
     TimeUtc { arg: Span },
     Open,
     Comment,
-    Cond { closer: Closer, negate: bool },
+    /// `value_if`: a `{{if}}` opener, which allows whitespace after `!` (SPEC §11.2).
+    Cond {
+        closer: Closer,
+        negate: bool,
+        value_if: bool,
+    },
     Else,
     Close(Closer),
 }
@@ -237,18 +243,25 @@ impl<'s> Builder<'s> {
         let kind = match kind {
             TokKind::Macro { name } => FrameKind::Macro { name },
             TokKind::TimeUtc { arg } => FrameKind::TimeUtc { arg },
+            TokKind::Shorthand { global, ident } => FrameKind::Shorthand {
+                scope: if global { Scope::Global } else { Scope::Local },
+                ident,
+            },
             TokKind::Comment => FrameKind::Comment,
             TokKind::HashIf => FrameKind::Cond {
                 closer: Closer::If,
                 negate: false,
+                value_if: false,
             },
             TokKind::ValueIf => FrameKind::Cond {
                 closer: Closer::If,
                 negate: false,
+                value_if: true,
             },
             TokKind::HashUnless => FrameKind::Cond {
                 closer: Closer::Unless,
                 negate: true,
+                value_if: false,
             },
             TokKind::Else => FrameKind::Else,
             TokKind::CloseIf => FrameKind::Close(Closer::If),
@@ -291,8 +304,16 @@ impl<'s> Builder<'s> {
             FrameKind::Macro { name } => self
                 .macro_call(name, tag, content, close)
                 .map(|id| ItemKind::Node(Node::Call(id))),
-            FrameKind::Cond { closer, negate } => {
-                let (cond, negate, malformed) = match self.condition(content, close) {
+            FrameKind::Shorthand { scope, ident } => {
+                let id = self.shorthand(scope, ident, tag, content, close);
+                Some(ItemKind::Node(Node::Call(id)))
+            }
+            FrameKind::Cond {
+                closer,
+                negate,
+                value_if,
+            } => {
+                let (cond, negate, malformed) = match self.condition(content, close, value_if) {
                     Some((id, neg)) => (Some(id), negate ^ neg, false),
                     None => (None, negate, true),
                 };
@@ -419,6 +440,11 @@ impl<'s> Builder<'s> {
         } else {
             CallShape::BadArguments
         };
+        self.finish_call(kind, span, shape)
+    }
+
+    /// Builds the arguments gathered in `arg_scratch` and records the call.
+    fn finish_call(&mut self, kind: MacroKind, span: Span, shape: CallShape) -> u32 {
         let first_arg = self.args.len() as u32;
         for i in 0..self.arg_scratch.len() {
             let (a, b, aspan) = self.arg_scratch[i];
@@ -426,7 +452,7 @@ impl<'s> Builder<'s> {
             let body = self.build_list(a, b);
             self.args.push(Arg { span: aspan, body });
         }
-        let slot = if kind.is_declaration() && shape == CallShape::Ok {
+        let slot = if kind.needs_slot() && shape == CallShape::Ok {
             self.slots += 1;
             self.slots - 1
         } else {
@@ -442,9 +468,11 @@ impl<'s> Builder<'s> {
         (self.calls.len() - 1) as u32
     }
 
-    /// Parses a block condition (SPEC §1.2): `[!]name[::args]` or `[!]{{nested tag}}`.
-    /// Returns the condition call and whether `!` negates it; `None` when malformed.
-    fn condition(&mut self, from: usize, close: Span) -> Option<(u32, bool)> {
+    /// Parses a block condition (SPEC §1.2): `[!]name[::args]`, `[!]{{nested tag}}`, or a
+    /// shorthand expression `[!].v [OP R]` (SPEC §11.2, §11.5). `{{if}}` also allows
+    /// whitespace after `!`. Returns the condition call and whether `!` negates it; `None`
+    /// when malformed.
+    fn condition(&mut self, from: usize, close: Span, value_if: bool) -> Option<(u32, bool)> {
         let to = self.items.len();
         let mut i = from;
         // Skip leading whitespace-only text.
@@ -465,6 +493,10 @@ impl<'s> Builder<'s> {
                 if self.src.as_bytes()[at] == b'!' {
                     negate = true;
                     at += 1;
+                    if value_if {
+                        let rest = &self.src[at..t.end as usize];
+                        at += rest.len() - rest.trim_ascii_start().len();
+                    }
                     if at == t.end as usize {
                         // `!{{nested}}`: the operand is the very next item.
                         return match self.items.get(i + 1).map(|x| x.kind) {
@@ -476,6 +508,9 @@ impl<'s> Builder<'s> {
                     }
                 }
                 let bytes = self.src.as_bytes();
+                if matches!(bytes[at], b'.' | b'$') {
+                    return self.shorthand_condition(i, at, t, close).map(|id| (id, negate));
+                }
                 let name_end = name_end(bytes, at, t.end as usize)?;
                 if !bytes[name_end..t.end as usize]
                     .iter()
@@ -503,6 +538,95 @@ impl<'s> Builder<'s> {
         }
     }
 
+    /// A shorthand tag (SPEC §11.5): IDENT is known, items[from..] hold the operator and the
+    /// value. Any other shape (`{{.x y}}`, `{{.x++5}}`) keeps the tag literal with
+    /// `BadArguments`, its nested tags evaluated: its arguments are then IDENT and the rest.
+    fn shorthand(&mut self, scope: Scope, ident: Span, span: Span, from: usize, close: Span) -> u32 {
+        let to = self.items.len();
+        let key_at = to;
+        self.push_item(ident, ItemKind::Node(Node::Text(ident)));
+        self.arg_scratch.clear();
+        self.arg_scratch.push((key_at, key_at + 1, ident));
+        let rest_start = self.items.get(from).map_or(close.start, |it| it.span.start);
+        let (op, shape) = match self.operator(from, to) {
+            Some((op, value_from)) => {
+                if let Some(value_from) = value_from {
+                    let start = self.items.get(value_from).map_or(close.start, |it| it.span.start);
+                    self.arg_scratch.push((
+                        value_from,
+                        to,
+                        Span {
+                            start,
+                            end: close.start,
+                        },
+                    ));
+                }
+                (op, CallShape::Ok)
+            }
+            None => {
+                let rest = Span {
+                    start: rest_start,
+                    end: close.start,
+                };
+                self.arg_scratch.push((from, to, rest));
+                (ShOp::Read, CallShape::BadArguments)
+            }
+        };
+        self.finish_call(MacroKind::Shorthand(op, scope), span, shape)
+    }
+
+    /// The operator at the start of items[from..to] (after whitespace) and where the value
+    /// starts (`None` for a read, `++` and `--`, which take none); `None` when what follows
+    /// IDENT is anything else. The operator's text item is cut down to what follows it.
+    fn operator(&mut self, from: usize, to: usize) -> Option<(ShOp, Option<usize>)> {
+        if self.blank(from, to) {
+            return Some((ShOp::Read, None));
+        }
+        let ItemKind::Node(Node::Text(t)) = self.items[from].kind else {
+            return None;
+        };
+        let s = self.text(t);
+        let lead = s.len() - s.trim_start().len();
+        let s = &s[lead..];
+        let &(sym, op) = ShOp::ALL.iter().find(|(sym, _)| s.starts_with(sym))?;
+        let after = t.start as usize + lead + sym.len();
+        let rest = Span::new(after, t.end as usize);
+        if matches!(op, ShOp::Inc | ShOp::Dec) {
+            // Only whitespace may follow `++` / `--`.
+            let clean = self.text(rest).trim().is_empty() && self.blank(from + 1, to);
+            return clean.then_some((op, None));
+        }
+        self.items[from] = Item {
+            span: rest,
+            kind: ItemKind::Node(Node::Text(rest)),
+        };
+        Some((op, Some(from)))
+    }
+
+    /// A shorthand expression as a condition: `.`/`$` at byte `at` of text item `i`.
+    fn shorthand_condition(&mut self, i: usize, at: usize, t: Span, close: Span) -> Option<u32> {
+        let scope = if self.src.as_bytes()[at] == b'$' {
+            Scope::Global
+        } else {
+            Scope::Local
+        };
+        let text = &self.src[at + 1..t.end as usize];
+        let ident_start = at + 1 + (text.len() - text.trim_ascii_start().len());
+        let ident_end = ident_end(self.src.as_bytes(), ident_start, t.end as usize)?;
+        let ident = Span::new(ident_start, ident_end);
+        let rest = Span::new(ident_end, t.end as usize);
+        self.items[i] = Item {
+            span: rest,
+            kind: ItemKind::Node(Node::Text(rest)),
+        };
+        let span = Span {
+            start: at as u32,
+            end: close.start,
+        };
+        let id = self.shorthand(scope, ident, span, i, close);
+        (self.calls[id as usize].shape == CallShape::Ok).then_some(id)
+    }
+
     fn is_comment_only(&self, root: List) -> bool {
         self.nodes[root.range()].iter().all(|n| match *n {
             Node::Text(s) => self.text(s).trim_ascii().is_empty(),
@@ -510,6 +634,16 @@ impl<'s> Builder<'s> {
             _ => false,
         })
     }
+}
+
+/// End of a shorthand IDENT starting at `at` (the grammar's `sh_ident`, for conditions, which
+/// the grammar sees as text): a letter, then letters, digits, `_`, `-`, without trailing `-`.
+fn ident_end(bytes: &[u8], at: usize, limit: usize) -> Option<usize> {
+    let mut end = name_end(bytes, at, limit)?;
+    while bytes[end - 1] == b'-' {
+        end -= 1;
+    }
+    Some(end)
 }
 
 /// End of an ASCII macro name starting at `at`, or `None` if no name starts there.

@@ -53,9 +53,58 @@ pub(crate) enum MacroKind {
     Noop,
     Banned,
     Reverse,
+    /// Variable shorthand `{{.v OP R}}` / `{{$v OP R}}` (SPEC §11.5). Never a name: the
+    /// builder makes these from a shorthand tag or condition.
+    Shorthand(ShOp, Scope),
     /// Recognised, deliberately not supported (`setvarkey` & co.: JSON variables).
     Unsupported,
     Unknown,
+}
+
+/// The operator of a variable shorthand (SPEC §11.5), by what it does when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ShOp {
+    /// `.v`: a read.
+    Read,
+    /// `=`, `+=`, `-=`, `++`, `--`, `||=`, `??=`: declarations (pass 1, in source order).
+    Set,
+    Add,
+    Sub,
+    Inc,
+    Dec,
+    OrAssign,
+    NullAssign,
+    /// `||`, `??`: selections, decided in pass 1 like a block.
+    Or,
+    Null,
+    /// `==`, `!=`, `>`, `>=`, `<`, `<=`: reads of the final map.
+    Eq,
+    Ne,
+    Gt,
+    Ge,
+    Lt,
+    Le,
+}
+
+impl ShOp {
+    /// The operators, longest first where one is a prefix of another.
+    pub const ALL: [(&'static str, ShOp); 15] = [
+        ("??=", ShOp::NullAssign),
+        ("??", ShOp::Null),
+        ("||=", ShOp::OrAssign),
+        ("||", ShOp::Or),
+        ("-=", ShOp::Sub),
+        ("+=", ShOp::Add),
+        ("==", ShOp::Eq),
+        ("!=", ShOp::Ne),
+        (">=", ShOp::Ge),
+        ("<=", ShOp::Le),
+        ("++", ShOp::Inc),
+        ("--", ShOp::Dec),
+        (">", ShOp::Gt),
+        ("<", ShOp::Lt),
+        ("=", ShOp::Set),
+    ];
 }
 
 /// Local (per render) or global (host-supplied) variables.
@@ -155,7 +204,7 @@ impl MacroKind {
             IncVar(_) | DecVar(_) | GetVar(_) | HasVar(_) | DeleteVar(_) | DateTimeFormat
             | Roll | Banned | Reverse => Arity::Exactly(1),
             Time | Newline | Space => Arity::Optional,
-            Random | Pick | Unsupported | Unknown => Arity::Any,
+            Random | Pick | Unsupported | Unknown | Shorthand(..) => Arity::Any,
             _ => Arity::Exactly(0),
         }
     }
@@ -176,6 +225,7 @@ impl MacroKind {
 
     /// Declarations run in pass 1 and render their recorded result in pass 2.
     pub fn is_declaration(self) -> bool {
+        use ShOp::*;
         matches!(
             self,
             MacroKind::SetVar(_)
@@ -183,7 +233,22 @@ impl MacroKind {
                 | MacroKind::IncVar(_)
                 | MacroKind::DecVar(_)
                 | MacroKind::DeleteVar(_)
+                | MacroKind::Shorthand(
+                    Set | Add | Sub | Inc | Dec | OrAssign | NullAssign,
+                    _
+                )
         )
+    }
+
+    /// Shorthand selections (`||`, `??`): decided in pass 1, like a block.
+    pub fn is_selection(self) -> bool {
+        matches!(self, MacroKind::Shorthand(ShOp::Or | ShOp::Null, _))
+    }
+
+    /// Calls that own a pass-1 record: declarations (their output) and selections (the
+    /// choice).
+    pub fn needs_slot(self) -> bool {
+        self.is_declaration() || self.is_selection()
     }
 }
 

@@ -42,6 +42,11 @@ pub(crate) enum TokKind {
     TimeUtc {
         arg: Span,
     },
+    /// `{{.IDENT` or `{{$IDENT` (SPEC §11.5): the variable name's span; `global` for `$`.
+    Shorthand {
+        global: bool,
+        ident: Span,
+    },
     Open,
     Close,
     Sep,
@@ -69,6 +74,7 @@ impl TokKind {
                 | TokKind::CloseUnless
                 | TokKind::Macro { .. }
                 | TokKind::TimeUtc { .. }
+                | TokKind::Shorthand { .. }
                 | TokKind::Open
         )
     }
@@ -121,6 +127,18 @@ fn tag(pair: Pair<'_, Rule>) -> TokKind {
             name: span_of(&head),
         },
         Rule::tomori => tomori(head),
+        Rule::shorthand => {
+            let mut global = false;
+            let mut ident = Span::default();
+            for inner in head.into_inner() {
+                match inner.as_rule() {
+                    Rule::sh_scope => global = inner.as_str() == "$",
+                    Rule::sh_ident => ident = span_of(&inner),
+                    _ => {}
+                }
+            }
+            TokKind::Shorthand { global, ident }
+        }
         Rule::time_utc => {
             let s = span_of(&head);
             // Skip `time_`: the argument is `UTC±N`.
@@ -240,6 +258,7 @@ mod tests {
                     TokKind::CloseUnless => "/unless",
                     TokKind::Macro { .. } => "macro",
                     TokKind::TimeUtc { .. } => "time_utc",
+                    TokKind::Shorthand { .. } => "shorthand",
                     TokKind::Open => "open",
                     TokKind::Close => "close",
                     TokKind::Sep => "sep",
