@@ -334,14 +334,47 @@ fn templates(t: &mut Table) {
         ("text/plain", 1_000_000, |n| "abc ".repeat(n / 4)),
         ("text/many-lines", 200_000, |n| "a\n".repeat(n)),
         ("trim/many", 50_000, |n| "  {{trim}}  ".repeat(n)),
-        ("shorthand/declarations", 20_000, |n| (0..n).map(|i| format!("{{{{.k{} += {i}}}}}{{{{$g++}}}}", i % 100)).collect()),
-        ("shorthand/reads-and-comparisons", 20_000, |n| "{{.a = 5}}{{.a}}{{.a > 3}}{{.a == 5}}{{$b <= x}}".repeat(n)),
-        ("shorthand/selections", 20_000, |n| "{{.u || {{.t = x}}y}}{{.a ?? {{user}}}}{{.v ||= 1}}{{.w ??= 2}}".repeat(n)),
-        ("shorthand/deep-values", 200, |n| format!("{}x{}", "{{.a = ".repeat(60), "}}".repeat(60)).repeat(n)),
-        ("shorthand/deep-selections", 200, |n| format!("{}x{}", "{{.a ?? ".repeat(60), "}}".repeat(60)).repeat(n)),
-        ("shorthand/bad-shapes", 20_000, |n| "{{.x y {{user}}}}{{.a-}}{{.x++5}}{{...}}".repeat(n)),
-        ("shorthand/long-ident", 200_000, |n| format!("{{{{.a{} = 1}}}}", "-b".repeat(n / 2))),
-        ("shorthand/conditions", 20_000, |n| "{{#if .a}}x{{/if}}{{if ! $b > 2}}y{{else}}z{{/if}}".repeat(n)),
+        ("if/blocks-with-trim", 20_000, |n| {
+            "{{if yes}}\n  a {{user}}\n{{else}}b{{/if}}{{if::}}x{{/if}}".repeat(n)
+        }),
+        ("if/inline", 20_000, |n| {
+            "{{if::{{getvar::m}}::on{{else}}off}}{{if::!x::y}}".repeat(n)
+        }),
+        ("if/literal-conditions", 20_000, |n| {
+            "{{if ! some text {{foo}}}}x{{/if}}{{if getvar::k}}y{{/if}}".repeat(n)
+        }),
+        ("if/nested-trim", 200, |n| {
+            format!("{}x{}", "{{if 1}}\n  ".repeat(30), "\n{{/if}}".repeat(30)).repeat(n)
+        }),
+        ("if/inline-many-elses", 20_000, |n| {
+            format!("{{{{if::1::{}}}}}", "a{{else}}".repeat(n))
+        }),
+        ("shorthand/declarations", 20_000, |n| {
+            (0..n)
+                .map(|i| format!("{{{{.k{} += {i}}}}}{{{{$g++}}}}", i % 100))
+                .collect()
+        }),
+        ("shorthand/reads-and-comparisons", 20_000, |n| {
+            "{{.a = 5}}{{.a}}{{.a > 3}}{{.a == 5}}{{$b <= x}}".repeat(n)
+        }),
+        ("shorthand/selections", 20_000, |n| {
+            "{{.u || {{.t = x}}y}}{{.a ?? {{user}}}}{{.v ||= 1}}{{.w ??= 2}}".repeat(n)
+        }),
+        ("shorthand/deep-values", 200, |n| {
+            format!("{}x{}", "{{.a = ".repeat(60), "}}".repeat(60)).repeat(n)
+        }),
+        ("shorthand/deep-selections", 200, |n| {
+            format!("{}x{}", "{{.a ?? ".repeat(60), "}}".repeat(60)).repeat(n)
+        }),
+        ("shorthand/bad-shapes", 20_000, |n| {
+            "{{.x y {{user}}}}{{.a-}}{{.x++5}}{{...}}".repeat(n)
+        }),
+        ("shorthand/long-ident", 200_000, |n| {
+            format!("{{{{.a{} = 1}}}}", "-b".repeat(n / 2))
+        }),
+        ("shorthand/conditions", 20_000, |n| {
+            "{{#if .a}}x{{/if}}{{if ! $b > 2}}y{{else}}z{{/if}}".repeat(n)
+        }),
     ];
     for (name, n, make) in shapes {
         t.row(name, *n, make, tpl);

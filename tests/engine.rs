@@ -54,10 +54,13 @@ fn unparsable_tags_keep_their_braces_and_parse_inside() {
 
 #[test]
 fn directive_words_need_a_word_end() {
-    for t in ["{{else::x}}", "{{if::x}}", "{{elseif}}", "{{iffy}}"] {
+    for t in ["{{else::x}}", "{{elseif}}", "{{iffy}}"] {
         assert_eq!(run(t), t);
         assert_eq!(kinds(t), [DiagnosticKind::UnknownMacro], "{t}");
     }
+    // SPEC §11.12: `{{if::x}}` opens a value-if (here unclosed, ending at the node's end).
+    assert_eq!(run("{{if::x}}a"), "a");
+    assert_eq!(kinds("{{if::x}}a"), [DiagnosticKind::UnclosedBlock]);
 }
 
 #[test]

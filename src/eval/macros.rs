@@ -152,7 +152,9 @@ impl Run<'_, '_> {
             Noop | Banned => {}
             Reverse => out.extend(arg(0).chars().rev()),
             // Declarations, unknown and unsupported macros never reach here.
-            SetVar(_) | AddVar(_) | IncVar(_) | DecVar(_) | DeleteVar(_) | Shorthand(..)
+            // A literal `{{if}}` condition is its text.
+            CondText => out.push_str(args.first().map_or("", |a| a.as_ref())),
+            SetVar(_) | AddVar(_) | IncVar(_) | DecVar(_) | DeleteVar(_) | Shorthand(..) | If
             | Unsupported | Unknown => {}
         }
         Ok(())

@@ -282,6 +282,18 @@ impl<'r, 'a> Run<'r, 'a> {
         out
     }
 
+    /// Expands an `{{if}}` branch and auto-trims it (T, SPEC §11.3): T charges its input and,
+    /// once the work budget is spent, leaves the text as it is (§11.13.6).
+    fn expand_trimmed(&mut self, list: List, mode: Mode, out: &mut String) {
+        let mut s = String::new();
+        self.expand(list, mode, &mut s);
+        if self.charge(s.len()) {
+            out.push_str(&text::auto_trim(&s));
+        } else {
+            out.push_str(&s);
+        }
+    }
+
     /// Expands a list into `out`.
     pub(super) fn expand(&mut self, list: List, mode: Mode, out: &mut String) {
         self.guarded(|run| run.expand_list(list, mode, out));
@@ -340,7 +352,11 @@ impl<'r, 'a> Run<'r, 'a> {
                         }
                     };
                     if let Some(branch) = branch(blk, taken) {
-                        self.expand(branch, mode, out);
+                        if blk.trim {
+                            self.expand_trimmed(branch, mode, out);
+                        } else {
+                            self.expand(branch, mode, out);
+                        }
                     }
                 }
                 Node::Call(c) => self.call(c, mode, out),

@@ -105,7 +105,11 @@ impl Run<'_, '_> {
                         "a comparison needs numbers on both sides: it is false",
                     );
                 }
-                out.push_str(if result == Some(true) { "true" } else { "false" });
+                out.push_str(if result == Some(true) {
+                    "true"
+                } else {
+                    "false"
+                });
             }
         }
     }

@@ -105,12 +105,62 @@ fn single_brace(b: &[u8], at: usize) -> Option<usize> {
     (i > at + 1 && b.get(i) == Some(&b'}') && b.get(i + 1) != Some(&b'}')).then_some(i + 1)
 }
 
+/// T, SillyTavern's `trimScopedContent` (SPEC §11.3): the first non-blank line's indent
+/// (spaces and tabs) is removed from every line that has at least that much (others lose all
+/// their leading whitespace), then the whole is trimmed. Without indent it is a plain trim.
+/// One pass over the text.
+pub(crate) fn auto_trim(s: &str) -> Cow<'_, str> {
+    let Some(first) = s.split('\n').find(|l| !l.trim().is_empty()) else {
+        return Cow::Borrowed("");
+    };
+    let base = first
+        .bytes()
+        .take_while(|b| matches!(b, b' ' | b'\t'))
+        .count();
+    if base == 0 {
+        return Cow::Borrowed(s.trim());
+    }
+    let mut out = String::with_capacity(s.len());
+    for (i, line) in s.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let indent = line
+            .bytes()
+            .take_while(|b| matches!(b, b' ' | b'\t'))
+            .count();
+        if indent >= base {
+            out.push_str(&line[base..]);
+        } else {
+            out.push_str(line.trim_start());
+        }
+    }
+    let end = out.trim_end().len();
+    out.truncate(end);
+    let start = out.len() - out.trim_start().len();
+    out.drain(..start);
+    Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn conv(s: &str) -> String {
         convert_identities(s, "Alice", "Tomori").into_owned()
+    }
+
+    #[test]
+    fn auto_trim_dedents_by_the_first_indent() {
+        assert_eq!(
+            auto_trim("\n  # Title\n    - a\n  Body\n"),
+            "# Title\n  - a\nBody"
+        );
+        assert_eq!(auto_trim("  then  "), "then");
+        assert_eq!(auto_trim("\n \t\n"), "");
+        assert_eq!(auto_trim(""), "");
+        assert_eq!(auto_trim("x\n    y"), "x\n    y");
+        assert_eq!(auto_trim("    a\n  b\n\tc"), "a\nb\nc");
     }
 
     #[test]

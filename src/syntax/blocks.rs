@@ -181,6 +181,7 @@ impl Builder<'_> {
             then,
             otherwise,
             state,
+            trim: b.opener.trim,
         });
         let id = (self.blocks.len() - 1) as u32;
         self.pending.push(Node::Block(id));

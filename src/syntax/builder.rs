@@ -2,8 +2,9 @@
 //! scope (the template body, an argument, a condition operand) pairs its blocks on a block stack
 //! and applies the recovery rules of SPEC §1.2. Nothing here recurses on input structure.
 
-use super::catalog::{MacroKind, ShOp, Scope};
+use super::catalog::{MacroKind, Scope, ShOp};
 use super::lexer::{TokKind, Token};
+use super::tree::BlockState;
 use super::tree::{Arg, Block, BlockKind, Call, CallShape, List, Node, Span, Tree};
 use crate::diagnostic::{DiagnosticKind, Finding};
 use crate::limits::Limits;
@@ -21,6 +22,8 @@ pub(super) struct Opener {
     pub(super) closer: Closer,
     pub(super) cond: Option<u32>,
     pub(super) malformed: bool,
+    /// `{{if}}` branches are auto-trimmed (T, SPEC §11.3); Handlebars and TomoriBot are not.
+    pub(super) trim: bool,
 }
 
 /// What a finished tag (or a raw token) contributes to the scope around it.
@@ -41,9 +44,16 @@ pub(super) struct Item {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum FrameKind {
-    Macro { name: Span },
-    Shorthand { scope: Scope, ident: Span },
-    TimeUtc { arg: Span },
+    Macro {
+        name: Span,
+    },
+    Shorthand {
+        scope: Scope,
+        ident: Span,
+    },
+    TimeUtc {
+        arg: Span,
+    },
     Open,
     Comment,
     /// `value_if`: a `{{if}}` opener, which allows whitespace after `!` (SPEC §11.2).
@@ -179,6 +189,7 @@ impl<'s> Builder<'s> {
                         closer: Closer::If,
                         cond: None,
                         malformed: false,
+                        trim: false,
                     };
                     self.push_item(tok.span, ItemKind::Open(opener));
                 }
@@ -308,6 +319,7 @@ impl<'s> Builder<'s> {
                 let id = self.shorthand(scope, ident, tag, content, close);
                 Some(ItemKind::Node(Node::Call(id)))
             }
+            FrameKind::Cond { value_if: true, .. } => Some(self.value_if(tag, content, close)),
             FrameKind::Cond {
                 closer,
                 negate,
@@ -322,6 +334,7 @@ impl<'s> Builder<'s> {
                     closer,
                     cond,
                     malformed,
+                    trim: false,
                 }))
             }
             FrameKind::Else => Some(ItemKind::Else {
@@ -509,7 +522,9 @@ impl<'s> Builder<'s> {
                 }
                 let bytes = self.src.as_bytes();
                 if matches!(bytes[at], b'.' | b'$') {
-                    return self.shorthand_condition(i, at, t, close).map(|id| (id, negate));
+                    return self
+                        .shorthand_condition(i, at, t, close)
+                        .map(|id| (id, negate));
                 }
                 let name_end = name_end(bytes, at, t.end as usize)?;
                 if !bytes[name_end..t.end as usize]
@@ -538,10 +553,233 @@ impl<'s> Builder<'s> {
         }
     }
 
+    /// `{{if COND}}`, `{{if:COND}}`, `{{if::COND}}` (block openers) and `{{if::COND::THEN}}`
+    /// (inline, a whole block in one tag) per SPEC §11.2. items[from..] are the tag's content.
+    fn value_if(&mut self, tag: Span, from: usize, close: Span) -> ItemKind {
+        let to = self.items.len();
+        let opener = |cond: Option<(u32, bool)>| {
+            ItemKind::Open(Opener {
+                kind: BlockKind::Value {
+                    negate: cond.is_some_and(|(_, n)| n),
+                },
+                closer: Closer::If,
+                cond: cond.map(|(id, _)| id),
+                malformed: cond.is_none(),
+                trim: true,
+            })
+        };
+        match self.form(from, to) {
+            // `{{if}}`, `{{if }}`: no condition at all.
+            None | Some(Form::NoArgs) => opener(None),
+            // `{{if COND}}`, `{{if:COND}}`: one argument, `::` included.
+            Some(Form::Single(first)) => opener(self.if_condition(first, to, close)),
+            Some(Form::DoubleColon(first)) => {
+                let seps: Vec<usize> = (first..to)
+                    .filter(|&i| matches!(self.items[i].kind, ItemKind::Sep))
+                    .take(2)
+                    .collect();
+                match seps[..] {
+                    [] => opener(self.if_condition(first, to, close)),
+                    [sep] => self.inline_if(tag, (first, sep), (sep + 1, to)),
+                    _ => {
+                        let id = self.call(
+                            MacroKind::If,
+                            tag,
+                            Form::DoubleColon(first),
+                            to,
+                            close.start,
+                        );
+                        ItemKind::Node(Node::Call(id))
+                    }
+                }
+            }
+        }
+    }
+
+    /// `{{if::COND::THEN}}`: THEN splits at its first top-level `{{else}}`; a second one makes
+    /// the whole tag a malformed block (it renders nothing).
+    fn inline_if(
+        &mut self,
+        tag: Span,
+        (cond_from, cond_to): (usize, usize),
+        (then_from, then_to): (usize, usize),
+    ) -> ItemKind {
+        let mut depth = 0usize;
+        let mut elses = Vec::new();
+        for i in then_from..then_to {
+            match self.items[i].kind {
+                ItemKind::Open(_) => depth += 1,
+                ItemKind::Close { .. } => depth = depth.saturating_sub(1),
+                ItemKind::Else { .. } if depth == 0 => elses.push(i),
+                _ => {}
+            }
+        }
+        let cond_end = self.items[cond_to].span.start;
+        let cond = self.if_condition(
+            cond_from,
+            cond_to,
+            Span {
+                start: cond_end,
+                end: cond_end,
+            },
+        );
+        let mut malformed = cond.is_none() || elses.len() > 1;
+        if let Some(&e) = elses.first() {
+            malformed |= matches!(self.items[e].kind, ItemKind::Else { malformed: true });
+        }
+        let split = elses.first().copied().unwrap_or(then_to);
+        let then = self.build_list(then_from, split);
+        let otherwise = elses.first().map(|&e| {
+            let end = elses.get(1).copied().unwrap_or(then_to);
+            self.build_list(e + 1, end)
+        });
+        // Segments after a second top-level `{{else}}` belong to the omitted block: built only
+        // for their structural diagnostics.
+        for (k, &e) in elses.iter().enumerate().skip(1) {
+            let end = elses.get(k + 1).copied().unwrap_or(then_to);
+            self.build_list(e + 1, end);
+        }
+        if malformed {
+            self.finding(
+                DiagnosticKind::MalformedBlock,
+                tag,
+                "malformed inline `if` renders nothing".into(),
+            );
+        }
+        self.blocks.push(Block {
+            span: tag,
+            kind: BlockKind::Value {
+                negate: cond.is_some_and(|(_, n)| n),
+            },
+            cond: cond.map(|(id, _)| id),
+            then,
+            otherwise,
+            state: if malformed {
+                BlockState::Malformed
+            } else {
+                BlockState::Closed
+            },
+            trim: true,
+        });
+        ItemKind::Node(Node::Block((self.blocks.len() - 1) as u32))
+    }
+
+    /// A `{{if}}` condition, items[from..to] as written (SPEC §11.2): one leading `!` (and the
+    /// whitespace after it) inverts; then `capability:`/`tool:`/`tool_family:` is malformed
+    /// (`None`); a whole shorthand expression, a catalog macro that takes no argument, or a
+    /// catalog `NAME::ARGS` is evaluated; anything else is literal text with its nested tags
+    /// evaluated (`CondText`). Returns the condition call and whether it is inverted.
+    fn if_condition(&mut self, from: usize, to: usize, close: Span) -> Option<(u32, bool)> {
+        let mut from = from;
+        // The argument's own leading whitespace (`{{if  x}}`, `{{if:: x}}`) is not COND.
+        while from < to && self.is_blank_text(from) {
+            from += 1;
+        }
+        let mut negate = false;
+        if let Some(ItemKind::Node(Node::Text(t))) = self.items.get(from).map(|it| it.kind) {
+            let s = self.text(t);
+            let lead = s.len() - s.trim_start().len();
+            let mut at = t.start as usize + lead;
+            if self.src.as_bytes().get(at) == Some(&b'!') {
+                negate = true;
+                let rest = &self.src[at + 1..t.end as usize];
+                at += 1 + rest.len() - rest.trim_start().len();
+            }
+            let c = &self.src[at..t.end as usize];
+            let lower = c.get(..12).unwrap_or(c).to_ascii_lowercase();
+            if ["capability:", "tool:", "tool_family:"]
+                .iter()
+                .any(|ns| lower.starts_with(ns))
+            {
+                return None;
+            }
+            let rest = Span::new(at, t.end as usize);
+            self.items[from] = Item {
+                span: rest,
+                kind: ItemKind::Node(Node::Text(rest)),
+            };
+            if let Some(id) = self.evaluated_condition(from, to, close) {
+                return Some((id, negate));
+            }
+        }
+        // (e) literal text.
+        let start = self.items.get(from).map_or(close.start, |it| it.span.start);
+        let span = Span {
+            start,
+            end: close.start.max(start),
+        };
+        self.arg_scratch.clear();
+        self.arg_scratch.push((from, to, span));
+        Some((
+            self.finish_call(MacroKind::CondText, span, CallShape::Ok),
+            negate,
+        ))
+    }
+
+    /// Cases (b)–(d) of SPEC §11.2: COND (starting at text item `from`) evaluated as a tag.
+    fn evaluated_condition(&mut self, from: usize, to: usize, close: Span) -> Option<u32> {
+        let ItemKind::Node(Node::Text(t)) = self.items[from].kind else {
+            return None;
+        };
+        let at = t.start as usize;
+        let bytes = self.src.as_bytes();
+        match bytes.get(at) {
+            Some(b'.' | b'$') => {
+                let id = self.shorthand_condition(from, at, t, close)?;
+                Some(id)
+            }
+            Some(b) if b.is_ascii_alphabetic() => {
+                let name_end = name_end(bytes, at, t.end as usize)?;
+                let tail_blank = bytes[name_end..t.end as usize]
+                    .iter()
+                    .all(u8::is_ascii_whitespace);
+                let name = Span::new(at, name_end);
+                let kind = MacroKind::lookup(self.text(name));
+                if kind == MacroKind::Unknown || !tail_blank {
+                    return None;
+                }
+                let span = Span {
+                    start: name.start,
+                    end: close.start,
+                };
+                if self.blank(from + 1, to) && kind.arity().accepts(0) {
+                    return Some(self.call(kind, span, Form::NoArgs, to, close.start));
+                }
+                if name_end == t.end as usize
+                    && matches!(
+                        self.items.get(from + 1).map(|i| i.kind),
+                        Some(ItemKind::Sep)
+                    )
+                {
+                    return Some(self.call(
+                        kind,
+                        span,
+                        Form::DoubleColon(from + 2),
+                        to,
+                        close.start,
+                    ));
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
+    fn is_blank_text(&self, i: usize) -> bool {
+        matches!(self.items[i].kind, ItemKind::Node(Node::Text(s)) if self.text(s).trim().is_empty())
+    }
+
     /// A shorthand tag (SPEC §11.5): IDENT is known, items[from..] hold the operator and the
     /// value. Any other shape (`{{.x y}}`, `{{.x++5}}`) keeps the tag literal with
     /// `BadArguments`, its nested tags evaluated: its arguments are then IDENT and the rest.
-    fn shorthand(&mut self, scope: Scope, ident: Span, span: Span, from: usize, close: Span) -> u32 {
+    fn shorthand(
+        &mut self,
+        scope: Scope,
+        ident: Span,
+        span: Span,
+        from: usize,
+        close: Span,
+    ) -> u32 {
         let to = self.items.len();
         let key_at = to;
         self.push_item(ident, ItemKind::Node(Node::Text(ident)));
@@ -551,7 +789,10 @@ impl<'s> Builder<'s> {
         let (op, shape) = match self.operator(from, to) {
             Some((op, value_from)) => {
                 if let Some(value_from) = value_from {
-                    let start = self.items.get(value_from).map_or(close.start, |it| it.span.start);
+                    let start = self
+                        .items
+                        .get(value_from)
+                        .map_or(close.start, |it| it.span.start);
                     self.arg_scratch.push((
                         value_from,
                         to,

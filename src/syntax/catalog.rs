@@ -56,6 +56,11 @@ pub(crate) enum MacroKind {
     /// Variable shorthand `{{.v OP R}}` / `{{$v OP R}}` (SPEC §11.5). Never a name: the
     /// builder makes these from a shorthand tag or condition.
     Shorthand(ShOp, Scope),
+    /// A `{{if}}` condition read as literal text (SPEC §11.2 case e): its one argument,
+    /// expanded, is the condition's text. Never a name.
+    CondText,
+    /// `{{if::C::THEN}}` given three or more arguments: literal, `BadArguments`. Never a name.
+    If,
     /// Recognised, deliberately not supported (`setvarkey` & co.: JSON variables).
     Unsupported,
     Unknown,
@@ -200,7 +205,8 @@ impl MacroKind {
     pub fn arity(self) -> Arity {
         use MacroKind::*;
         match self {
-            SetVar(_) | AddVar(_) => Arity::Exactly(2),
+            SetVar(_) | AddVar(_) | If => Arity::Exactly(2),
+            CondText => Arity::Exactly(1),
             IncVar(_) | DecVar(_) | GetVar(_) | HasVar(_) | DeleteVar(_) | DateTimeFormat
             | Roll | Banned | Reverse => Arity::Exactly(1),
             Time | Newline | Space => Arity::Optional,
@@ -233,10 +239,7 @@ impl MacroKind {
                 | MacroKind::IncVar(_)
                 | MacroKind::DecVar(_)
                 | MacroKind::DeleteVar(_)
-                | MacroKind::Shorthand(
-                    Set | Add | Sub | Inc | Dec | OrAssign | NullAssign,
-                    _
-                )
+                | MacroKind::Shorthand(Set | Add | Sub | Inc | Dec | OrAssign | NullAssign, _)
         )
     }
 

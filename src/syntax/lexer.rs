@@ -281,7 +281,9 @@ mod tests {
 
     #[test]
     fn directive_keywords_need_a_word_end() {
-        assert_eq!(kinds("{{if::x}}")[0].0, "macro");
+        // SPEC §11.12: `{{if::x}}` and `{{if:x}}` are value-if forms now.
+        assert_eq!(kinds("{{if::x}}")[0].0, "if");
+        assert_eq!(kinds("{{if:x}}")[0].0, "if");
         assert_eq!(kinds("{{iffy}}")[0].0, "macro");
         assert_eq!(kinds("{{elseif}}")[0].0, "macro");
         assert_eq!(kinds("{{ ELSE }}")[0].0, "else");

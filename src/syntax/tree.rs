@@ -136,6 +136,8 @@ pub(crate) struct Block {
     pub then: List,
     pub otherwise: Option<List>,
     pub state: BlockState,
+    /// `{{if}}` blocks auto-trim their taken branch (T, SPEC §11.3).
+    pub trim: bool,
 }
 
 /// A parsed template. Built by `syntax::parse`, read by `eval`.
