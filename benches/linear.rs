@@ -349,6 +349,15 @@ fn templates(t: &mut Table) {
         ("if/inline-many-elses", 20_000, |n| {
             format!("{{{{if::1::{}}}}}", "a{{else}}".repeat(n))
         }),
+        ("comments/scoped-pairs", 20_000, |n| {
+            "a{{//}}b{{user}}{{#if x}}{{///}}c".repeat(n)
+        }),
+        ("comments/nested-openers", 50_000, |n| {
+            format!("{}x{}", "{{//}}".repeat(n), "{{///}}".repeat(n))
+        }),
+        ("comments/unmatched-marks", 50_000, |n| {
+            "{{//}}a{{///}}{{///}}b".repeat(n)
+        }),
         ("shorthand/declarations", 20_000, |n| {
             (0..n)
                 .map(|i| format!("{{{{.k{} += {i}}}}}{{{{$g++}}}}", i % 100))

@@ -30,13 +30,46 @@ impl Builder<'_> {
         }
     }
 
+    /// The scoped comments of one level (SPEC §11.4): a closer takes the most recent
+    /// unmatched opener; each outermost pair covers a range to remove, everything between
+    /// included. Unmatched marks are removed alone (they are comments). Linear: one stack.
+    fn comment_ranges(&self, from: usize, to: usize) -> Vec<(usize, usize)> {
+        let mut ranges = Vec::new();
+        let mut open: Vec<usize> = Vec::new();
+        for i in from..to {
+            match self.items[i].kind {
+                ItemKind::CommentMark { opener: true } => open.push(i),
+                ItemKind::CommentMark { opener: false } => match open.pop() {
+                    Some(start) if open.is_empty() => ranges.push((start, i)),
+                    Some(_) => {}
+                    None => ranges.push((i, i)),
+                },
+                _ => {}
+            }
+        }
+        ranges.extend(open.into_iter().map(|i| (i, i)));
+        ranges.sort_unstable();
+        ranges
+    }
+
     /// Builds one scope (items[from..to]) into a list, pairing its blocks.
     pub(super) fn build_list(&mut self, from: usize, to: usize) -> List {
         let pending_base = self.pending.len();
         let open_base = self.open.len();
         let mut literal_depth = 0u32;
-        for i in from..to {
+        let comments = self.comment_ranges(from, to);
+        let mut next_comment = 0;
+        let mut i = from;
+        while i < to {
+            if let Some(&(start, end)) = comments.get(next_comment)
+                && start == i
+            {
+                next_comment += 1;
+                i = end + 1;
+                continue;
+            }
             let it = self.items[i];
+            i += 1;
             if literal_depth > 0 {
                 match it.kind {
                     ItemKind::Open(_) => {
@@ -53,6 +86,8 @@ impl Builder<'_> {
                         self.push_node(Node::Text(it.span));
                         continue;
                     }
+                    // Removed by `comment_ranges` before this loop sees them.
+                    ItemKind::CommentMark { .. } => continue,
                 }
                 self.push_node(Node::Verbatim(it.span));
                 continue;
@@ -60,6 +95,7 @@ impl Builder<'_> {
             match it.kind {
                 ItemKind::Node(n) => self.push_node(n),
                 ItemKind::Sep => self.push_node(Node::Text(it.span)),
+                ItemKind::CommentMark { .. } => {}
                 ItemKind::Open(opener) => {
                     if self.open.len() - open_base >= self.limits.block_nesting {
                         literal_depth = 1;

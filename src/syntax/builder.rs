@@ -32,8 +32,18 @@ pub(super) enum ItemKind {
     Node(Node),
     Sep,
     Open(Opener),
-    Else { malformed: bool },
-    Close { closer: Closer, trailing: bool },
+    Else {
+        malformed: bool,
+    },
+    Close {
+        closer: Closer,
+        trailing: bool,
+    },
+    /// A scoped comment's opener (`{{//}}`) or closer (`{{///…}}`), SPEC §11.4: paired and
+    /// removed with everything between them before a level is built.
+    CommentMark {
+        opener: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -301,6 +311,16 @@ impl<'s> Builder<'s> {
                 self.had_comment = true;
                 self.items.truncate(frame.base);
                 self.findings.truncate(frame.findings);
+                // The comment's text follows `//`: blank opens a scoped comment, a leading
+                // `/` closes one (`{{///}}`); anything else is an ordinary comment.
+                let text = self.text(Span {
+                    start: open.end,
+                    end: close.start,
+                });
+                if text.trim().is_empty() || text.starts_with('/') {
+                    let opener = !text.starts_with('/');
+                    self.push_item(tag, ItemKind::CommentMark { opener });
+                }
                 return;
             }
             FrameKind::Open => None,
