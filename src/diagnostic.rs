@@ -57,6 +57,8 @@ pub enum DiagnosticKind {
     CacheUnfriendlyPrefix,
     /// A `{{name` with no closing `}}` in its node: it reaches the model as written.
     UnclosedTag,
+    /// A macro flag SillyTavern reserves but does not implement (`!`, `?`, `~`, `>`).
+    IgnoredFlag,
 }
 
 impl DiagnosticKind {
@@ -64,9 +66,12 @@ impl DiagnosticKind {
     pub fn severity(self) -> Severity {
         use DiagnosticKind::*;
         match self {
-            UnknownMacro | UnfilledMarker | HtmlInNode | CacheUnfriendlyPrefix | UnclosedTag => {
-                Severity::Info
-            }
+            UnknownMacro
+            | UnfilledMarker
+            | HtmlInNode
+            | CacheUnfriendlyPrefix
+            | UnclosedTag
+            | IgnoredFlag => Severity::Info,
             _ => Severity::Warning,
         }
     }

@@ -225,3 +225,31 @@ fn legacy_time_utc_tag() {
     );
     assert_eq!(run("{{reverse::{{time_UTC+0}}}}", &c), "MP 70:5");
 }
+
+#[test]
+fn flags_are_accepted_and_reported() {
+    let c = ctx("");
+    assert_eq!(
+        run("{{!reverse::hello}}|{{#user}}|{{~ ? .a = 1}}{{.a}}", &c),
+        "olleh|Alice|1"
+    );
+    let flagged = kinds("{{!reverse::hello}}{{#user}}{{> .b}}", &c);
+    assert_eq!(
+        flagged,
+        [DiagnosticKind::IgnoredFlag, DiagnosticKind::IgnoredFlag]
+    );
+    assert_eq!(run("{{!x {{user}}}}", &c), "{{!x Alice}}");
+    assert_eq!(kinds("{{!x}}", &c), [DiagnosticKind::UnknownMacro]);
+    // A flag run before a directive keyword is no opener.
+    assert_eq!(run("{{# if x}}a", &c), "{{# if x}}a");
+    // An audit sees flags in untaken branches too.
+    let p = Preset::from_json(
+        br#"{"prompts": [{"identifier": "a", "content": "{{#if x}}{{?time}}{{/if}}"}]}"#,
+    )
+    .expect("preset");
+    assert!(
+        p.audit()
+            .iter()
+            .any(|d| d.kind == DiagnosticKind::IgnoredFlag)
+    );
+}

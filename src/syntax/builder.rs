@@ -56,10 +56,12 @@ pub(super) struct Item {
 enum FrameKind {
     Macro {
         name: Span,
+        flags: u8,
     },
     Shorthand {
         scope: Scope,
         ident: Span,
+        flags: u8,
     },
     TimeUtc {
         arg: Span,
@@ -262,11 +264,16 @@ impl<'s> Builder<'s> {
 
     fn open_frame(&mut self, kind: TokKind, span: Span) {
         let kind = match kind {
-            TokKind::Macro { name } => FrameKind::Macro { name },
+            TokKind::Macro { name, flags } => FrameKind::Macro { name, flags },
             TokKind::TimeUtc { arg } => FrameKind::TimeUtc { arg },
-            TokKind::Shorthand { global, ident } => FrameKind::Shorthand {
+            TokKind::Shorthand {
+                global,
+                ident,
+                flags,
+            } => FrameKind::Shorthand {
                 scope: if global { Scope::Global } else { Scope::Local },
                 ident,
+                flags,
             },
             TokKind::Comment => FrameKind::Comment,
             TokKind::HashIf => FrameKind::Cond {
@@ -332,11 +339,25 @@ impl<'s> Builder<'s> {
                 let id = self.call(MacroKind::Time, tag, Form::Single(at), to, close.start);
                 Some(ItemKind::Node(Node::Call(id)))
             }
-            FrameKind::Macro { name } => self
-                .macro_call(name, tag, content, close)
-                .map(|id| ItemKind::Node(Node::Call(id))),
-            FrameKind::Shorthand { scope, ident } => {
+            FrameKind::Macro { name, flags } => {
+                let id = self.macro_call(name, tag, content, close);
+                if let Some(id) = id {
+                    let kind = self.calls[id as usize].kind;
+                    if !matches!(kind, MacroKind::Unknown | MacroKind::Unsupported) {
+                        self.ignored_flags(flags, tag);
+                    }
+                }
+                id.map(|id| ItemKind::Node(Node::Call(id)))
+            }
+            FrameKind::Shorthand {
+                scope,
+                ident,
+                flags,
+            } => {
                 let id = self.shorthand(scope, ident, tag, content, close);
+                if self.calls[id as usize].shape == CallShape::Ok {
+                    self.ignored_flags(flags, tag);
+                }
                 Some(ItemKind::Node(Node::Call(id)))
             }
             FrameKind::Cond { value_if: true, .. } => Some(self.value_if(tag, content, close)),
@@ -570,6 +591,18 @@ impl<'s> Builder<'s> {
                 Some((id, negate))
             }
             _ => None,
+        }
+    }
+
+    /// One `IgnoredFlag` (info) for a tag carrying flags SillyTavern reserves but does not
+    /// implement (SPEC §11.7): they may change meaning when it does.
+    fn ignored_flags(&mut self, flags: u8, tag: Span) {
+        if flags & super::lexer::FLAG_IGNORED != 0 {
+            self.finding(
+                DiagnosticKind::IgnoredFlag,
+                tag,
+                "flags `!`, `?`, `~`, `>` are ignored (SillyTavern reserves them)".into(),
+            );
         }
     }
 

@@ -37,6 +37,7 @@ pub(crate) enum TokKind {
     CloseUnless,
     Macro {
         name: Span,
+        flags: u8,
     },
     /// `{{time_UTC±N`: the macro `time` with the argument `UTC±N` (its span).
     TimeUtc {
@@ -46,6 +47,7 @@ pub(crate) enum TokKind {
     Shorthand {
         global: bool,
         ident: Span,
+        flags: u8,
     },
     Open,
     Close,
@@ -110,11 +112,45 @@ fn span_of(pair: &Pair<'_, Rule>) -> Span {
     Span::new(s.start(), s.end())
 }
 
+/// Flags of a flagged tag (SPEC §11.7): `#` (keep scoped content untrimmed) and the flags
+/// SillyTavern reserves without implementing (`!`, `?`, `~`, `>`), which are ignored.
+pub(crate) const FLAG_HASH: u8 = 1;
+pub(crate) const FLAG_IGNORED: u8 = 2;
+
+fn flag_bits(text: &str) -> u8 {
+    let mut bits = 0;
+    for b in text.bytes() {
+        match b {
+            b'#' => bits |= FLAG_HASH,
+            b'!' | b'?' | b'~' | b'>' => bits |= FLAG_IGNORED,
+            _ => {}
+        }
+    }
+    bits
+}
+
 /// Classifies a `tag` by its head.
 fn tag(pair: Pair<'_, Rule>) -> TokKind {
-    let Some(head) = pair.into_inner().next() else {
+    let mut inner = pair.into_inner();
+    let Some(mut head) = inner.next() else {
         return TokKind::Open;
     };
+    let mut flags = 0;
+    if head.as_rule() == Rule::flags {
+        flags = flag_bits(head.as_str());
+        let Some(next) = inner.next() else {
+            return TokKind::Open;
+        };
+        // `{{# if x}}`, `{{!else}}`: a flag run before a directive keyword is unparsable.
+        if next.as_rule() == Rule::name
+            && ["if", "unless", "else"]
+                .iter()
+                .any(|k| next.as_str().eq_ignore_ascii_case(k))
+        {
+            return TokKind::Open;
+        }
+        head = next;
+    }
     match head.as_rule() {
         Rule::comment => TokKind::Comment,
         Rule::hash_if => TokKind::HashIf,
@@ -125,6 +161,7 @@ fn tag(pair: Pair<'_, Rule>) -> TokKind {
         Rule::else_kw => TokKind::Else,
         Rule::name => TokKind::Macro {
             name: span_of(&head),
+            flags,
         },
         Rule::tomori => tomori(head),
         Rule::shorthand => {
@@ -137,7 +174,11 @@ fn tag(pair: Pair<'_, Rule>) -> TokKind {
                     _ => {}
                 }
             }
-            TokKind::Shorthand { global, ident }
+            TokKind::Shorthand {
+                global,
+                ident,
+                flags,
+            }
         }
         Rule::time_utc => {
             let s = span_of(&head);
