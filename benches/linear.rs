@@ -346,6 +346,9 @@ fn templates(t: &mut Table) {
         ("if/nested-trim", 200, |n| {
             format!("{}x{}", "{{if 1}}\n  ".repeat(30), "\n{{/if}}".repeat(30)).repeat(n)
         }),
+        ("if/inline-shorthand-conditions-nested", 200, |n| {
+            format!("{}x{}", "{{if::.a ?? 1::".repeat(60), "}}".repeat(60)).repeat(n)
+        }),
         ("if/inline-many-elses", 20_000, |n| {
             format!("{{{{if::1::{}}}}}", "a{{else}}".repeat(n))
         }),

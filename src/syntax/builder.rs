@@ -354,7 +354,8 @@ impl<'s> Builder<'s> {
                 ident,
                 flags,
             } => {
-                let id = self.shorthand(scope, ident, tag, content, close);
+                let to = self.items.len();
+                let id = self.shorthand(scope, ident, tag, (content, to), close);
                 if self.calls[id as usize].shape == CallShape::Ok {
                     self.ignored_flags(flags, tag);
                 }
@@ -564,7 +565,7 @@ impl<'s> Builder<'s> {
                 let bytes = self.src.as_bytes();
                 if matches!(bytes[at], b'.' | b'$') {
                     return self
-                        .shorthand_condition(i, at, t, close)
+                        .shorthand_condition(i, at, t, to, close)
                         .map(|id| (id, negate));
                 }
                 let name_end = name_end(bytes, at, t.end as usize)?;
@@ -778,7 +779,7 @@ impl<'s> Builder<'s> {
         let bytes = self.src.as_bytes();
         match bytes.get(at) {
             Some(b'.' | b'$') => {
-                let id = self.shorthand_condition(from, at, t, close)?;
+                let id = self.shorthand_condition(from, at, t, to, close)?;
                 Some(id)
             }
             Some(b) if b.is_ascii_alphabetic() => {
@@ -799,10 +800,8 @@ impl<'s> Builder<'s> {
                     return Some(self.call(kind, span, Form::NoArgs, to, close.start));
                 }
                 if name_end == t.end as usize
-                    && matches!(
-                        self.items.get(from + 1).map(|i| i.kind),
-                        Some(ItemKind::Sep)
-                    )
+                    && from + 1 < to
+                    && matches!(self.items[from + 1].kind, ItemKind::Sep)
                 {
                     return Some(self.call(
                         kind,
@@ -830,11 +829,13 @@ impl<'s> Builder<'s> {
         scope: Scope,
         ident: Span,
         span: Span,
-        from: usize,
+        (from, to): (usize, usize),
         close: Span,
     ) -> u32 {
-        let to = self.items.len();
-        let key_at = to;
+        // The key is pushed past `to`: the operator and value are items[from..to] only (an
+        // inline `if`'s condition must not take its `::THEN` too, or THEN would be built twice
+        // per level: an exponential tree).
+        let key_at = self.items.len();
         self.push_item(ident, ItemKind::Node(Node::Text(ident)));
         self.arg_scratch.clear();
         self.arg_scratch.push((key_at, key_at + 1, ident));
@@ -897,8 +898,16 @@ impl<'s> Builder<'s> {
         Some((op, Some(from)))
     }
 
-    /// A shorthand expression as a condition: `.`/`$` at byte `at` of text item `i`.
-    fn shorthand_condition(&mut self, i: usize, at: usize, t: Span, close: Span) -> Option<u32> {
+    /// A shorthand expression as a condition: `.`/`$` at byte `at` of text item `i`, the
+    /// condition being items[i..to]. `None` (and the item as it was) when it is not one.
+    fn shorthand_condition(
+        &mut self,
+        i: usize,
+        at: usize,
+        t: Span,
+        to: usize,
+        close: Span,
+    ) -> Option<u32> {
         let scope = if self.src.as_bytes()[at] == b'$' {
             Scope::Global
         } else {
@@ -909,6 +918,7 @@ impl<'s> Builder<'s> {
         let ident_end = ident_end(self.src.as_bytes(), ident_start, t.end as usize)?;
         let ident = Span::new(ident_start, ident_end);
         let rest = Span::new(ident_end, t.end as usize);
+        let original = self.items[i];
         self.items[i] = Item {
             span: rest,
             kind: ItemKind::Node(Node::Text(rest)),
@@ -917,8 +927,13 @@ impl<'s> Builder<'s> {
             start: at as u32,
             end: close.start,
         };
-        let id = self.shorthand(scope, ident, span, i, close);
-        (self.calls[id as usize].shape == CallShape::Ok).then_some(id)
+        let id = self.shorthand(scope, ident, span, (i, to), close);
+        if self.calls[id as usize].shape == CallShape::Ok {
+            Some(id)
+        } else {
+            self.items[i] = original;
+            None
+        }
     }
 
     fn is_comment_only(&self, root: List) -> bool {
