@@ -291,3 +291,30 @@ fn nested_inline_ifs_with_shorthand_conditions_stay_linear() {
     let p = Preset::from_json(json.to_string().as_bytes()).expect("preset");
     assert!(p.audit().is_empty());
 }
+
+#[test]
+fn bad_declarations_in_dropped_tomori_branches_still_report() {
+    // SPEC §2.1.4 / issue 9 item 9: pass 1 runs declarations of both TomoriBot branches, so a
+    // wrong argument count is reported there even when the host drops the branch; once only.
+    let c = ctx(r#", "capabilities": {"image_generation": false, "web_search": true}"#);
+    for (t, text) in [
+        (
+            "{{if capability:image_generation}}{{setvar::}}{{/if}}x",
+            "x",
+        ),
+        (
+            "{{if capability:web_search}}{{setvar::}}{{/if}}x",
+            "{{setvar::}}x",
+        ),
+        ("{{incvar}}", "{{incvar}}"),
+    ] {
+        let out = expand(t, &c);
+        assert_eq!(out.text, text, "{t}");
+        let bad = out
+            .diagnostics
+            .iter()
+            .filter(|d| d.kind == DiagnosticKind::BadArguments)
+            .count();
+        assert_eq!(bad, 1, "{t}: {:?}", out.diagnostics);
+    }
+}

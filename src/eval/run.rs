@@ -178,6 +178,16 @@ impl<'r, 'a> Run<'r, 'a> {
                             choice: 0,
                         };
                     } else {
+                        // A declaration with the wrong argument count is still attempted in
+                        // pass 1 (SPEC §2.1.4), so it reports there, also in a TomoriBot branch
+                        // the host later drops; pass 2 renders its literal text silently.
+                        if call.shape == CallShape::BadArguments && call.kind.is_declaration() {
+                            self.diag(
+                                DiagnosticKind::BadArguments,
+                                call.span,
+                                "wrong number of arguments: the macro stays literal".into(),
+                            );
+                        }
                         for arg in tree.call_args(call) {
                             self.walk(arg.body);
                         }
@@ -433,7 +443,12 @@ impl<'r, 'a> Run<'r, 'a> {
             _ => None,
         };
         if let Some((kind, message)) = stays_literal {
-            self.diag(kind, call.span, message.into());
+            let reported_in_pass_1 = matches!(mode, Mode::Body { .. })
+                && call.shape == CallShape::BadArguments
+                && call.kind.is_declaration();
+            if !reported_in_pass_1 {
+                self.diag(kind, call.span, message.into());
+            }
             if mode != Mode::Cond {
                 self.literal(call, mode, out);
             }
