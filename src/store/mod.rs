@@ -210,7 +210,24 @@ impl PresetStore {
         path: impl AsRef<Path>,
         options: StoreOptions,
     ) -> Result<PresetStore, StoreError> {
-        let path = path.as_ref();
+        // Switching a new file to WAL needs an exclusive lock, and SQLite answers `SQLITE_BUSY`
+        // at once, without its busy handler, when another connection is opening the same new
+        // file (it would deadlock otherwise). So the first opens of several processes retry
+        // the whole open, with growing pauses, until the busy timeout is spent.
+        let deadline = std::time::Instant::now() + options.busy_timeout;
+        let mut pause = Duration::from_millis(2);
+        loop {
+            match PresetStore::open_once(path.as_ref(), options.clone()) {
+                Err(StoreError::Locked) if std::time::Instant::now() + pause < deadline => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(100));
+                }
+                result => return result,
+            }
+        }
+    }
+
+    fn open_once(path: &Path, options: StoreOptions) -> Result<PresetStore, StoreError> {
         let shown = path.display().to_string();
         let open_err = |reason: String| StoreError::Open {
             path: shown.clone(),
@@ -225,6 +242,7 @@ impl PresetStore {
             )));
         }
         let mut conn = Connection::open(path).map_err(|e| open_err(sqlite_reason(&e)))?;
+        conn.busy_timeout(options.busy_timeout)?;
         // SQLite opens a write-protected file read-only by itself, but a WAL file also needs
         // its `-shm` index and `-wal` log, which cannot be created when the directory is not
         // writable. Then nothing can be written anyway, and the file is opened immutable: a
