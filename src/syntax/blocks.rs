@@ -35,6 +35,10 @@ impl Builder<'_> {
     /// included. Unmatched marks are removed alone (they are comments). Linear: one stack.
     fn comment_ranges(&self, from: usize, to: usize) -> Vec<(usize, usize)> {
         let mut ranges = Vec::new();
+        if !self.has_comment_marks {
+            // The common case: no scoped comment anywhere in the node, no scan.
+            return ranges;
+        }
         let mut open: Vec<usize> = Vec::new();
         for i in from..to {
             match self.items[i].kind {

@@ -68,7 +68,7 @@ enum FrameKind {
     },
     Open,
     Comment,
-    /// `value_if`: a `{{if}}` opener, which allows whitespace after `!` (SPEC §11.2).
+    /// `value_if`: a `{{if}}` opener, whose condition follows SPEC §11.2 (`value_if`).
     Cond {
         closer: Closer,
         negate: bool,
@@ -123,6 +123,8 @@ pub(crate) struct Builder<'s> {
     pub(super) findings: Vec<Finding>,
     slots: u32,
     had_comment: bool,
+    /// Whether any scoped-comment mark was pushed (`blocks::comment_ranges` scans only then).
+    pub(super) has_comment_marks: bool,
 }
 
 impl<'s> Builder<'s> {
@@ -142,6 +144,7 @@ impl<'s> Builder<'s> {
             findings: Vec::new(),
             slots: 0,
             had_comment: false,
+            has_comment_marks: false,
         }
     }
 
@@ -326,6 +329,7 @@ impl<'s> Builder<'s> {
                 });
                 if text.trim().is_empty() || text.starts_with('/') {
                     let opener = !text.starts_with('/');
+                    self.has_comment_marks = true;
                     self.push_item(tag, ItemKind::CommentMark { opener });
                 }
                 return;
@@ -362,12 +366,8 @@ impl<'s> Builder<'s> {
                 Some(ItemKind::Node(Node::Call(id)))
             }
             FrameKind::Cond { value_if: true, .. } => Some(self.value_if(tag, content, close)),
-            FrameKind::Cond {
-                closer,
-                negate,
-                value_if,
-            } => {
-                let (cond, negate, malformed) = match self.condition(content, close, value_if) {
+            FrameKind::Cond { closer, negate, .. } => {
+                let (cond, negate, malformed) = match self.condition(content, close) {
                     Some((id, neg)) => (Some(id), negate ^ neg, false),
                     None => (None, negate, true),
                 };
@@ -523,11 +523,11 @@ impl<'s> Builder<'s> {
         (self.calls.len() - 1) as u32
     }
 
-    /// Parses a block condition (SPEC §1.2): `[!]name[::args]`, `[!]{{nested tag}}`, or a
-    /// shorthand expression `[!].v [OP R]` (SPEC §11.2, §11.5). `{{if}}` also allows
-    /// whitespace after `!`. Returns the condition call and whether `!` negates it; `None`
-    /// when malformed.
-    fn condition(&mut self, from: usize, close: Span, value_if: bool) -> Option<(u32, bool)> {
+    /// Parses a Handlebars block condition (SPEC §1.2): `[!]name[::args]`,
+    /// `[!]{{nested tag}}`, or a shorthand expression `[!].v [OP R]` (SPEC §11.2). Returns the
+    /// condition call and whether `!` negates it; `None` when malformed. (`{{if}}` conditions
+    /// follow other rules: `if_condition`.)
+    fn condition(&mut self, from: usize, close: Span) -> Option<(u32, bool)> {
         let to = self.items.len();
         let mut i = from;
         // Skip leading whitespace-only text.
@@ -548,10 +548,6 @@ impl<'s> Builder<'s> {
                 if self.src.as_bytes()[at] == b'!' {
                     negate = true;
                     at += 1;
-                    if value_if {
-                        let rest = &self.src[at..t.end as usize];
-                        at += rest.len() - rest.trim_ascii_start().len();
-                    }
                     if at == t.end as usize {
                         // `!{{nested}}`: the operand is the very next item.
                         return match self.items.get(i + 1).map(|x| x.kind) {
