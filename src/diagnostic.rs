@@ -188,11 +188,7 @@ const SNIPPET_SPAN: usize = 80;
 
 /// The largest char boundary at or below `i` (clamped to the string).
 fn floor_boundary(s: &str, i: usize) -> usize {
-    let mut i = i.min(s.len());
-    while !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
+    crate::limits::fit(s, i).len()
 }
 
 /// Input text quoted in a diagnostic message (a macro as written, a variable key, an

@@ -3,50 +3,13 @@
 //! the input. (Time is measured in `benches/hostile.rs`; the inputs here that used to be
 //! quadratic took minutes, so a regression shows as a hung test.)
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_stpreset"))
-}
+mod support;
 
-fn run(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = bin()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("binary runs");
-    let mut input = child.stdin.take().expect("stdin");
-    let data = stdin.map(<[u8]>::to_vec);
-    // Feed stdin from a thread: a large input must not deadlock against a full stdout pipe.
-    let feeder = std::thread::spawn(move || {
-        if let Some(data) = data {
-            let _ = input.write_all(&data);
-        }
-    });
-    let out = child.wait_with_output().expect("waits");
-    feeder.join().expect("feeder");
-    out
-}
-
-fn temp(name: &str, content: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("stpreset-hostile-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let path = dir.join(name);
-    std::fs::write(&path, content).expect("write temp");
-    path
-}
-
-fn s(p: &std::path::Path) -> &str {
-    p.to_str().expect("utf-8 temp path")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use support::{arg as s, bin, stpreset as run, temp, text};
 
 fn history_context() -> PathBuf {
     temp(

@@ -51,7 +51,7 @@ impl Run<'_, '_> {
                     GroupNotMuted => 1,
                     _ => 2,
                 };
-                out.push_str(&self.eng.groups.get_or_insert_with(|| groups(ctx))[i]);
+                out.push_str(&self.groups()[i]);
             }
             LastMessage => self.host_value(HostValue::LastMessage, Signals::default(), out),
             LastUserMessage => self.host_value(HostValue::LastUserMessage, Signals::default(), out),
@@ -196,9 +196,17 @@ impl Run<'_, '_> {
     }
 }
 
-/// The group macros (SPEC §11.14.2), worked out once per render: `group`, `groupNotMuted`,
-/// `notChar`, each the members joined with `, `. Outside a group: `char`, `char`, `user`.
-pub(super) fn groups(ctx: &crate::Context) -> [String; 3] {
+impl Run<'_, '_> {
+    /// `group`, `groupNotMuted`, `notChar` (and `<GROUP>`), worked out on first use.
+    pub(super) fn groups(&mut self) -> &[String; 3] {
+        let ctx = self.ctx();
+        self.eng.groups.get_or_insert_with(|| groups(ctx))
+    }
+}
+
+/// The group macros (SPEC §11.14.2): `group`, `groupNotMuted`, `notChar`, each the members
+/// joined with `, `. Outside a group: `char`, `char`, `user`.
+fn groups(ctx: &crate::Context) -> [String; 3] {
     if ctx.group.is_empty() {
         return [ctx.char.clone(), ctx.char.clone(), ctx.user.clone()];
     }

@@ -115,10 +115,7 @@ fn finish(mut text: String, signals: Signals) -> String {
         return String::new();
     }
     if signals.has(Signals::TRIM) {
-        let end = text.trim_end().len();
-        text.truncate(end);
-        let start = text.len() - text.trim_start().len();
-        text.drain(..start);
+        text::trim_in_place(&mut text);
     }
     text
 }

@@ -56,6 +56,8 @@ pub(super) struct Run<'r, 'a> {
 const RED_ZONE: usize = 128 * 1024;
 const SEGMENT: usize = 1024 * 1024;
 
+const WRONG_COUNT: &str = "wrong number of arguments: the macro stays literal";
+
 /// Value-condition truthiness (SPEC §11.2.3): trimmed, ASCII case ignored, `""`, `false`, `0`
 /// and `off` are false.
 pub(super) fn truthy(s: &str) -> bool {
@@ -182,11 +184,7 @@ impl<'r, 'a> Run<'r, 'a> {
                         // pass 1 (SPEC §2.1.4), so it reports there, also in a TomoriBot branch
                         // the host later drops; pass 2 renders its literal text silently.
                         if call.shape == CallShape::BadArguments && call.kind.is_declaration() {
-                            self.diag(
-                                DiagnosticKind::BadArguments,
-                                call.span,
-                                "wrong number of arguments: the macro stays literal".into(),
-                            );
+                            self.diag(DiagnosticKind::BadArguments, call.span, WRONG_COUNT.into());
                         }
                         for arg in tree.call_args(call) {
                             self.walk(arg.body);
@@ -327,13 +325,10 @@ impl<'r, 'a> Run<'r, 'a> {
                 }
                 Node::Compat(who, written) => {
                     let ctx = self.ctx();
-                    if who == Identity::Group && self.eng.groups.is_none() {
-                        self.eng.groups = Some(super::macros::groups(ctx));
-                    }
                     let len = match who {
                         Identity::User => ctx.user.len(),
                         Identity::Char | Identity::Bot => ctx.char.len(),
-                        Identity::Group => self.eng.groups.as_ref().map_or(0, |g| g[0].len()),
+                        Identity::Group => self.groups()[0].len(),
                     };
                     // Once the work budget is spent, placeholders stay as written (SPEC §10).
                     if !self.charge(len) {
@@ -429,10 +424,7 @@ impl<'r, 'a> Run<'r, 'a> {
                 DiagnosticKind::BadArguments,
                 "a shorthand is `.name`, `.name OP value`, `.name++` or `.name--`: it stays literal",
             )),
-            (CallShape::BadArguments, _) => Some((
-                DiagnosticKind::BadArguments,
-                "wrong number of arguments: the macro stays literal",
-            )),
+            (CallShape::BadArguments, _) => Some((DiagnosticKind::BadArguments, WRONG_COUNT)),
             (_, MacroKind::Unknown) => {
                 Some((DiagnosticKind::UnknownMacro, "unknown macro stays literal"))
             }

@@ -6,7 +6,7 @@
 use std::cmp::Ordering;
 
 use super::run::{Mode, Run, truthy};
-use super::vars;
+use super::{text, vars};
 use crate::diagnostic::DiagnosticKind;
 use crate::syntax::catalog::{Scope, ShOp};
 use crate::syntax::tree::Call;
@@ -31,10 +31,7 @@ impl Run<'_, '_> {
         if let Some(arg) = tree.call_args(call).get(1) {
             self.expand(arg.body, mode.for_args(), &mut s);
         }
-        let end = s.trim_end().len();
-        s.truncate(end);
-        let start = s.len() - s.trim_start().len();
-        s.drain(..start);
+        text::trim_in_place(&mut s);
         s
     }
 

@@ -105,6 +105,15 @@ fn single_brace(b: &[u8], at: usize) -> Option<usize> {
     (i > at + 1 && b.get(i) == Some(&b'}') && b.get(i + 1) != Some(&b'}')).then_some(i + 1)
 }
 
+/// Trims `s` in place (Unicode whitespace at both ends), without a second buffer: node texts
+/// and branch texts can be large.
+pub(crate) fn trim_in_place(s: &mut String) {
+    let end = s.trim_end().len();
+    s.truncate(end);
+    let start = s.len() - s.trim_start().len();
+    s.drain(..start);
+}
+
 /// T, SillyTavern's `trimScopedContent` (SPEC §11.3): the first non-blank line's indent
 /// (spaces and tabs) is removed from every line that has at least that much (others lose all
 /// their leading whitespace), then the whole is trimmed. Without indent it is a plain trim.
@@ -135,10 +144,7 @@ pub(crate) fn auto_trim(s: &str) -> Cow<'_, str> {
             out.push_str(line.trim_start());
         }
     }
-    let end = out.trim_end().len();
-    out.truncate(end);
-    let start = out.len() - out.trim_start().len();
-    out.drain(..start);
+    trim_in_place(&mut out);
     Cow::Owned(out)
 }
 

@@ -736,11 +736,11 @@ impl<'s> Builder<'s> {
                 at += 1 + rest.len() - rest.trim_start().len();
             }
             let c = &self.src[at..t.end as usize];
-            let lower = c.get(..12).unwrap_or(c).to_ascii_lowercase();
-            if ["capability:", "tool:", "tool_family:"]
-                .iter()
-                .any(|ns| lower.starts_with(ns))
-            {
+            if ["capability:", "tool:", "tool_family:"].iter().any(|ns| {
+                c.as_bytes()
+                    .get(..ns.len())
+                    .is_some_and(|head| head.eq_ignore_ascii_case(ns.as_bytes()))
+            }) {
                 return None;
             }
             let rest = Span::new(at, t.end as usize);

@@ -1,0 +1,51 @@
+//! Driving the `stpreset` binary from tests, as scripts and people do.
+#![allow(dead_code)] // each test binary uses part of this module
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The binary, for tests that manage the child process themselves.
+pub fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_stpreset"))
+}
+
+/// Runs the binary with `args`, feeding `stdin` if given, and collects its output.
+pub fn stpreset(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = bin()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    let mut input = child.stdin.take().expect("stdin");
+    let data = stdin.map(<[u8]>::to_vec);
+    // Feed stdin from a thread: a large input must not deadlock against a full stdout pipe.
+    let feeder = std::thread::spawn(move || {
+        if let Some(data) = data {
+            let _ = input.write_all(&data);
+        }
+    });
+    let out = child.wait_with_output().expect("waits");
+    feeder.join().expect("feeder");
+    out
+}
+
+/// Writes `content` to a file named `name` in this test binary's scratch folder.
+pub fn temp(name: &str, content: &[u8]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("stpreset-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(name);
+    std::fs::write(&path, content).expect("write temp");
+    path
+}
+
+/// A path as a command-line argument.
+pub fn arg(p: &Path) -> &str {
+    p.to_str().expect("utf-8 temp path")
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
