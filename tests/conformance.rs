@@ -74,54 +74,16 @@ fn template_vectors() {
     all_pass("template", cases.len(), &template_failures(&cases));
 }
 
-/// Categories of `st-templates.json` (SPEC §11) whose features are built: every case in them
-/// must pass. The others need scoped macros (SPEC §11.3), not built yet; their cases are run
-/// and counted, not required.
-const BUILT_ST_CATEGORIES: &[&str] = &[
-    "st/{{if}} conditional macro",
-    "st/Comment macro",
-    "§11.7 flags",
-    "§11.4 scoped comments",
-    "§11.2 value if",
-    "st/Delayed Argument Resolution ({{if}} branch isolation)",
-    "st/Variable Macros (hasvar, deletevar)",
-    "§11.6 time and counts",
-    "§11.8 context variables",
-    "st/Variable Shorthand Syntax",
-    "st/Variable Shorthand Lazy Evaluation",
-    "st/Variable Shorthand Edge Cases",
-    "st/Variable Shorthand in {{if}} Macro",
-    "§11.5 shorthand",
-    "§11.14 fidelity",
-    "st/Legacy compatibility",
-    "st/Arity errors",
-    "st/Basic evaluation",
-    "st/Bracket handling around macros",
-    "st/Unnamed arguments",
-    "st/Nested macros",
-    "st/Unknown macros",
-];
-
+/// SPEC §11 (the SillyTavern 1.18 dialect): every case must pass.
 #[test]
 fn st_template_vectors() {
     let Some(cases) = shared("st-templates.json") else {
         return;
     };
-    let category = |c: &Value| c["category"].as_str().unwrap_or("").to_string();
-    let built: Vec<&Value> = cases
-        .iter()
-        .filter(|c| BUILT_ST_CATEGORIES.contains(&category(c).as_str()))
-        .collect();
     all_pass(
-        "SillyTavern dialect (built categories)",
-        built.len(),
-        &template_failures(built),
-    );
-    let failing = template_failures(&cases).len();
-    eprintln!(
-        "st-templates.json: {} of {} cases pass (the rest of SPEC §11 is not built yet)",
-        cases.len() - failing,
-        cases.len()
+        "SillyTavern dialect",
+        cases.len(),
+        &template_failures(&cases),
     );
 }
 

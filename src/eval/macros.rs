@@ -32,6 +32,12 @@ impl Run<'_, '_> {
         use MacroKind::*;
         let ctx = self.ctx();
         let arg = |i: usize| args.get(i).map_or("", |a| a.trim());
+        // Scoped content is text, not argument-trimmed: it was auto-trimmed (T) unless the
+        // opener carried `#` (SPEC §11.13.1). Keys, counts, dice and offsets still trim.
+        let text = |i: usize| match call.content {
+            Some(_) => args.get(i).map_or("", |a| a.as_ref()),
+            None => arg(i),
+        };
         match call.kind {
             User => out.push_str(&ctx.user),
             Char => out.push_str(&ctx.char),
@@ -71,7 +77,7 @@ impl Run<'_, '_> {
             Weekday => self.clock(clock::WEEKDAY, out),
             IsoTime => self.clock(clock::ISOTIME, out),
             IsoDate => self.clock(clock::ISODATE, out),
-            DateTimeFormat => self.clock(arg(0), out),
+            DateTimeFormat => self.clock(text(0), out),
             IdleDuration => {
                 if ctx.time_awareness {
                     let idle = self.eng.idle.get_or_insert_with(|| {
@@ -148,14 +154,19 @@ impl Run<'_, '_> {
                 };
                 out.extend(std::iter::repeat_n(unit, n));
             }
-            Trim => self.sig.add(Signals::TRIM),
+            // Unpaired `{{trim}}` marks the node (SPEC §2.3.3); `{{trim}}…{{/trim}}` and
+            // `{{trim::x}}` render their (trimmed) text instead.
+            Trim => match args.first() {
+                None => self.sig.add(Signals::TRIM),
+                Some(_) => out.push_str(text(0)),
+            },
             Noop | Banned => {}
-            Reverse => out.extend(arg(0).chars().rev()),
+            Reverse => out.extend(text(0).chars().rev()),
             // Declarations, unknown and unsupported macros never reach here.
             // A literal `{{if}}` condition is its text.
             CondText => out.push_str(args.first().map_or("", |a| a.as_ref())),
             SetVar(_) | AddVar(_) | IncVar(_) | DecVar(_) | DeleteVar(_) | Shorthand(..) | If
-            | Unsupported | Unknown => {}
+            | Closer | Unsupported | Unknown => {}
         }
         Ok(())
     }

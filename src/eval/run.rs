@@ -186,7 +186,7 @@ impl<'r, 'a> Run<'r, 'a> {
                         if call.shape == CallShape::BadArguments && call.kind.is_declaration() {
                             self.diag(DiagnosticKind::BadArguments, call.span, WRONG_COUNT.into());
                         }
-                        for arg in tree.call_args(call) {
+                        for arg in tree.all_args(call) {
                             self.walk(arg.body);
                         }
                     }
@@ -214,7 +214,8 @@ impl<'r, 'a> Run<'r, 'a> {
         if let MacroKind::Shorthand(op, scope) = call.kind {
             return self.shorthand_declare(call, op, scope, mode, out);
         }
-        let args = self.args(call, mode);
+        let mut args = self.args(call, mode);
+        let raw = self.trim_content(call, &mut args);
         let key = args[0].trim();
         if key.is_empty() {
             self.diag(
@@ -222,6 +223,7 @@ impl<'r, 'a> Run<'r, 'a> {
                 call.span,
                 "variable key is empty: the macro stays literal".into(),
             );
+            restore_content(&mut args, raw);
             self.literal_from(call, &args, out);
             return;
         }
@@ -272,7 +274,7 @@ impl<'r, 'a> Run<'r, 'a> {
     fn args(&mut self, call: &Call, mode: Mode) -> Args<'r> {
         let tree: &'r Tree = self.tree;
         let mut out = Args::new();
-        for arg in tree.call_args(call) {
+        for arg in tree.all_args(call) {
             match tree.list(arg.body) {
                 [] => out.push(Cow::Borrowed("")),
                 [Node::Text(span)] => {
@@ -288,6 +290,25 @@ impl<'r, 'a> Run<'r, 'a> {
             }
         }
         out
+    }
+
+    /// Auto-trims (T) a scoped macro's content, the last argument, unless its opener carried
+    /// `#` (SPEC §11.3). Returns the content as expanded, for when the macro rejects its
+    /// arguments and the pair renders as written (§11.13.2). T charges its input and leaves
+    /// the text as it is once the work budget is spent (§11.13.6).
+    fn trim_content(&mut self, call: &Call, args: &mut Args<'r>) -> Option<Cow<'r, str>> {
+        if call.content.is_none() || call.keep_ws {
+            return None;
+        }
+        let last = args.last_mut()?;
+        if !self.charge(last.len()) {
+            return None;
+        }
+        let trimmed = match text::auto_trim(last) {
+            Cow::Borrowed(t) if t.len() == last.len() => return None,
+            t => Cow::Owned(t.into_owned()),
+        };
+        Some(std::mem::replace(last, trimmed))
     }
 
     /// Expands an `{{if}}` branch and auto-trims it (T, SPEC §11.3): T charges its input and,
@@ -428,6 +449,13 @@ impl<'r, 'a> Run<'r, 'a> {
             (_, MacroKind::Unknown) => {
                 Some((DiagnosticKind::UnknownMacro, "unknown macro stays literal"))
             }
+            // A stray scoped closer: literal, reported when the tree was built.
+            (_, MacroKind::Closer) => {
+                if mode != Mode::Cond {
+                    self.literal(call, mode, out);
+                }
+                return;
+            }
             (_, MacroKind::Unsupported) => Some((
                 DiagnosticKind::UnsupportedMacro,
                 "JSON variables are not supported: the macro stays literal",
@@ -473,7 +501,8 @@ impl<'r, 'a> Run<'r, 'a> {
             }
             return;
         }
-        let args = self.args(call, mode);
+        let mut args = self.args(call, mode);
+        let raw = self.trim_content(call, &mut args);
         let before = out.len();
         if let Err(bad) = self.value(call, &args, out) {
             out.truncate(before);
@@ -489,6 +518,7 @@ impl<'r, 'a> Run<'r, 'a> {
             };
             self.diag(DiagnosticKind::BadArguments, call.span, message);
             if literal {
+                restore_content(&mut args, raw);
                 self.literal_from(call, &args, out);
             }
         }
@@ -502,7 +532,7 @@ impl<'r, 'a> Run<'r, 'a> {
     fn literal(&mut self, call: &Call, mode: Mode, out: &mut String) {
         let tree = self.tree;
         let mut at = call.span.start;
-        for arg in tree.call_args(call) {
+        for arg in tree.all_args(call) {
             out.push_str(tree.text(Span {
                 start: at,
                 end: arg.span.start,
@@ -520,7 +550,7 @@ impl<'r, 'a> Run<'r, 'a> {
     fn literal_from(&mut self, call: &Call, args: &[Cow<'_, str>], out: &mut String) {
         let tree = self.tree;
         let mut at = call.span.start;
-        for (arg, text) in tree.call_args(call).iter().zip(args) {
+        for (arg, text) in tree.all_args(call).zip(args) {
             out.push_str(tree.text(Span {
                 start: at,
                 end: arg.span.start,
@@ -532,6 +562,13 @@ impl<'r, 'a> Run<'r, 'a> {
             start: at,
             end: call.span.end,
         }));
+    }
+}
+
+/// Puts a scoped macro's content back as expanded (before T), see `Run::trim_content`.
+fn restore_content<'t>(args: &mut Args<'t>, raw: Option<Cow<'t, str>>) {
+    if let (Some(raw), Some(last)) = (raw, args.last_mut()) {
+        *last = raw;
     }
 }
 

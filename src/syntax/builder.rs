@@ -2,6 +2,9 @@
 //! scope (the template body, an argument, a condition operand) pairs its blocks on a block stack
 //! and applies the recovery rules of SPEC §1.2. Nothing here recurses on input structure.
 
+use std::collections::HashMap;
+
+use super::blocks::OpenFrame;
 use super::catalog::{MacroKind, Scope, ShOp};
 use super::lexer::{TokKind, Token};
 use super::tree::BlockState;
@@ -38,6 +41,12 @@ pub(super) enum ItemKind {
     Close {
         closer: Closer,
         trailing: bool,
+    },
+    /// A scoped closer `{{/NAME}}` (SPEC §11.3). `call` renders it as literal text when it
+    /// closes nothing.
+    ScopedClose {
+        call: u32,
+        name: Span,
     },
     /// A scoped comment's opener (`{{//}}`) or closer (`{{///…}}`), SPEC §11.4: paired and
     /// removed with everything between them before a level is built.
@@ -76,6 +85,9 @@ enum FrameKind {
     },
     Else,
     Close(Closer),
+    ScopedClose {
+        name: Span,
+    },
 }
 
 /// An open `{{`. `base` indexes its literal fallback item (the opener's own text); the tag's
@@ -87,16 +99,6 @@ struct Frame {
     base: usize,
     /// Findings made before the tag opened; a comment drops the ones made inside it.
     findings: usize,
-}
-
-/// A block being filled in while its scope is built.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct OpenBlock {
-    pub(super) opener: Opener,
-    pub(super) span: Span,
-    pub(super) then_start: usize,
-    pub(super) else_start: Option<usize>,
-    pub(super) faults: bool,
 }
 
 /// How a tag's text after the macro name splits into arguments.
@@ -112,16 +114,23 @@ pub(crate) struct Builder<'s> {
     src: &'s str,
     pub(super) limits: &'s Limits,
     pub(super) nodes: Vec<Node>,
-    calls: Vec<Call>,
+    pub(super) calls: Vec<Call>,
     args: Vec<Arg>,
     pub(super) blocks: Vec<Block>,
     pub(super) items: Vec<Item>,
     frames: Vec<Frame>,
     pub(super) pending: Vec<Node>,
-    pub(super) open: Vec<OpenBlock>,
+    /// Open block and scoped frames of the levels being built (`blocks`).
+    pub(super) open: Vec<OpenFrame>,
+    /// How many of `open` are block frames.
+    pub(super) open_blocks: usize,
+    /// Eligible scoped openers (SPEC §11.3) by call: the macro name as written.
+    pub(super) openers: HashMap<u32, Span>,
+    /// Whether any scoped closer was pushed (`blocks::scoped_pairs` scans only then).
+    pub(super) has_scoped_closers: bool,
     arg_scratch: Vec<(usize, usize, Span)>,
     pub(super) findings: Vec<Finding>,
-    slots: u32,
+    pub(super) slots: u32,
     had_comment: bool,
     /// Whether any scoped-comment mark was pushed (`blocks::comment_ranges` scans only then).
     pub(super) has_comment_marks: bool,
@@ -140,6 +149,9 @@ impl<'s> Builder<'s> {
             frames: Vec::new(),
             pending: Vec::new(),
             open: Vec::new(),
+            open_blocks: 0,
+            openers: HashMap::new(),
+            has_scoped_closers: false,
             arg_scratch: Vec::new(),
             findings: Vec::new(),
             slots: 0,
@@ -261,7 +273,7 @@ impl<'s> Builder<'s> {
         self.items.push(Item { span, kind });
     }
 
-    fn text(&self, span: Span) -> &'s str {
+    pub(super) fn text(&self, span: Span) -> &'s str {
         self.src.get(span.range()).unwrap_or("")
     }
 
@@ -297,6 +309,7 @@ impl<'s> Builder<'s> {
             TokKind::Else => FrameKind::Else,
             TokKind::CloseIf => FrameKind::Close(Closer::If),
             TokKind::CloseUnless => FrameKind::Close(Closer::Unless),
+            TokKind::ScopedClose { name } => FrameKind::ScopedClose { name },
             _ => FrameKind::Open,
         };
         let base = self.items.len();
@@ -346,7 +359,12 @@ impl<'s> Builder<'s> {
             FrameKind::Macro { name, flags } => {
                 let id = self.macro_call(name, tag, content, close);
                 if let Some(id) = id {
-                    let kind = self.calls[id as usize].kind;
+                    let call = &mut self.calls[id as usize];
+                    let kind = call.kind;
+                    if kind.opens_scope(call.args.len()) {
+                        call.keep_ws = flags & super::lexer::FLAG_HASH != 0;
+                        self.openers.insert(id, name);
+                    }
                     if !matches!(kind, MacroKind::Unknown | MacroKind::Unsupported) {
                         self.ignored_flags(flags, tag);
                     }
@@ -382,6 +400,7 @@ impl<'s> Builder<'s> {
             FrameKind::Else => Some(ItemKind::Else {
                 malformed: !self.blank(content, self.items.len()),
             }),
+            FrameKind::ScopedClose { name } => Some(self.scoped_closer(name, tag, content, close)),
             FrameKind::Close(closer) => Some(ItemKind::Close {
                 closer,
                 trailing: !self.blank(content, self.items.len()),
@@ -395,6 +414,39 @@ impl<'s> Builder<'s> {
             // Unparsable: `{{` and `}}` are literal text, the inside stays as parsed.
             None => self.push_item(close, ItemKind::Node(Node::Text(close))),
         }
+    }
+
+    /// `{{/NAME}}` may close a scoped pair; `{{/NAME…}}` with anything else after NAME is a
+    /// closer with arguments, which never pairs and stays literal with its nested tags
+    /// evaluated (SPEC §11.3 step 4). Either way it is prepared as a literal call: of a catalog
+    /// name `Closer` (its `StrayCloser` is a parse diagnostic), else `Unknown` (`UnknownMacro`
+    /// where it is evaluated).
+    fn scoped_closer(&mut self, name: Span, tag: Span, from: usize, close: Span) -> ItemKind {
+        let kind = match MacroKind::lookup(self.text(name)) {
+            MacroKind::Unknown => MacroKind::Unknown,
+            _ => MacroKind::Closer,
+        };
+        let to = self.items.len();
+        self.arg_scratch.clear();
+        if self.blank(from, to) {
+            self.has_scoped_closers = true;
+            let call = self.finish_call(kind, tag, CallShape::Ok);
+            return ItemKind::ScopedClose { call, name };
+        }
+        let start = self.items[from].span.start;
+        self.arg_scratch.push((
+            from,
+            to,
+            Span {
+                start,
+                end: close.start,
+            },
+        ));
+        let call = self.finish_call(kind, tag, CallShape::Ok);
+        if kind == MacroKind::Closer {
+            self.stray_closer(tag);
+        }
+        ItemKind::Node(Node::Call(call))
     }
 
     /// True when items[from..to] are only whitespace text.
@@ -499,7 +551,7 @@ impl<'s> Builder<'s> {
     }
 
     /// Builds the arguments gathered in `arg_scratch` and records the call.
-    fn finish_call(&mut self, kind: MacroKind, span: Span, shape: CallShape) -> u32 {
+    pub(super) fn finish_call(&mut self, kind: MacroKind, span: Span, shape: CallShape) -> u32 {
         let first_arg = self.args.len() as u32;
         for i in 0..self.arg_scratch.len() {
             let (a, b, aspan) = self.arg_scratch[i];
@@ -519,6 +571,8 @@ impl<'s> Builder<'s> {
             shape,
             args: first_arg..self.args.len() as u32,
             slot,
+            content: None,
+            keep_ws: false,
         });
         (self.calls.len() - 1) as u32
     }
@@ -935,7 +989,10 @@ impl<'s> Builder<'s> {
     fn is_comment_only(&self, root: List) -> bool {
         self.nodes[root.range()].iter().all(|n| match *n {
             Node::Text(s) => self.text(s).trim_ascii().is_empty(),
-            Node::Call(id) => self.calls[id as usize].kind == MacroKind::Trim,
+            Node::Call(id) => {
+                let call = &self.calls[id as usize];
+                call.kind == MacroKind::Trim && call.content.is_none()
+            }
             _ => false,
         })
     }

@@ -61,6 +61,9 @@ pub(crate) enum MacroKind {
     CondText,
     /// `{{if::C::THEN}}` given three or more arguments: literal, `BadArguments`. Never a name.
     If,
+    /// A scoped closer (`{{/NAME}}`, `{{/NAME::x}}`) of a catalog name that closes nothing: it
+    /// stays literal text; its `StrayCloser` is a parse diagnostic. Never a name.
+    Closer,
     /// Recognised, deliberately not supported (`setvarkey` & co.: JSON variables).
     Unsupported,
     Unknown,
@@ -209,10 +212,21 @@ impl MacroKind {
             CondText => Arity::Exactly(1),
             IncVar(_) | DecVar(_) | GetVar(_) | HasVar(_) | DeleteVar(_) | DateTimeFormat
             | Roll | Banned | Reverse => Arity::Exactly(1),
-            Time | Newline | Space => Arity::Optional,
-            Random | Pick | Unsupported | Unknown | Shorthand(..) => Arity::Any,
+            Time | Newline | Space | Trim => Arity::Optional,
+            Random | Pick | Unsupported | Unknown | Shorthand(..) | Closer => Arity::Any,
             _ => Arity::Exactly(0),
         }
+    }
+
+    /// Whether a tag of this macro written with `written` arguments may open a scoped pair
+    /// (SPEC §11.3): catalog macros other than the list macros and `if`, when one more
+    /// argument (the content) is a count they accept.
+    pub fn opens_scope(self, written: usize) -> bool {
+        use MacroKind::*;
+        !matches!(
+            self,
+            Random | Pick | If | CondText | Shorthand(..) | Closer | Unsupported | Unknown
+        ) && self.arity().accepts(written + 1)
     }
 
     /// `setvar` & co. keep their value argument raw: everything after the key's `::`.

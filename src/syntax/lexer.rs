@@ -35,6 +35,10 @@ pub(crate) enum TokKind {
     Else,
     CloseIf,
     CloseUnless,
+    /// `{{/NAME…`: a scoped closer (SPEC §11.3); `name` is NAME as written.
+    ScopedClose {
+        name: Span,
+    },
     Macro {
         name: Span,
         flags: u8,
@@ -74,6 +78,7 @@ impl TokKind {
                 | TokKind::Else
                 | TokKind::CloseIf
                 | TokKind::CloseUnless
+                | TokKind::ScopedClose { .. }
                 | TokKind::Macro { .. }
                 | TokKind::TimeUtc { .. }
                 | TokKind::Shorthand { .. }
@@ -157,6 +162,12 @@ fn tag(pair: Pair<'_, Rule>) -> TokKind {
         Rule::hash_unless => TokKind::HashUnless,
         Rule::close_if => TokKind::CloseIf,
         Rule::close_unless => TokKind::CloseUnless,
+        Rule::closer => {
+            let s = span_of(&head);
+            TokKind::ScopedClose {
+                name: Span::new(s.start as usize + 1, s.end as usize),
+            }
+        }
         Rule::value_if => TokKind::ValueIf,
         Rule::else_kw => TokKind::Else,
         Rule::name => TokKind::Macro {
@@ -297,6 +308,7 @@ mod tests {
                     TokKind::Else => "else",
                     TokKind::CloseIf => "/if",
                     TokKind::CloseUnless => "/unless",
+                    TokKind::ScopedClose { .. } => "/name",
                     TokKind::Macro { .. } => "macro",
                     TokKind::TimeUtc { .. } => "time_utc",
                     TokKind::Shorthand { .. } => "shorthand",
@@ -330,7 +342,17 @@ mod tests {
         assert_eq!(kinds("{{ ELSE }}")[0].0, "else");
         assert_eq!(kinds("{{#if}}")[0].0, "#if");
         assert_eq!(kinds("{{/if x}}")[0].0, "/if");
-        assert_eq!(kinds("{{/ifx}}")[0].0, "open");
+        assert_eq!(kinds("{{/ifx}}")[0].0, "/name");
+    }
+
+    #[test]
+    fn scoped_closers_need_a_name_right_after_the_slash() {
+        assert_eq!(kinds("{{/setvar}}")[0], ("/name", "{{/setvar".into()));
+        assert_eq!(kinds("{{ /getvar::x}}")[0].0, "/name");
+        assert_eq!(kinds("{{/ x}}")[0].0, "open");
+        assert_eq!(kinds("{{/}}")[0].0, "open");
+        assert_eq!(kinds("{{#/x}}")[0].0, "open");
+        assert_eq!(kinds("{{/unless}}")[0].0, "/unless");
     }
 
     #[test]

@@ -96,6 +96,11 @@ pub(crate) struct Call {
     pub args: Range<u32>,
     /// Declarations (`setvar` & co.) own a slot for what pass 1 records; others `u32::MAX`.
     pub slot: u32,
+    /// A scoped macro's content (SPEC §11.3), its last argument; `span` then runs from the
+    /// opener to the end of the closer.
+    pub content: Option<Arg>,
+    /// The opener carried `#`: the content is not auto-trimmed.
+    pub keep_ws: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -164,8 +169,13 @@ impl Tree {
     pub fn list(&self, list: List) -> &[Node] {
         &self.nodes[list.range()]
     }
+    /// The arguments written in the tag.
     pub fn call_args(&self, call: &Call) -> &[Arg] {
         &self.args[call.args.start as usize..call.args.end as usize]
+    }
+    /// The written arguments, then a scoped macro's content.
+    pub fn all_args<'t>(&'t self, call: &'t Call) -> impl Iterator<Item = &'t Arg> + 't {
+        self.call_args(call).iter().chain(call.content.as_ref())
     }
     /// Every call reachable from the root: both branches of every block (malformed ones too),
     /// conditions and arguments, in no particular order. Iterative: input depth cannot grow
@@ -179,7 +189,7 @@ impl Tree {
                     Node::Call(c) => {
                         let call = &self.calls[c as usize];
                         out.push(call);
-                        todo.extend(self.call_args(call).iter().map(|a| a.body));
+                        todo.extend(self.all_args(call).map(|a| a.body));
                     }
                     Node::Block(b) => {
                         let block = &self.blocks[b as usize];
