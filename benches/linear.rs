@@ -384,6 +384,49 @@ fn templates(t: &mut Table) {
         ("shorthand/long-ident", 200_000, |n| {
             format!("{{{{.a{} = 1}}}}", "-b".repeat(n / 2))
         }),
+        ("scoped/unpaired-openers", 50_000, |n| {
+            "{{reverse}}a".repeat(n)
+        }),
+        ("scoped/unpaired-then-closers", 20_000, |n| {
+            "{{reverse}}a".repeat(n) + &"{{/setvar}}".repeat(n)
+        }),
+        ("scoped/pairs", 20_000, |n| {
+            "{{setvar::k}}a{{user}}{{/setvar}}{{reverse}} b {{/reverse}}".repeat(n)
+        }),
+        ("scoped/same-name-nested", 20_000, |n| {
+            format!("{}x{}", "{{reverse}}".repeat(n), "{{/reverse}}".repeat(n))
+        }),
+        ("scoped/crossing-blocks", 20_000, |n| {
+            "{{setvar::k}}a{{#if user}}b{{/setvar}}c{{/if}}".repeat(n)
+        }),
+        ("scoped/crossing-names", 20_000, |n| {
+            "{{setvar::a}}X{{reverse}}Y{{/setvar}}Z{{/reverse}}".repeat(n)
+        }),
+        ("scoped/dissolved-by-else", 20_000, |n| {
+            format!(
+                "{{{{#if user}}}}{}{{{{else}}}}{}{{{{/if}}}}",
+                "{{reverse}}a".repeat(n),
+                "{{/reverse}}".repeat(n)
+            )
+        }),
+        ("scoped/many-openers-one-closer", 20_000, |n| {
+            "{{reverse}}a".repeat(n) + "{{/reverse}}"
+        }),
+        ("scoped/closers-with-arguments", 20_000, |n| {
+            "{{/getvar::{{user}}}}{{/foo}}".repeat(n)
+        }),
+        ("scoped/nested-auto-trim", 200, |n| {
+            format!("{}x{}", "{{trim}}\n  ".repeat(30), "\n{{/trim}}".repeat(30)).repeat(n)
+        }),
+        ("scoped/rejected-nested", 200, |n| {
+            format!("{}x{}", "{{newline}}".repeat(30), "{{/newline}}".repeat(30)).repeat(n)
+        }),
+        ("scoped/declarations-in-content", 20_000, |n| {
+            "{{setvar::k}}{{incvar::n}}{{getvar::k}}{{/setvar}}".repeat(n)
+        }),
+        ("scoped/comment-pairs-around-pairs", 20_000, |n| {
+            "{{//}}{{reverse}}{{///}}a{{/reverse}}{{//}}{{/reverse}}{{///}}".repeat(n)
+        }),
         ("shorthand/conditions", 20_000, |n| {
             "{{#if .a}}x{{/if}}{{if ! $b > 2}}y{{else}}z{{/if}}".repeat(n)
         }),

@@ -60,4 +60,17 @@ clash = {"prompts": [{"identifier": "legacyPostHistory", "content": "a\u00e9\u00
                      {"identifier": "chatHistory", "marker": True}], "post_history": "a{{x}}"}
 put("import", "\ufeff" + json.dumps(clash))
 put("cli", json.dumps(clash))
+# SillyTavern 1.18 shapes worth mutating from (SPEC §11.3): crossing, dissolving, depth.
+for t in ["{{setvar::a}}X{{reverse}}Y{{/setvar}}Z{{/reverse}}",
+          "{{#if user}}{{setvar::k}}a{{else}}b{{/setvar}}{{/if}}",
+          "{{#trim}} a {{/trim}}{{newline}}x{{/newline}}{{/getvar::{{user}}}}{{/foo}}",
+          "{{#if user}}" * 33 + "{{reverse}}" + "{{/if}}" * 33 + "{{/reverse}}",
+          "{{//}}{{reverse}}{{///}}a{{/reverse}}{{if::1::{{trim}}b{{else}}c{{/trim}}}}"]:
+    put("parse", t)
+    put("expand", t)
+# Context fields of SPEC §11.8 and §11.14 (chat variables, groups) in a render seed.
+put("cli", json.dumps({"prompts": [{"identifier": "main", "content":
+                                    "{{.turn++}}{{group}}{{notChar}}{{hasvar::mood}}"}]})
+    + "\0" + json.dumps({"variables": {"turn": "3", "mood": "calm"},
+                          "group": ["Tomori", "Kaede"], "group_muted": ["Kaede"]}))
 print("seeds written to", out)

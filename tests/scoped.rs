@@ -1,8 +1,8 @@
 //! SillyTavern 1.18 scoped macros and scoped comments (SPEC §11.3, §11.4, §11.13) through the
 //! public API: pairing, the one frame stack, recovery, content evaluation and T.
 
-use stpreset::{Context, DiagnosticKind, Limits, Template, expand};
 use DiagnosticKind::*;
+use stpreset::{Context, DiagnosticKind, Limits, Template, expand};
 
 fn ctx() -> Context {
     let json = r#"{"user": "Alice", "char": "Tomori", "description": "Shrine maiden.",
@@ -16,20 +16,33 @@ fn run(t: &str) -> String {
 }
 
 fn kinds(t: &str) -> Vec<DiagnosticKind> {
-    expand(t, &ctx()).diagnostics.iter().map(|d| d.kind).collect()
+    expand(t, &ctx())
+        .diagnostics
+        .iter()
+        .map(|d| d.kind)
+        .collect()
 }
 
 #[test]
 fn content_is_the_last_argument() {
-    assert_eq!(run("{{setvar::k}}a :: b{{/setvar}}[{{getvar::k}}]"), "[a :: b]");
+    assert_eq!(
+        run("{{setvar::k}}a :: b{{/setvar}}[{{getvar::k}}]"),
+        "[a :: b]"
+    );
     assert_eq!(run("{{reverse}}abc{{/reverse}}"), "cba");
     assert_eq!(run("{{getvar}} k {{/getvar}}{{setvar::k::v}}"), "v");
     assert_eq!(run("{{hasvar}}k{{/hasvar}}"), "false");
     assert_eq!(run("{{time}}UTC+2{{/time}}"), "7:07 PM");
-    assert_eq!(run("{{newline}}3{{/newline}}|{{space}}2{{/space}}|"), "\n\n\n|  |");
+    assert_eq!(
+        run("{{newline}}3{{/newline}}|{{space}}2{{/space}}|"),
+        "\n\n\n|  |"
+    );
     assert_eq!(run("{{incvar}}n{{/incvar}}{{incvar}}n{{/incvar}}"), "12");
     // Aliases close only their own name; names pair ignoring ASCII case.
-    assert_eq!(run("{{varexists}}k{{/hasvar}}"), "{{varexists}}k{{/hasvar}}");
+    assert_eq!(
+        run("{{varexists}}k{{/hasvar}}"),
+        "{{varexists}}k{{/hasvar}}"
+    );
     assert_eq!(run("{{REVERSE}}ab{{/reverse}}"), "ba");
 }
 
@@ -38,7 +51,10 @@ fn only_eligible_openers_pair() {
     // A macro that takes no argument, one given its full count, list macros and unknown
     // names never pair; their closers stay literal.
     assert_eq!(run("{{user}}a{{/user}}"), "Alicea{{/user}}");
-    assert_eq!(run("{{setvar::k::v}}x{{/setvar}}[{{getvar::k}}]"), "x{{/setvar}}[v]");
+    assert_eq!(
+        run("{{setvar::k::v}}x{{/setvar}}[{{getvar::k}}]"),
+        "x{{/setvar}}[v]"
+    );
     assert_eq!(run("{{reverse::ab}}x{{/reverse}}"), "bax{{/reverse}}");
     assert_eq!(run("{{pick}}a{{/pick}}"), "a{{/pick}}");
     assert_eq!(run("{{foo}}a{{/foo}}"), "{{foo}}a{{/foo}}");
@@ -57,7 +73,10 @@ fn unpaired_openers_are_inline_tags() {
 
 #[test]
 fn stray_closers_stay_literal() {
-    assert_eq!(run("a{{/reverse::x}}b{{/foo}}c"), "a{{/reverse::x}}b{{/foo}}c");
+    assert_eq!(
+        run("a{{/reverse::x}}b{{/foo}}c"),
+        "a{{/reverse::x}}b{{/foo}}c"
+    );
     assert_eq!(kinds("a{{/reverse::x}}"), [StrayCloser]);
     assert_eq!(kinds("b{{/foo}}"), [UnknownMacro]);
     // Nested tags in a closer with arguments are evaluated.
@@ -68,7 +87,10 @@ fn stray_closers_stay_literal() {
         "{{/setvar}}[v]"
     );
     // A closer with arguments never pairs, even with a matching opener before it.
-    assert_eq!(run("{{reverse}}ab{{/reverse::x}}"), "{{reverse}}ab{{/reverse::x}}");
+    assert_eq!(
+        run("{{reverse}}ab{{/reverse::x}}"),
+        "{{reverse}}ab{{/reverse::x}}"
+    );
     // `{{/if}}` and `{{/unless}}` keep the block rules: a stray one is dropped.
     assert_eq!(run("a{{/if}}b"), "ab");
 }
@@ -174,15 +196,24 @@ fn declarations_run_in_pass_one_at_the_opener() {
         "on"
     );
     // Stored text keeps single-brace placeholders (SPEC §11.13.12).
-    assert_eq!(run("{{setvar::k}}Hi {user}{{/setvar}}{{getvar::k}}"), "Hi {user}");
+    assert_eq!(
+        run("{{setvar::k}}Hi {user}{{/setvar}}{{getvar::k}}"),
+        "Hi {user}"
+    );
 }
 
 #[test]
 fn a_pair_whose_macro_rejects_its_arguments_renders_as_written() {
-    assert_eq!(run("{{setvar::}} v {{/setvar}}"), "{{setvar::}} v {{/setvar}}");
+    assert_eq!(
+        run("{{setvar::}} v {{/setvar}}"),
+        "{{setvar::}} v {{/setvar}}"
+    );
     assert_eq!(kinds("{{setvar::}} v {{/setvar}}"), [BadArguments]);
     assert_eq!(run("{{time}}UTC+99{{/time}}"), "{{time}}UTC+99{{/time}}");
-    assert_eq!(run("{{newline}} x {{/newline}}"), "{{newline}} x {{/newline}}");
+    assert_eq!(
+        run("{{newline}} x {{/newline}}"),
+        "{{newline}} x {{/newline}}"
+    );
     assert_eq!(kinds("{{newline}} x {{/newline}}"), [BadArguments]);
     // Its content's declarations still run.
     assert_eq!(
@@ -190,7 +221,10 @@ fn a_pair_whose_macro_rejects_its_arguments_renders_as_written() {
         "{{getvar}}{{/getvar}}[1]"
     );
     // Empty arguments: `space`/`newline` render empty, `time` the local time.
-    assert_eq!(run("[{{space}}{{/space}}][{{newline}} {{/newline}}]"), "[][]");
+    assert_eq!(
+        run("[{{space}}{{/space}}][{{newline}} {{/newline}}]"),
+        "[][]"
+    );
     assert_eq!(run("{{time}}{{/time}}"), "5:07 PM");
 }
 
@@ -206,7 +240,11 @@ fn scoped_frames_count_toward_block_depth() {
     let close = "{{/if}}".repeat(33);
     let t = format!("{{{{reverse}}}}{open}{{{{setvar::k}}}}{close}{{{{/setvar}}}}x");
     let out = expand(&t, &ctx());
-    assert!(out.text.ends_with("{{setvar::k}}{{/if}}{{/setvar}}x"), "{}", out.text);
+    assert!(
+        out.text.ends_with("{{setvar::k}}{{/if}}{{/setvar}}x"),
+        "{}",
+        out.text
+    );
     let kinds: Vec<_> = out.diagnostics.iter().map(|d| d.kind).collect();
     assert!(kinds.contains(&StrayCloser), "{kinds:?}");
     // Unpaired eligible openers are not frames.
@@ -239,7 +277,10 @@ fn flags_on_scoped_openers() {
 fn scoped_pairs_inside_conditions_and_inline_if() {
     assert_eq!(run("{{if {{reverse}}0{{/reverse}}}}T{{else}}F{{/if}}"), "F");
     // THEN's top-level `{{else}}` splits it; a pair cannot cross it.
-    assert_eq!(run("{{if::1::{{reverse}}ab{{else}}c{{/reverse}}}}"), "{{reverse}}ab");
+    assert_eq!(
+        run("{{if::1::{{reverse}}ab{{else}}c{{/reverse}}}}"),
+        "{{reverse}}ab"
+    );
     assert_eq!(run("{{if::1::{{reverse}}ab{{/reverse}}}}"), "ba");
 }
 
@@ -251,6 +292,10 @@ fn deep_nesting_and_limits_are_respected() {
     let t = format!("{}x{}", "{{reverse}}".repeat(n), "{{/reverse}}".repeat(n));
     let out = expand(&t, &ctx());
     assert!(out.text.contains('x'));
-    let limits = out.diagnostics.iter().filter(|d| d.kind == NestingLimit).count();
+    let limits = out
+        .diagnostics
+        .iter()
+        .filter(|d| d.kind == NestingLimit)
+        .count();
     assert_eq!(limits, 3);
 }

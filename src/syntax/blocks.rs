@@ -416,3 +416,53 @@ impl Builder<'_> {
         self.pending.push(Node::Block(id));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::Limits;
+    use crate::syntax::parse;
+
+    #[test]
+    fn uncommented_skips_ranges() {
+        let got: Vec<usize> = uncommented(0, 10, &[(1, 3), (4, 4), (8, 9)]).collect();
+        assert_eq!(got, [0, 5, 6, 7]);
+        assert_eq!(uncommented(2, 2, &[]).count(), 0);
+    }
+
+    #[test]
+    fn a_confirmed_pair_is_one_call_with_its_content() {
+        let (t, f) = parse(
+            "a{{setvar::k}}b{{user}}{{/SETVAR}}c".into(),
+            &Limits::default(),
+        );
+        assert!(f.is_empty());
+        let root = t.list(t.root);
+        assert_eq!(root.len(), 3);
+        let Node::Call(id) = root[1] else {
+            panic!("{root:?}")
+        };
+        let call = &t.calls[id as usize];
+        assert_eq!(t.text(call.span), "{{setvar::k}}b{{user}}{{/SETVAR}}");
+        assert_eq!(call.shape, CallShape::Ok);
+        assert_ne!(call.slot, u32::MAX);
+        let content = call.content.expect("content");
+        assert_eq!(t.text(content.span), "b{{user}}");
+        assert_eq!(t.list(content.body).len(), 2);
+    }
+
+    #[test]
+    fn dissolved_frames_leave_their_opener_inline() {
+        let (t, f) = parse(
+            "{{setvar::k}}a{{#if x}}{{/setvar}}{{/if}}".into(),
+            &Limits::default(),
+        );
+        assert_eq!(
+            f.iter().map(|f| f.kind).collect::<Vec<_>>(),
+            [DiagnosticKind::StrayCloser]
+        );
+        let call = &t.calls[0];
+        assert!(call.content.is_none());
+        assert_eq!(call.shape, CallShape::BadArguments);
+    }
+}
