@@ -8,7 +8,8 @@ use serde::ser::{SerializeMap, Serializer};
 
 use crate::context::{Context, ContextItem, Role, Tag};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
-use crate::eval::{Signals, convert_identities};
+use crate::eval::Signals;
+use crate::identity::convert_identities;
 use crate::limits::OutputBudget;
 
 /// One message for a model provider. Flattening concatenates `parts`.

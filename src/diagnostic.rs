@@ -6,7 +6,7 @@ use std::fmt;
 use serde::Serialize;
 use serde::ser::{SerializeStruct, Serializer};
 
-use crate::syntax::Span;
+use crate::span::Span;
 
 /// How serious a diagnostic is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -24,9 +24,11 @@ mod context;
 mod diagnostic;
 mod error;
 mod eval;
+mod identity;
 mod limits;
 mod preset;
 mod report;
+mod span;
 #[cfg(feature = "store")]
 mod store;
 mod syntax;
@@ -40,7 +42,6 @@ pub use preset::{CompiledPreset, Message, Preset, PresetError, PresetNode, Rende
 pub use report::TextReport;
 #[cfg(feature = "store")]
 pub use store::{Clock, PresetStore, PresetSummary, StoreError, StoreOptions, SystemClock};
-pub use syntax::Span;
 pub use template::{Expanded, Expansion, Template, expand};
 
 /// The README's examples run as doctests.

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use rand::RngExt;
 
-use super::{HostValue, Run, Signals, chance, clock, text};
+use super::{HostValue, Run, Signals, chance, clock};
 use crate::context::{Role, Tag};
 use crate::syntax::catalog::MacroKind;
 use crate::syntax::tree::Call;
@@ -198,7 +198,7 @@ impl Run<'_, '_> {
                 HostValue::LastUserMessage => last(ctx, Some(Role::User)),
                 HostValue::LastCharMessage => last(ctx, Some(Role::Model)),
             };
-            text::convert_identities(raw, &ctx.user, &ctx.char)
+            crate::identity::convert_identities(raw, &ctx.user, &ctx.char)
         });
         if !value.is_empty() {
             out.push_str(value);

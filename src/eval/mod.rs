@@ -21,7 +21,6 @@ use crate::diagnostic::{Diagnostic, DiagnosticKind, Finding};
 use crate::syntax::Span;
 use crate::syntax::tree::Tree;
 use run::{Mode, Run};
-pub(crate) use text::convert_identities;
 use vars::Vars;
 
 /// One node taking part in a render.

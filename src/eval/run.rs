@@ -9,9 +9,8 @@ use crate::context::{Context, ToolText};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::syntax::Span;
 use crate::syntax::catalog::MacroKind;
-use crate::syntax::lexer::Namespace;
 use crate::syntax::tree::{
-    Block, BlockKind, BlockState, Call, CallShape, Identity, List, Node, Tree,
+    Block, BlockKind, BlockState, Call, CallShape, Identity, List, Namespace, Node, Tree,
 };
 
 /// Where an expansion happens, which decides how unknown macros, placeholders and declarations
@@ -425,7 +424,7 @@ impl<'r, 'a> Run<'r, 'a> {
         let replacement: Option<std::borrow::Cow<'_, str>> = match host.tool_text(&lower) {
             Some(ToolText::Name(n)) => Some(format!("`{n}`").into()),
             Some(ToolText::Phrase(p)) => Some(p.into()),
-            None => text::identity(key, &ctx.user, &ctx.char).map(Into::into),
+            None => crate::identity::identity(key, &ctx.user, &ctx.char).map(Into::into),
         };
         match replacement {
             Some(r) if self.charge(r.len()) => out.push_str(&r),

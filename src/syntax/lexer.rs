@@ -5,19 +5,13 @@ use pest::iterators::Pair;
 
 use pest_derive::Parser;
 
-use super::tree::{Identity, Span};
+use super::tree::{Identity, Namespace, Span};
 
 #[derive(Parser)]
 #[grammar = "../grammar/template.pest"]
 struct TemplateGrammar;
 
 /// TomoriBot predicate namespace (`capability:`, `tool:`, `tool_family:`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Namespace {
-    Capability,
-    Tool,
-    ToolFamily,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TokKind {

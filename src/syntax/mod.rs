@@ -8,7 +8,7 @@ pub(crate) mod lexer;
 mod lines;
 pub(crate) mod tree;
 
-pub use tree::Span;
+pub(crate) use crate::span::Span;
 pub(crate) use tree::Tree;
 
 use crate::diagnostic::{DiagnosticKind, Finding};

@@ -7,32 +7,15 @@ use std::ops::Range;
 use std::sync::OnceLock;
 
 use super::catalog::MacroKind;
-use super::lexer::Namespace;
 use super::lines::LineIndex;
+pub(crate) use crate::span::Span;
 
-/// A byte range into a template's source.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Span {
-    /// First byte.
-    pub start: u32,
-    /// One past the last byte.
-    pub end: u32,
-}
-
-impl Span {
-    pub(crate) fn new(start: usize, end: usize) -> Span {
-        // Sources are capped far below 4 GiB (SPEC §8), so offsets fit in u32.
-        Span {
-            start: start as u32,
-            end: end as u32,
-        }
-    }
-    pub(crate) fn range(self) -> Range<usize> {
-        self.start as usize..self.end as usize
-    }
-    pub(crate) fn len(self) -> usize {
-        (self.end - self.start) as usize
-    }
+/// The namespace of a TomoriBot predicate (`{{if capability:x}}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Namespace {
+    Capability,
+    Tool,
+    ToolFamily,
 }
 
 /// Who an identity placeholder or compatibility placeholder names.
