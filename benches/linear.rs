@@ -46,7 +46,7 @@ fn context(history: usize) -> Context {
                      "capabilities": {"web_search": true}, "tools": ["web_search"],
                      "tool_names": {"t": "tool"}, "globals": {"g": "1"}, "items": items});
     let mut ctx = Context::from_json(&serde_json::to_vec(&ctx).expect("json")).expect("context");
-    ctx.limits = roomy();
+    ctx.options.limits = roomy();
     ctx
 }
 

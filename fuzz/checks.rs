@@ -37,7 +37,7 @@ pub fn expand(data: &[u8]) {
     };
     let ctx = context();
     let a = template.render(&ctx);
-    assert!(a.text.len() <= ctx.limits.output_bytes);
+    assert!(a.text.len() <= ctx.options.limits.output_bytes);
     let b = template.render(&ctx);
     assert_eq!(a.text, b.text, "same seed and clock, same bytes");
     assert_eq!(a.diagnostics, b.diagnostics);
@@ -159,7 +159,7 @@ pub fn render(data: &[u8]) {
         .flat_map(|m| &m.parts)
         .map(String::len)
         .sum();
-    assert!(total <= ctx.limits.output_bytes);
+    assert!(total <= ctx.options.limits.output_bytes);
     let b = compiled.render(&ctx);
     assert_eq!(a.messages, b.messages, "same seed and clock, same messages");
     let _ = preset.audit();

@@ -7,11 +7,11 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
 use crate::error::ContextError;
-use crate::limits::Limits;
+use crate::options::{Injection, RenderOptions};
 
 /// Everything a render reads from the host. Every field has a default (SPEC §9): empty strings,
-/// user `User`, no capabilities, tools or items, seed 0, the real clock, offset 0, time awareness
-/// on.
+/// user `User`, no capabilities, tools or items, seed 0, the clock of [`RenderOptions`] read at
+/// render time, offset 0, time awareness on.
 ///
 /// ```
 /// let mut ctx = stpreset::Context::default();
@@ -52,8 +52,8 @@ pub struct Context {
     pub model: String,
     /// Model provider (for hosts; no macro reads it).
     pub provider: String,
-    /// The one clock reading of the render.
-    pub now: DateTime<Utc>,
+    /// The one clock reading of the render; `None` reads `options.clock` once per render.
+    pub now: Option<DateTime<Utc>>,
     /// Local time is `now` plus this many minutes (UTC+8 is 480).
     pub utc_offset_minutes: i32,
     /// When false every temporal macro expands to empty.
@@ -71,8 +71,8 @@ pub struct Context {
     pub items: Vec<ContextItem>,
     /// Capability and tool facts, answered through the [`Host`] trait.
     pub host: MapHost,
-    /// Resource limits for this render.
-    pub limits: Limits,
+    /// How the render runs: limits, injection mode, clock.
+    pub options: RenderOptions,
 }
 
 impl Default for Context {
@@ -93,7 +93,7 @@ impl Default for Context {
             group_muted: Vec::new(),
             model: String::new(),
             provider: String::new(),
-            now: Utc::now(),
+            now: None,
             utc_offset_minutes: 0,
             time_awareness: true,
             seed: 0,
@@ -102,7 +102,7 @@ impl Default for Context {
             variables: BTreeMap::new(),
             items: Vec::new(),
             host: MapHost::default(),
-            limits: Limits::default(),
+            options: RenderOptions::default(),
         }
     }
 }
@@ -211,16 +211,16 @@ impl ContextItem {
 
 /// How the host fills a tool-name placeholder `{key}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ToolText<'a> {
+pub(crate) enum ToolText<'a> {
     /// A tool name, inserted in backticks.
     Name(&'a str),
     /// A phrase, inserted as is.
     Phrase(&'a str),
 }
 
-/// The host's answers to TomoriBot predicates and tool-name placeholders (SPEC §4.4).
-/// Names arrive lower-cased.
-pub trait Host {
+/// The host's answers to TomoriBot predicates and tool-name placeholders (SPEC §4.4), as the
+/// evaluator asks them. Names arrive lower-cased.
+pub(crate) trait Host {
     /// `capability:NAME`: `None` when the host does not know the capability.
     fn capability(&self, name: &str) -> Option<bool>;
     /// `tool:NAME`: is a tool with that name available (never unknown).
@@ -231,16 +231,15 @@ pub trait Host {
     fn tool_text(&self, key: &str) -> Option<ToolText<'_>>;
 }
 
-/// A [`Host`] answering from maps. Keys are lower-cased on insertion.
+/// The host's capability and tool facts (SPEC §4.4, §9), the answers to TomoriBot predicates
+/// and tool-name placeholders. Keys are lower-cased on insertion.
 ///
 /// ```
-/// use stpreset::{Host, MapHost};
-/// let mut host = MapHost::default();
-/// host.set_capability("Web_Search", true);
-/// host.add_tool("web_search");
-/// assert_eq!(host.capability("web_search"), Some(true));
-/// assert_eq!(host.capability("teleport"), None);
-/// assert!(host.tool("web_search"));
+/// let mut ctx = stpreset::Context::default();
+/// ctx.host.set_capability("Web_Search", true);
+/// ctx.host.add_tool("web_search");
+/// let t = "{{if capability:web_search}}search{{/if}}{{if !tool:web_search}}none{{/if}}";
+/// assert_eq!(stpreset::expand(t, &ctx).text, "search");
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct MapHost {
@@ -326,6 +325,7 @@ struct ContextFile {
     globals: BTreeMap<String, String>,
     variables: BTreeMap<String, String>,
     items: Vec<ContextItem>,
+    injection: Injection,
 }
 
 impl Context {
@@ -394,7 +394,7 @@ impl Context {
             group_muted: file.group_muted,
             model: file.model,
             provider: file.provider,
-            now: file.now.unwrap_or_else(Utc::now),
+            now: file.now,
             utc_offset_minutes: file.utc_offset_minutes,
             time_awareness: file.time_awareness.unwrap_or(true),
             seed: file.seed,
@@ -403,7 +403,7 @@ impl Context {
             variables: file.variables,
             items: file.items,
             host,
-            limits: Limits::default(),
+            options: RenderOptions::default().with_injection(file.injection),
         })
     }
 }

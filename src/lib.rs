@@ -25,8 +25,11 @@ mod diagnostic;
 mod error;
 mod eval;
 mod identity;
+mod json;
 mod limits;
+mod options;
 mod preset;
+mod render;
 mod report;
 mod span;
 #[cfg(feature = "store")]
@@ -34,15 +37,19 @@ mod store;
 mod syntax;
 mod template;
 
-pub use context::{Context, ContextItem, Host, MapHost, Role, Tag, ToolText};
+pub use assemble::{Message, Source};
+pub use context::{Context, ContextItem, MapHost, Role, Tag};
 pub use diagnostic::{Diagnostic, DiagnosticKind, Severity, terminal_line, terminal_safe};
 pub use error::{ContextError, TemplateError};
+pub use eval::Expanded;
 pub use limits::Limits;
-pub use preset::{CompiledPreset, Message, Preset, PresetError, PresetNode, Rendered, Source};
+pub use options::{Injection, RenderOptions};
+pub use preset::{CompiledPreset, Preset, PresetError, PresetNode};
+pub use render::{Expansion, Rendered};
 pub use report::TextReport;
 #[cfg(feature = "store")]
 pub use store::{Clock, PresetStore, PresetSummary, StoreError, StoreOptions, SystemClock};
-pub use template::{Expanded, Expansion, Template, expand};
+pub use template::{Template, expand};
 
 /// The README's examples run as doctests.
 #[doc = include_str!("../README.md")]

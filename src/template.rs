@@ -1,13 +1,9 @@
-//! A single compiled template: what `stpreset expand` renders.
+//! A single compiled template: what `stpreset expand` renders (see `render` for how).
 
-use std::collections::BTreeMap;
-
-use crate::context::{Context, Host};
-use crate::diagnostic::{Diagnostic, DiagnosticKind, Finding};
+use crate::context::Context;
 use crate::error::TemplateError;
-use crate::eval::{self, EvalNode, Signals};
-use crate::limits::{Limits, OutputBudget};
-use crate::syntax::{self, Tree};
+use crate::limits::Limits;
+use crate::render::{self, CompiledNode, Expansion};
 
 /// Node identifier a lone template renders as.
 const TEMPLATE_ID: &str = "template";
@@ -21,39 +17,7 @@ const TEMPLATE_ID: &str = "template";
 /// ```
 #[derive(Debug)]
 pub struct Template {
-    tree: Tree,
-    findings: Vec<Finding>,
-}
-
-/// The result of rendering one template.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct Expansion {
-    /// The finished text (empty when the template produced only whitespace).
-    pub text: String,
-    /// Parse, pass-1 and pass-2 diagnostics, in that order.
-    pub diagnostics: Vec<Diagnostic>,
-    /// Local variables after the render.
-    pub variables: BTreeMap<String, String>,
-    /// Global variables after the render (the host's, plus what the template set).
-    pub globals: BTreeMap<String, String>,
-    /// Host values the text expanded (non-empty, in body text that survived the host pass).
-    pub expanded: Expanded,
-}
-
-/// Which host values a render expanded in surviving body text (SPEC §2.3.3). A preset's
-/// assembler drops the matching native blocks; a host assembling on its own can do the same.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Expanded {
-    /// `{{description}}` was expanded.
-    pub description: bool,
-    /// `{{personality}}` was expanded.
-    pub personality: bool,
-    /// `{{persona}}` was expanded.
-    pub persona: bool,
-    /// `{{scenario}}` was expanded.
-    pub scenario: bool,
+    node: CompiledNode,
 }
 
 impl Template {
@@ -64,8 +28,9 @@ impl Template {
 
     /// Compiles `source` with the given parse limits (block and tag nesting).
     pub fn compile_with(source: &str, limits: &Limits) -> Template {
-        let (tree, findings) = syntax::parse(source.into(), limits);
-        Template { tree, findings }
+        Template {
+            node: CompiledNode::compile(TEMPLATE_ID, source, limits),
+        }
     }
 
     /// Compiles bytes, refusing invalid UTF-8 and files over the default
@@ -91,52 +56,17 @@ impl Template {
 
     /// The template's source text.
     pub fn source(&self) -> &str {
-        &self.tree.source
+        &self.node.tree.source
     }
 
     /// Whether the template holds only comments, `{{trim}}` and whitespace.
     pub fn is_comment_only(&self) -> bool {
-        self.tree.comment_only
+        self.node.tree.comment_only
     }
 
-    /// Renders against `ctx`, answering host predicates from `ctx.host`.
+    /// Renders against `ctx` (its options give the limits and the clock).
     pub fn render(&self, ctx: &Context) -> Expansion {
-        self.render_with_host(ctx, &ctx.host)
-    }
-
-    /// Renders against `ctx`, answering host predicates from `host`.
-    pub fn render_with_host(&self, ctx: &Context, host: &dyn Host) -> Expansion {
-        let node = EvalNode {
-            id: TEMPLATE_ID,
-            tree: &self.tree,
-            findings: &self.findings,
-        };
-        let mut ev = eval::evaluate(std::slice::from_ref(&node), ctx, host);
-        let (mut text, signals) = ev
-            .nodes
-            .pop()
-            .map(|n| (n.text, n.signals))
-            .unwrap_or_default();
-        let cap = ctx.limits.clamped().output_bytes;
-        if !OutputBudget::new(cap).spend(&mut text) {
-            ev.diagnostics.push(Diagnostic::new(
-                DiagnosticKind::LimitReached,
-                Some(TEMPLATE_ID),
-                format!("output cut at the limit of {cap} bytes"),
-            ));
-        }
-        Expansion {
-            text,
-            diagnostics: ev.diagnostics,
-            variables: ev.variables,
-            globals: ev.globals,
-            expanded: Expanded {
-                description: signals.has(Signals::DESCRIPTION),
-                personality: signals.has(Signals::PERSONALITY),
-                persona: signals.has(Signals::PERSONA),
-                scenario: signals.has(Signals::SCENARIO),
-            },
-        }
+        render::template(&self.node, ctx)
     }
 }
 
@@ -147,5 +77,5 @@ impl Template {
 /// assert_eq!(stpreset::expand("{{reverse::abc}}", &ctx).text, "cba");
 /// ```
 pub fn expand(source: &str, ctx: &Context) -> Expansion {
-    Template::compile_with(source, &ctx.limits).render(ctx)
+    Template::compile_with(source, &ctx.options.limits).render(ctx)
 }

@@ -21,7 +21,7 @@ fn ctx() -> Context {
         ]}"#,
     )
     .unwrap();
-    c.limits = Limits::default();
+    c.options.limits = Limits::default();
     c
 }
 
@@ -126,14 +126,14 @@ fn unknown_and_unsupported_macros() {
 #[test]
 fn tag_nesting_limit() {
     let mut c = ctx();
-    c.limits.tag_nesting = 2;
+    c.options.limits.tag_nesting = 2;
     let t = "{{reverse::{{reverse::{{user}}}}}}";
-    let out = Template::compile_with(t, &c.limits).render(&c);
+    let out = Template::compile_with(t, &c.options.limits).render(&c);
     assert_eq!(out.text, "{{user}}");
     let k: Vec<_> = out.diagnostics.iter().map(|d| d.kind).collect();
     assert_eq!(k, [DiagnosticKind::LimitReached]);
     // At the limit it renders.
-    let out = Template::compile_with("{{reverse::{{user}}}}", &c.limits).render(&c);
+    let out = Template::compile_with("{{reverse::{{user}}}}", &c.options.limits).render(&c);
     assert_eq!(out.text, "ecilA");
 }
 
@@ -168,9 +168,9 @@ fn block_recovery() {
 fn block_nesting_limit() {
     use DiagnosticKind::*;
     let mut c = ctx();
-    c.limits.block_nesting = 1;
+    c.options.limits.block_nesting = 1;
     let render = |t: &str| {
-        let out = Template::compile_with(t, &c.limits).render(&c);
+        let out = Template::compile_with(t, &c.options.limits).render(&c);
         (
             out.text,
             out.diagnostics.iter().map(|d| d.kind).collect::<Vec<_>>(),
@@ -376,13 +376,13 @@ fn variables() {
 fn memory_and_work_limits() {
     use DiagnosticKind::*;
     let mut c = ctx();
-    c.limits.variable_bytes = 4;
+    c.options.limits.variable_bytes = 4;
     let out = expand("{{setvar::a::123456}}{{getvar::a}}", &c);
     assert_eq!(out.text, "1234");
     assert_eq!(out.diagnostics[0].kind, LimitReached);
 
     let mut c = ctx();
-    c.limits.work_bytes = 40;
+    c.options.limits.work_bytes = 40;
     let out = expand(
         "{{setvar::a::0123456789}}{{getvar::a}}{{getvar::a}}{{getvar::a}}{{getvar::a}}|{{user}}",
         &c,
@@ -396,7 +396,7 @@ fn memory_and_work_limits() {
     assert_eq!(limits.len(), 1);
 
     let mut c = ctx();
-    c.limits.output_bytes = 5;
+    c.options.limits.output_bytes = 5;
     let out = expand("abcdé", &c);
     assert_eq!(out.text, "abcd");
     assert_eq!(out.diagnostics[0].kind, LimitReached);
@@ -444,7 +444,7 @@ fn comment_only_detection() {
 #[test]
 fn addvar_loops_spend_the_budget() {
     let mut c = ctx();
-    c.limits.work_bytes = 1 << 16;
+    c.options.limits.work_bytes = 1 << 16;
     let t = format!(
         "{{{{setvar::a::{}}}}}{}",
         "x".repeat(4096),

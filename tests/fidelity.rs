@@ -130,7 +130,7 @@ fn hasvar_and_deletevar() {
     assert_eq!(kinds("{{hasvar}}", &c), [DiagnosticKind::BadArguments]);
     // A deleted value no longer counts toward the caps.
     let mut small = ctx("");
-    small.limits.variables_total_bytes = 4;
+    small.options.limits.variables_total_bytes = 4;
     assert!(
         kinds(
             "{{setvar::a::1234}}{{deletevar::a}}{{setvar::b::1234}}",

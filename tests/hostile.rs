@@ -39,9 +39,9 @@ fn templates_past_the_limit_are_cut_and_reported() {
 #[test]
 fn limits_above_the_hard_maxima_are_clamped() {
     let mut ctx = Context::default();
-    ctx.limits.dice_count = u32::MAX;
-    ctx.limits.dice_sides = u32::MAX;
-    ctx.limits.dice_modifier = u32::MAX;
+    ctx.options.limits.dice_count = u32::MAX;
+    ctx.options.limits.dice_sides = u32::MAX;
+    ctx.options.limits.dice_modifier = u32::MAX;
     let out = Template::compile("{{roll:4294967295d4294967295+4294967295}}").render(&ctx);
     let sum: i64 = out.text.parse().expect("a number");
     let max = stpreset::Limits::MAX;
@@ -58,7 +58,7 @@ fn limits_above_the_hard_maxima_are_clamped() {
 
 fn roomy() -> Context {
     let mut ctx = Context::default();
-    ctx.limits.output_bytes = usize::MAX;
+    ctx.options.limits.output_bytes = usize::MAX;
     ctx
 }
 

@@ -5,12 +5,12 @@ use stpreset::{Context, DiagnosticKind, Limits, Preset, Template};
 
 fn ctx_with(f: impl FnOnce(&mut Limits)) -> Context {
     let mut c = Context::from_json(br#"{"user": "Alice", "now": "2026-11-29T17:07:00Z"}"#).unwrap();
-    f(&mut c.limits);
+    f(&mut c.options.limits);
     c
 }
 
 fn render(t: &str, c: &Context) -> (String, Vec<DiagnosticKind>) {
-    let out = Template::compile_with(t, &c.limits).render(c);
+    let out = Template::compile_with(t, &c.options.limits).render(c);
     (out.text, out.diagnostics.iter().map(|d| d.kind).collect())
 }
 

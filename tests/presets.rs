@@ -429,7 +429,7 @@ fn depth_nodes_take_part_in_both_passes() {
 fn output_limit_cuts_the_crossing_message() {
     let p = preset(nodes(&[("a", "12345"), ("b", "6789"), ("c", "never")]));
     let mut c = ctx(json!([]));
-    c.limits.output_bytes = 7;
+    c.options.limits.output_bytes = 7;
     let out = p.compile().render(&c);
     let got: Vec<String> = out.messages.iter().map(|m| m.text()).collect();
     assert_eq!(got, ["12345", "67"]);

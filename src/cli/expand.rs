@@ -4,16 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
-use serde::Serialize;
-use stpreset::{Diagnostic, Template, TextReport};
-
-/// `expand --format json` (SPEC §9).
-#[derive(Serialize)]
-struct ExpandJson<'a> {
-    text: &'a str,
-    diagnostics: &'a [Diagnostic],
-    variables: &'a std::collections::BTreeMap<String, String>,
-}
+use stpreset::{Template, TextReport};
 
 use super::{ContextArgs, Failure, Format, read};
 
@@ -49,14 +40,7 @@ pub(crate) fn run(args: ExpandArgs) -> Result<(), Failure> {
             let _ = stderr.flush();
             stdout.write_all(out.text.as_bytes())
         }
-        Format::Json => {
-            let doc = ExpandJson {
-                text: &out.text,
-                diagnostics: &out.diagnostics,
-                variables: &out.variables,
-            };
-            super::write_json(&mut stdout, &doc)
-        }
+        Format::Json => out.write_json(&mut stdout),
     };
     super::finish(&mut stdout, written)
 }

@@ -71,7 +71,7 @@ impl ContextArgs {
             ctx.seed = seed;
         }
         if let Some(now) = self.now {
-            ctx.now = now;
+            ctx.now = Some(now);
         }
         Ok(ctx)
     }
@@ -89,13 +89,6 @@ pub(crate) fn stdout() -> std::io::BufWriter<std::io::StdoutLock<'static>> {
 /// Same for standard error, where human-form diagnostics go.
 pub(crate) fn stderr() -> std::io::BufWriter<std::io::StderrLock<'static>> {
     std::io::BufWriter::with_capacity(64 * 1024, std::io::stderr().lock())
-}
-
-/// Writes one JSON document and a newline.
-pub(crate) fn write_json(out: &mut impl Write, doc: &impl serde::Serialize) -> std::io::Result<()> {
-    // `From` keeps the kind of an I/O failure (a closed pipe stays `BrokenPipe`).
-    serde_json::to_writer(&mut *out, doc).map_err(std::io::Error::from)?;
-    writeln!(out)
 }
 
 /// Flushes `out` after `written`; a write failure is a one-line error, except a closed pipe

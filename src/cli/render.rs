@@ -4,20 +4,11 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
-use serde::Serialize;
 use stpreset::{
     Diagnostic, Message, Preset, Rendered, Role, Source, TextReport, terminal_line, terminal_safe,
 };
 
 use super::{ContextArgs, Failure, Format, read};
-
-/// `audit --format json`.
-#[derive(Serialize)]
-struct AuditJson<'a> {
-    nodes: usize,
-    enabled: usize,
-    diagnostics: &'a [Diagnostic],
-}
 
 #[derive(Args)]
 pub(crate) struct RenderArgs {
@@ -98,7 +89,7 @@ pub(crate) fn print_rendered(
             print_diagnostics(&TextReport::without_sources(file), &rendered.diagnostics);
             write_text(out, &rendered.messages)
         }
-        Format::Json => super::write_json(out, rendered),
+        Format::Json => rendered.write_json(out),
     }
 }
 
@@ -143,14 +134,7 @@ pub(crate) fn audit(args: AuditArgs) -> Result<(), Failure> {
                     .count(),
             )
         }
-        Format::Json => {
-            let doc = AuditJson {
-                nodes: nodes.len(),
-                enabled,
-                diagnostics: &diags,
-            };
-            super::write_json(&mut stdout, &doc)
-        }
+        Format::Json => preset.write_audit_json(&diags, &mut stdout),
     };
     super::finish(&mut stdout, written)
 }

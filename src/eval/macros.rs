@@ -69,7 +69,7 @@ impl Run<'_, '_> {
                         "the offset must be UTC+N or UTC-N with N at most 15",
                     ))?;
                     if self.eng.clock.is_some() {
-                        clock::format(clock::local(ctx.now, hours * 60), clock::TIME, out);
+                        clock::format(clock::local(self.eng.now, hours * 60), clock::TIME, out);
                     }
                 }
             },
@@ -80,6 +80,7 @@ impl Run<'_, '_> {
             DateTimeFormat => self.clock(text(0), out),
             IdleDuration => {
                 if ctx.time_awareness {
+                    let now = self.eng.now;
                     let idle = self.eng.idle.get_or_insert_with(|| {
                         let since = ctx
                             .items
@@ -87,7 +88,7 @@ impl Run<'_, '_> {
                             .filter(|i| i.tag == Some(Tag::DialogueHistory) && i.role == Role::User)
                             .filter_map(|i| i.time)
                             .next_back();
-                        clock::idle(ctx.now, since)
+                        clock::idle(now, since)
                     });
                     out.push_str(idle);
                 }

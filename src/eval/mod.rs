@@ -12,7 +12,7 @@ mod vars;
 
 use std::collections::BTreeMap;
 
-use chrono::NaiveDateTime;
+use chrono::{DateTime, NaiveDateTime, Utc};
 use rand::SeedableRng;
 use rand::rngs::Xoshiro256PlusPlus;
 
@@ -49,23 +49,45 @@ impl Signals {
     }
 }
 
-/// A finished node: its text (empty = no output) and its signals.
-#[derive(Debug)]
-pub(crate) struct NodeOutput {
-    pub text: String,
-    pub signals: Signals,
+/// Which host values a render expanded in surviving body text (SPEC §2.3.3). A preset's
+/// assembler drops the matching native blocks; a host assembling on its own can do the same.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Expanded {
+    /// `{{description}}` was expanded.
+    pub description: bool,
+    /// `{{personality}}` was expanded.
+    pub personality: bool,
+    /// `{{persona}}` was expanded.
+    pub persona: bool,
+    /// `{{scenario}}` was expanded.
+    pub scenario: bool,
+}
+
+impl From<Signals> for Expanded {
+    fn from(s: Signals) -> Expanded {
+        Expanded {
+            description: s.has(Signals::DESCRIPTION),
+            personality: s.has(Signals::PERSONALITY),
+            persona: s.has(Signals::PERSONA),
+            scenario: s.has(Signals::SCENARIO),
+        }
+    }
 }
 
 pub(crate) struct Evaluation {
-    pub nodes: Vec<NodeOutput>,
+    /// Each node's finished text, in order (empty = no output).
+    pub texts: Vec<String>,
+    /// Host values any node expanded.
+    pub expanded: Expanded,
     pub diagnostics: Vec<Diagnostic>,
     pub variables: BTreeMap<String, String>,
     pub globals: BTreeMap<String, String>,
 }
 
 /// Runs both passes and the host passes over `nodes`, in order.
-pub(crate) fn evaluate(nodes: &[EvalNode<'_>], ctx: &Context, host: &dyn Host) -> Evaluation {
-    let mut eng = Engine::new(ctx, host);
+pub(crate) fn evaluate(nodes: &[EvalNode<'_>], ctx: &Context) -> Evaluation {
+    let mut eng = Engine::new(ctx, &ctx.host);
     let mut states = Vec::with_capacity(nodes.len());
     let (mut blocks, mut slots) = (0, 0);
     for n in nodes {
@@ -87,20 +109,20 @@ pub(crate) fn evaluate(nodes: &[EvalNode<'_>], ctx: &Context, host: &dyn Host) -
         }
         Run::new(&mut eng, node, st).walk(node.tree.root);
     }
-    let mut outputs = Vec::with_capacity(nodes.len());
+    let mut texts = Vec::with_capacity(nodes.len());
+    let mut all = Signals::default();
     for (node, st) in nodes.iter().zip(&states) {
         let mut run = Run::new(&mut eng, node, st);
         let mut text = String::with_capacity(node.tree.source.len());
         run.expand(node.tree.root, Mode::Body { literal: true }, &mut text);
         let signals = run.sig;
-        outputs.push(NodeOutput {
-            text: finish(text, signals),
-            signals,
-        });
+        all.add(signals);
+        texts.push(finish(text, signals));
     }
     let (variables, globals) = eng.vars.into_maps();
     Evaluation {
-        nodes: outputs,
+        texts,
+        expanded: all.into(),
         diagnostics: eng.diags,
         variables,
         globals,
@@ -150,13 +172,15 @@ const HOST_VALUES: usize = 13;
 /// Render-wide state shared by all nodes.
 struct Engine<'a> {
     ctx: &'a Context,
-    /// `ctx.limits`, clamped to their hard maxima.
+    /// `ctx.options.limits`, clamped to their hard maxima.
     limits: crate::limits::Limits,
     host: &'a dyn Host,
     vars: Vars,
     rng: Xoshiro256PlusPlus,
     /// Local time, or `None` with time awareness off.
     clock: Option<NaiveDateTime>,
+    /// The render's UTC time.
+    now: DateTime<Utc>,
     work_left: usize,
     work_out: bool,
     diags: Vec<Diagnostic>,
@@ -174,7 +198,9 @@ struct Engine<'a> {
 
 impl<'a> Engine<'a> {
     fn new(ctx: &'a Context, host: &'a dyn Host) -> Self {
-        let limits = ctx.limits.clamped();
+        let limits = ctx.options.limits.clamped();
+        // The one clock reading of the render.
+        let now = ctx.now.unwrap_or_else(ctx.options.clock);
         Engine {
             ctx,
             host,
@@ -187,7 +213,8 @@ impl<'a> Engine<'a> {
             rng: Xoshiro256PlusPlus::seed_from_u64(ctx.seed),
             clock: ctx
                 .time_awareness
-                .then(|| clock::local(ctx.now, ctx.utc_offset_minutes)),
+                .then(|| clock::local(now, ctx.utc_offset_minutes)),
+            now,
             work_left: limits.work_bytes,
             limits,
             work_out: false,

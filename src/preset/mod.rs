@@ -17,7 +17,7 @@ use crate::limits::Limits;
 use fields::{At, kind};
 use raw::{PromptEntry, Prompts, RawFile};
 
-pub use compiled::{CompiledPreset, Message, Rendered, Source};
+pub use compiled::CompiledPreset;
 
 /// A preset file that cannot be imported. Nothing is half-imported.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]

@@ -19,7 +19,8 @@ use rusqlite::{
 use thiserror::Error;
 
 use crate::context::Context;
-use crate::preset::{CompiledPreset, Preset, PresetError, PresetNode, Rendered};
+use crate::preset::{CompiledPreset, Preset, PresetError, PresetNode};
+use crate::render::Rendered;
 
 pub use cache::{Clock, SystemClock};
 

@@ -1,0 +1,219 @@
+//! Assembly (SPEC §4): rendered nodes and the host's tagged items become the ordered message
+//! list, in stages over one [`Assembly`] value:
+//!
+//! 1. [`place`]: walk the preset's plan; markers pull item buckets, anchors flush groups;
+//! 2. [`inject`]: depth nodes and tail items with a depth enter the history ([`Injection`]);
+//! 3. [`limit_output`]: the output limit cuts the message list.
+//!
+//! Where every node goes is resolved once, when a preset is compiled ([`Plan`]); a render only
+//! follows the plan. A new stage is a module here and one line in [`assemble`].
+
+mod inject;
+mod message;
+mod place;
+
+use std::ops::Range;
+
+pub use message::{Message, Source};
+
+use crate::context::{Context, Role};
+use crate::diagnostic::{Diagnostic, DiagnosticKind};
+use crate::eval::Expanded;
+use crate::limits::OutputBudget;
+
+/// The messages so far, and where the chat history sits among them.
+pub(crate) struct Assembly {
+    pub messages: Vec<Message>,
+    /// The history block: the `DIALOGUE_HISTORY` items, contiguous, or the empty range where
+    /// the `chatHistory` marker stood. `None` when neither exists.
+    pub history: Option<Range<usize>>,
+}
+
+/// What a walked node does, resolved at compile time from its identifier and flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StepKind {
+    /// `main`: its text, then the humanizer rules and the channel prompt.
+    Main,
+    /// A custom node's text.
+    Custom,
+    /// A marker: pulls a host bucket or host value.
+    Marker(Marker),
+}
+
+/// The markers SPEC §4.2 fills.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Marker {
+    CharDescription,
+    CharPersonality,
+    DialogueExamples,
+    ChatHistory,
+    WorldInfoBefore,
+    WorldInfoAfter,
+    PersonaDescription,
+    Scenario,
+    /// Any other marker: produces nothing (`UnfilledMarker`).
+    Unfilled,
+}
+
+impl Marker {
+    fn of(identifier: &str) -> Marker {
+        match identifier {
+            "charDescription" => Marker::CharDescription,
+            "charPersonality" => Marker::CharPersonality,
+            "dialogueExamples" => Marker::DialogueExamples,
+            "chatHistory" => Marker::ChatHistory,
+            "worldInfoBefore" => Marker::WorldInfoBefore,
+            "worldInfoAfter" => Marker::WorldInfoAfter,
+            "personaDescription" => Marker::PersonaDescription,
+            "scenario" => Marker::Scenario,
+            _ => Marker::Unfilled,
+        }
+    }
+}
+
+/// One walked, non-depth node.
+#[derive(Debug)]
+pub(crate) struct Step {
+    pub kind: StepKind,
+    pub identifier: Box<str>,
+    pub role: Role,
+    /// Index of its rendered text among the evaluated nodes (`None`: no text).
+    pub text: Option<usize>,
+    /// Flush the participant group (and lorebooks without a marker) before this step: the
+    /// first `dialogueExamples` or `chatHistory`.
+    pub participants_before: bool,
+    /// Flush the knowledge group after this step: the first `main`, `charDescription` or
+    /// `charPersonality`.
+    pub knowledge_after: bool,
+}
+
+/// A depth node (injection position 1).
+#[derive(Debug)]
+pub(crate) struct DepthNode {
+    pub identifier: Box<str>,
+    pub role: Role,
+    pub depth: i32,
+    pub order: i32,
+    pub text: usize,
+}
+
+/// A preset's assembly, resolved at compile time.
+#[derive(Debug, Default)]
+pub(crate) struct Plan {
+    pub steps: Vec<Step>,
+    pub depth: Vec<DepthNode>,
+    /// Whether a `worldInfoBefore` / `worldInfoAfter` marker places the lorebooks (else they
+    /// go with the participants).
+    pub lore_markers: [bool; 2],
+}
+
+/// A node as the plan sees it.
+pub(crate) struct PlanNode<'a> {
+    pub identifier: &'a str,
+    pub role: &'a str,
+    /// A marker by `marker: true` (never `main`).
+    pub marker: bool,
+    /// `(depth, order)` of a depth node.
+    pub depth: Option<(i32, i32)>,
+    /// Index of its rendered text among the evaluated nodes.
+    pub text: Option<usize>,
+}
+
+impl Plan {
+    /// Resolves the walk of `nodes` (in preset order: enabled markers, evaluated nodes, and
+    /// `main` even when it renders nothing).
+    pub fn new<'a>(nodes: impl IntoIterator<Item = PlanNode<'a>>) -> Plan {
+        let mut plan = Plan::default();
+        let (mut participants, mut knowledge) = (false, false);
+        for n in nodes {
+            if let Some((depth, order)) = n.depth {
+                if let Some(text) = n.text {
+                    plan.depth.push(DepthNode {
+                        identifier: n.identifier.into(),
+                        role: node_role(n.role),
+                        depth,
+                        order,
+                        text,
+                    });
+                }
+                continue;
+            }
+            let kind = if n.identifier == "main" {
+                StepKind::Main
+            } else if n.marker {
+                StepKind::Marker(Marker::of(n.identifier))
+            } else {
+                StepKind::Custom
+            };
+            match kind {
+                StepKind::Marker(Marker::WorldInfoBefore) => plan.lore_markers[0] = true,
+                StepKind::Marker(Marker::WorldInfoAfter) => plan.lore_markers[1] = true,
+                _ => {}
+            }
+            let participants_before =
+                !participants && matches!(n.identifier, "dialogueExamples" | "chatHistory");
+            participants |= participants_before;
+            let knowledge_after = !knowledge
+                && matches!(n.identifier, "main" | "charDescription" | "charPersonality");
+            knowledge |= knowledge_after;
+            plan.steps.push(Step {
+                kind,
+                identifier: n.identifier.into(),
+                role: node_role(n.role),
+                text: n.text,
+                participants_before,
+                knowledge_after,
+            });
+        }
+        plan
+    }
+}
+
+fn node_role(role: &str) -> Role {
+    match role {
+        "assistant" => Role::Model,
+        "user" => Role::User,
+        _ => Role::System,
+    }
+}
+
+/// Builds the message list: the stages in order. `texts` are the evaluated nodes' finished
+/// texts (moved into their messages).
+pub(crate) fn assemble(
+    plan: &Plan,
+    texts: &mut [String],
+    expanded: Expanded,
+    ctx: &Context,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<Message> {
+    let mut assembly = place::place(plan, texts, expanded, ctx, diags);
+    let injections = inject::collect(plan, texts, ctx);
+    inject::inject(&mut assembly, injections, ctx.options.injection, diags);
+    limit_output(
+        &mut assembly,
+        ctx.options.limits.clamped().output_bytes,
+        diags,
+    );
+    assembly.messages
+}
+
+/// Cuts the message that crosses the output limit at a UTF-8 boundary; drops later output.
+fn limit_output(assembly: &mut Assembly, limit: usize, diags: &mut Vec<Diagnostic>) {
+    let out = &mut assembly.messages;
+    let mut budget = OutputBudget::new(limit);
+    for mi in 0..out.len() {
+        let parts = &mut out[mi].parts;
+        if let Some(pi) = parts.iter_mut().position(|p| !budget.spend(p)) {
+            parts.truncate(pi + 1);
+            out.truncate(mi + 1);
+            diags.push(Diagnostic::new(
+                DiagnosticKind::LimitReached,
+                None,
+                format!("rendered output cut at the limit of {limit} bytes"),
+            ));
+            return;
+        }
+    }
+}
+
+pub(crate) use crate::options::Injection;

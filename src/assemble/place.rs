@@ -1,0 +1,260 @@
+//! Stage 1, placement (SPEC §4.2): the plan's steps in order; markers pull the host's item
+//! buckets, `main` and the first knowledge/participant anchors flush their groups, and what no
+//! anchor claimed follows at the end.
+
+use std::collections::BTreeMap;
+
+use super::{Assembly, Marker, Message, Plan, Source, Step, StepKind};
+use crate::context::{Context, ContextItem, Role, Tag};
+use crate::diagnostic::{Diagnostic, DiagnosticKind};
+use crate::eval::Expanded;
+use crate::identity::convert_identities;
+
+const SAMPLE_SEPARATOR: &str = "[System: The example dialogue above only shows how {{char}} writes; it is not part of the live conversation. Continue from the current scene.]";
+
+const KNOWLEDGE: [Tag; 4] = [
+    Tag::KnowledgeServerInfo,
+    Tag::KnowledgeServerMemories,
+    Tag::KnowledgeEmojis,
+    Tag::KnowledgeStickers,
+];
+const PARTICIPANTS: [Tag; 3] = [
+    Tag::KnowledgeActiveUsers,
+    Tag::KnowledgeShortTermMemory,
+    Tag::SystemConditioning,
+];
+const LORE: [Tag; 2] = [Tag::KnowledgeLorebookBefore, Tag::KnowledgeLorebookAfter];
+
+/// Tail-slot items: placed at the end, or injected at their depth (`inject`).
+pub(super) fn is_tail(tag: Option<Tag>) -> bool {
+    matches!(
+        tag,
+        Some(
+            Tag::KnowledgeLoreActivated
+                | Tag::KnowledgeRetrievedDocuments
+                | Tag::ContextParticipantPresence
+                | Tag::ContextCurrent
+        )
+    )
+}
+
+fn is_dropped(tag: Option<Tag>) -> bool {
+    matches!(
+        tag,
+        Some(Tag::SystemServerPrompt | Tag::SystemFallbackPrompt)
+    )
+}
+
+/// Buckets of the host's items, by tag, in input order; each bucket is emitted at most once.
+struct Buckets<'c> {
+    ctx: &'c Context,
+    /// Bucket keys (None = untagged) in first-appearance order.
+    order: Vec<Option<Tag>>,
+    items: BTreeMap<Option<TagKey>, Vec<usize>>,
+    done: Vec<Option<Tag>>,
+    suppressed: Vec<Tag>,
+}
+
+/// `Tag` has no `Ord`; its discriminant orders the map.
+type TagKey = u8;
+
+fn key(tag: Option<Tag>) -> Option<TagKey> {
+    tag.map(|t| t as u8)
+}
+
+impl<'c> Buckets<'c> {
+    fn new(ctx: &'c Context, suppressed: Vec<Tag>) -> Self {
+        let mut order = Vec::new();
+        let mut items: BTreeMap<Option<TagKey>, Vec<usize>> = BTreeMap::new();
+        for (i, item) in ctx.items.iter().enumerate() {
+            if is_tail(item.tag) || is_dropped(item.tag) {
+                continue;
+            }
+            let entry = items.entry(key(item.tag)).or_default();
+            if entry.is_empty() {
+                order.push(item.tag);
+            }
+            entry.push(i);
+        }
+        Buckets {
+            ctx,
+            order,
+            items,
+            done: Vec::new(),
+            suppressed,
+        }
+    }
+
+    /// Emits the bucket of `tag` (once); returns the range of messages it added.
+    fn emit(&mut self, tag: Option<Tag>, out: &mut Vec<Message>) -> std::ops::Range<usize> {
+        let start = out.len();
+        if self.done.contains(&tag) {
+            return start..start;
+        }
+        self.done.push(tag);
+        if tag.is_some_and(|t| self.suppressed.contains(&t)) {
+            return start..start;
+        }
+        for &i in self.items.get(&key(tag)).map_or(&[][..], Vec::as_slice) {
+            out.push(host_message(self.ctx, &self.ctx.items[i]));
+        }
+        start..out.len()
+    }
+}
+
+/// A host item as a message; identities are converted except in chat history.
+pub(super) fn host_message(ctx: &Context, item: &ContextItem) -> Message {
+    let text = if item.tag == Some(Tag::DialogueHistory) {
+        item.text.clone()
+    } else {
+        convert_identities(&item.text, &ctx.user, &ctx.char).into_owned()
+    };
+    Message::new(item.role, text, Source::Tag(item.tag))
+}
+
+/// Walks the plan into messages. Native blocks a node already expanded (`{{description}}`,
+/// `{{personality}}`) are dropped (SPEC §2.3.3).
+pub(super) fn place(
+    plan: &Plan,
+    texts: &mut [String],
+    expanded: Expanded,
+    ctx: &Context,
+    diags: &mut Vec<Diagnostic>,
+) -> Assembly {
+    let mut suppressed = Vec::new();
+    if expanded.description {
+        suppressed.push(Tag::SystemPersonaPrompt);
+    }
+    if expanded.personality {
+        suppressed.push(Tag::SystemPersonality);
+    }
+    let mut buckets = Buckets::new(ctx, suppressed);
+    let flush_participants = |buckets: &mut Buckets<'_>, out: &mut Vec<Message>| {
+        for (tag, marked) in LORE.into_iter().zip(plan.lore_markers) {
+            if !marked {
+                buckets.emit(Some(tag), out);
+            }
+        }
+        for tag in PARTICIPANTS {
+            buckets.emit(Some(tag), out);
+        }
+    };
+
+    let mut out = Vec::new();
+    let mut history = None;
+    let mut knowledge_done = false;
+    let mut participants_done = false;
+    for step in &plan.steps {
+        if step.participants_before {
+            flush_participants(&mut buckets, &mut out);
+            participants_done = true;
+        }
+        match step.kind {
+            StepKind::Main => {
+                node_text(step, texts, &mut out);
+                buckets.emit(Some(Tag::SystemHumanizerRules), &mut out);
+                buckets.emit(Some(Tag::SystemChannelPrompt), &mut out);
+            }
+            StepKind::Custom => node_text(step, texts, &mut out),
+            StepKind::Marker(Marker::ChatHistory) => {
+                history = Some(buckets.emit(Some(Tag::DialogueHistory), &mut out));
+            }
+            StepKind::Marker(m) => marker(m, step, expanded, &mut buckets, &mut out, diags),
+        }
+        if step.knowledge_after {
+            for tag in KNOWLEDGE {
+                buckets.emit(Some(tag), &mut out);
+            }
+            knowledge_done = true;
+        }
+    }
+    if !knowledge_done {
+        for tag in KNOWLEDGE {
+            buckets.emit(Some(tag), &mut out);
+        }
+    }
+    if !participants_done {
+        flush_participants(&mut buckets, &mut out);
+    }
+    // What no anchor claimed: tagged buckets first, untagged items last.
+    let leftovers: Vec<Option<Tag>> = buckets
+        .order
+        .iter()
+        .copied()
+        .filter(Option::is_some)
+        .chain(buckets.order.iter().copied().filter(Option::is_none))
+        .collect();
+    for tag in leftovers {
+        let range = buckets.emit(tag, &mut out);
+        if tag == Some(Tag::DialogueHistory) && history.is_none() {
+            history = Some(range);
+        }
+    }
+    if out
+        .last()
+        .is_some_and(|m| m.source == Source::Tag(Some(Tag::DialogueSample)))
+    {
+        let text = convert_identities(SAMPLE_SEPARATOR, &ctx.user, &ctx.char).into_owned();
+        out.push(Message::new(Role::User, text, Source::SampleSeparator));
+    }
+    // Tail items without a depth follow everything; those with one are injected.
+    for item in ctx
+        .items
+        .iter()
+        .filter(|i| is_tail(i.tag) && i.depth.is_none())
+    {
+        out.push(host_message(ctx, item));
+    }
+    Assembly {
+        messages: out,
+        history,
+    }
+}
+
+/// A node's rendered text as its message (nothing when empty).
+fn node_text(step: &Step, texts: &mut [String], out: &mut Vec<Message>) {
+    if let Some(text) = step.text.and_then(|i| texts.get_mut(i))
+        && !text.is_empty()
+    {
+        let source = Source::Node(step.identifier.to_string());
+        out.push(Message::new(step.role, std::mem::take(text), source));
+    }
+}
+
+fn marker(
+    m: Marker,
+    step: &Step,
+    expanded: Expanded,
+    buckets: &mut Buckets<'_>,
+    out: &mut Vec<Message>,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let ctx = buckets.ctx;
+    let host_text = |text: &str, suppressed: bool, out: &mut Vec<Message>| {
+        if !suppressed && !text.is_empty() {
+            let text = convert_identities(text, &ctx.user, &ctx.char).into_owned();
+            let source = Source::Node(step.identifier.to_string());
+            out.push(Message::new(Role::System, text, source));
+        }
+    };
+    let tag = match m {
+        Marker::CharDescription => Tag::SystemPersonaPrompt,
+        Marker::CharPersonality => Tag::SystemPersonality,
+        Marker::DialogueExamples => Tag::DialogueSample,
+        Marker::ChatHistory => Tag::DialogueHistory,
+        Marker::WorldInfoBefore => Tag::KnowledgeLorebookBefore,
+        Marker::WorldInfoAfter => Tag::KnowledgeLorebookAfter,
+        Marker::PersonaDescription => return host_text(&ctx.persona, expanded.persona, out),
+        Marker::Scenario => return host_text(&ctx.scenario, expanded.scenario, out),
+        Marker::Unfilled => {
+            let id = &*step.identifier;
+            diags.push(Diagnostic::new(
+                DiagnosticKind::UnfilledMarker,
+                Some(id),
+                format!("marker `{id}` has no host block: it produces nothing"),
+            ));
+            return;
+        }
+    };
+    buckets.emit(Some(tag), out);
+}

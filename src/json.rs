@@ -1,0 +1,114 @@
+//! The JSON contract of SPEC §9 for what a render returns: the documents `stpreset render`,
+//! `expand` and `audit` print with `--format json`, and what the language bindings hand back.
+//! They live here, in the library, so every front end prints the same bytes. (Context files
+//! are read by [`Context::from_json`](crate::Context::from_json).)
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use serde::Serialize;
+
+use crate::diagnostic::Diagnostic;
+use crate::preset::Preset;
+use crate::render::{Expansion, Rendered};
+
+/// `expand --format json`.
+#[derive(Serialize)]
+struct ExpansionDoc<'a> {
+    text: &'a str,
+    diagnostics: &'a [Diagnostic],
+    variables: &'a BTreeMap<String, String>,
+}
+
+/// `audit --format json`.
+#[derive(Serialize)]
+struct AuditDoc<'a> {
+    nodes: usize,
+    enabled: usize,
+    diagnostics: &'a [Diagnostic],
+}
+
+/// Writes one document and a newline. `From` keeps the kind of an I/O failure (a closed pipe
+/// stays `BrokenPipe`).
+fn write(out: &mut dyn Write, doc: &impl Serialize) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, doc).map_err(std::io::Error::from)?;
+    writeln!(out)
+}
+
+fn string(doc: &impl Serialize) -> String {
+    // Serializing these documents cannot fail: string keys, no maps with other keys.
+    serde_json::to_string(doc).unwrap_or_default()
+}
+
+impl Rendered {
+    /// `{"messages", "diagnostics", "variables", "globals"}` (SPEC §9).
+    ///
+    /// ```
+    /// let p = stpreset::Preset::from_json(br#"{"prompts": [{"identifier": "main", "content": "Hi"}]}"#).unwrap();
+    /// let json = p.compile().render(&stpreset::Context::default()).to_json();
+    /// assert!(json.starts_with(r#"{"messages":[{"role":"system","parts":["Hi"],"source":{"node":"main"}}]"#));
+    /// ```
+    pub fn to_json(&self) -> String {
+        string(self)
+    }
+
+    /// [`Rendered::to_json`] and a newline, written to `out` as it is produced.
+    pub fn write_json(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        write(out, self)
+    }
+}
+
+impl Expansion {
+    /// `{"text", "diagnostics", "variables"}` (SPEC §9).
+    ///
+    /// ```
+    /// let e = stpreset::expand("{{setvar::k::v}}{{getvar::k}}", &stpreset::Context::default());
+    /// assert_eq!(e.to_json(), r#"{"text":"v","diagnostics":[],"variables":{"k":"v"}}"#);
+    /// ```
+    pub fn to_json(&self) -> String {
+        string(&self.doc())
+    }
+
+    /// [`Expansion::to_json`] and a newline, written to `out` as it is produced.
+    pub fn write_json(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        write(out, &self.doc())
+    }
+
+    fn doc(&self) -> ExpansionDoc<'_> {
+        ExpansionDoc {
+            text: &self.text,
+            diagnostics: &self.diagnostics,
+            variables: &self.variables,
+        }
+    }
+}
+
+impl Preset {
+    /// `{"nodes", "enabled", "diagnostics"}`: the node counts and [`Preset::audit`].
+    ///
+    /// ```
+    /// let p = stpreset::Preset::from_json(br#"{"prompts": [{"identifier": "main", "content": "{{x}}"}]}"#).unwrap();
+    /// assert!(p.audit_json().starts_with(r#"{"nodes":1,"enabled":1,"diagnostics":[{"severity":"info","kind":"UnknownMacro""#));
+    /// ```
+    pub fn audit_json(&self) -> String {
+        let diagnostics = self.audit();
+        string(&self.audit_doc(&diagnostics))
+    }
+
+    /// The audit document for diagnostics already computed (`diagnostics` = [`Preset::audit`]).
+    pub fn write_audit_json(
+        &self,
+        diagnostics: &[Diagnostic],
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        write(out, &self.audit_doc(diagnostics))
+    }
+
+    fn audit_doc<'a>(&self, diagnostics: &'a [Diagnostic]) -> AuditDoc<'a> {
+        AuditDoc {
+            nodes: self.nodes().len(),
+            enabled: self.nodes().iter().filter(|n| n.enabled).count(),
+            diagnostics,
+        }
+    }
+}

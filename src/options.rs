@@ -1,0 +1,71 @@
+//! How a render runs, beside what it renders (the [`Context`](crate::Context)): resource
+//! limits, how depth nodes enter the chat history, and where the time comes from.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::limits::Limits;
+
+/// How depth nodes and tail items with a depth enter the chat history (SPEC §4.3, §9;
+/// `docs/assembly.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Injection {
+    /// Appended to the history message at their depth as `\n[System: …]` parts (SPEC §4.3).
+    #[default]
+    Merge,
+    /// New messages inserted into the history at their depth, as SillyTavern does: one per
+    /// depth, order group and role, texts joined with `\n`.
+    Separate,
+}
+
+/// The render's settings: one value, read by every stage.
+///
+/// ```
+/// use stpreset::{Context, Injection, RenderOptions};
+/// let mut ctx = Context::default();
+/// ctx.options = RenderOptions::default().with_injection(Injection::Separate);
+/// ctx.options.limits.output_bytes = 1 << 20;
+/// assert_eq!(ctx.options.injection, Injection::Separate);
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RenderOptions {
+    /// Resource limits (clamped to [`Limits::MAX`] when read).
+    pub limits: Limits,
+    /// How depth injections enter the history.
+    pub injection: Injection,
+    /// Read once per render when [`Context::now`](crate::Context::now) is `None`. Hosts
+    /// without a system clock set `now` (or a clock of their own) instead.
+    pub clock: fn() -> DateTime<Utc>,
+}
+
+impl Default for RenderOptions {
+    fn default() -> Self {
+        RenderOptions {
+            limits: Limits::default(),
+            injection: Injection::default(),
+            clock: Utc::now,
+        }
+    }
+}
+
+impl RenderOptions {
+    /// The same options with another injection mode.
+    pub fn with_injection(mut self, injection: Injection) -> Self {
+        self.injection = injection;
+        self
+    }
+
+    /// The same options with other limits.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The same options reading the time from `clock`.
+    pub fn with_clock(mut self, clock: fn() -> DateTime<Utc>) -> Self {
+        self.clock = clock;
+        self
+    }
+}

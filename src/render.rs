@@ -1,0 +1,115 @@
+//! The render pipeline (SPEC §2, §4), one path for a lone template and for a compiled preset:
+//! compiled nodes → evaluation (two passes, host passes, finishing) → assembly (place → inject
+//! → limit) → output. `Template` and `CompiledPreset` only hold what they compiled; every
+//! setting comes from the context's [`RenderOptions`](crate::RenderOptions).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::assemble::{self, Message, Plan};
+use crate::context::Context;
+use crate::diagnostic::{Diagnostic, DiagnosticKind, Finding};
+use crate::eval::{self, EvalNode, Expanded};
+use crate::limits::{Limits, OutputBudget};
+use crate::syntax::{self, Tree};
+
+/// One template compiled: its tree and parse findings, under the identifier it renders as.
+#[derive(Debug)]
+pub(crate) struct CompiledNode {
+    pub id: Box<str>,
+    pub tree: Tree,
+    pub findings: Vec<Finding>,
+}
+
+impl CompiledNode {
+    pub fn compile(id: &str, source: &str, limits: &Limits) -> CompiledNode {
+        let (tree, findings) = syntax::parse(source.into(), limits);
+        CompiledNode {
+            id: id.into(),
+            tree,
+            findings,
+        }
+    }
+
+    fn eval(&self) -> EvalNode<'_> {
+        EvalNode {
+            id: &self.id,
+            tree: &self.tree,
+            findings: &self.findings,
+        }
+    }
+}
+
+/// The result of rendering a preset.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct Rendered {
+    /// The ordered messages for the model provider.
+    pub messages: Vec<Message>,
+    /// Import, parse, pass-1, pass-2 and assembly diagnostics, in that order.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Local variables after the render.
+    pub variables: BTreeMap<String, String>,
+    /// Global variables after the render.
+    pub globals: BTreeMap<String, String>,
+}
+
+/// The result of rendering one template.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Expansion {
+    /// The finished text (empty when the template produced only whitespace).
+    pub text: String,
+    /// Parse, pass-1 and pass-2 diagnostics, in that order.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Local variables after the render.
+    pub variables: BTreeMap<String, String>,
+    /// Global variables after the render (the host's, plus what the template set).
+    pub globals: BTreeMap<String, String>,
+    /// Host values the text expanded (non-empty, in body text that survived the host pass).
+    pub expanded: Expanded,
+}
+
+/// Renders one template as a lone node (no assembly); the output limit cuts its text.
+pub(crate) fn template(node: &CompiledNode, ctx: &Context) -> Expansion {
+    let mut ev = eval::evaluate(std::slice::from_ref(&node.eval()), ctx);
+    let mut text = ev.texts.pop().unwrap_or_default();
+    let cap = ctx.options.limits.clamped().output_bytes;
+    if !OutputBudget::new(cap).spend(&mut text) {
+        ev.diagnostics.push(Diagnostic::new(
+            DiagnosticKind::LimitReached,
+            Some(&node.id),
+            format!("output cut at the limit of {cap} bytes"),
+        ));
+    }
+    Expansion {
+        text,
+        diagnostics: ev.diagnostics,
+        variables: ev.variables,
+        globals: ev.globals,
+        expanded: ev.expanded,
+    }
+}
+
+/// Renders a compiled preset: its evaluated nodes in order, then its assembly plan (whose
+/// text indices point into `nodes`).
+pub(crate) fn preset(
+    nodes: &[CompiledNode],
+    plan: &Plan,
+    import: &[Diagnostic],
+    ctx: &Context,
+) -> Rendered {
+    let eval_nodes: Vec<EvalNode<'_>> = nodes.iter().map(CompiledNode::eval).collect();
+    let mut ev = eval::evaluate(&eval_nodes, ctx);
+    let mut diagnostics = Vec::with_capacity(import.len() + ev.diagnostics.len() + 4);
+    diagnostics.extend_from_slice(import);
+    diagnostics.extend(ev.diagnostics);
+    let messages = assemble::assemble(plan, &mut ev.texts, ev.expanded, ctx, &mut diagnostics);
+    Rendered {
+        messages,
+        diagnostics,
+        variables: ev.variables,
+        globals: ev.globals,
+    }
+}
