@@ -69,7 +69,7 @@ pub struct Context {
     pub variables: BTreeMap<String, String>,
     /// Tagged native-context items, in input order.
     pub items: Vec<ContextItem>,
-    /// Capability and tool facts, answered through the [`Host`] trait.
+    /// Capability and tool facts (TomoriBot predicates, tool placeholders).
     pub host: MapHost,
     /// How the render runs: limits, injection mode, clock.
     pub options: RenderOptions,

@@ -16,8 +16,8 @@ pub const MAX_PER_RUN: usize = 200;
 /// Writes diagnostics like a compiler, each with a snippet of the source it points into.
 ///
 /// Node sources are looked up once (by identifier, the first node wins as on import), so
-/// printing is linear in the number of diagnostics. At most [`MAX_PER_NODE`] diagnostics of
-/// one node and [`MAX_PER_RUN`] in all are printed; a last line says how many were left out.
+/// printing is linear in the number of diagnostics. At most 20 diagnostics of
+/// one node and 200 in all are printed; a last line says how many were left out.
 /// The library's values and JSON output keep every diagnostic.
 ///
 /// ```
