@@ -39,7 +39,7 @@ type Partners = HashMap<usize, usize>;
 const LITERAL_PAIR: usize = usize::MAX;
 
 /// Item indices of from..to outside the (sorted, disjoint) comment ranges.
-fn uncommented(
+pub(super) fn uncommented(
     from: usize,
     to: usize,
     comments: &[(usize, usize)],
@@ -87,7 +87,7 @@ impl Builder<'_> {
     /// The scoped comments of one level (SPEC §11.4): a closer takes the most recent
     /// unmatched opener; each outermost pair covers a range to remove, everything between
     /// included. Unmatched marks are removed alone (they are comments). Linear: one stack.
-    fn comment_ranges(&self, from: usize, to: usize) -> Vec<(usize, usize)> {
+    pub(super) fn comment_ranges(&self, from: usize, to: usize) -> Vec<(usize, usize)> {
         let mut ranges = Vec::new();
         if !self.has_comment_marks {
             // The common case: no scoped comment anywhere in the node, no scan.

@@ -387,7 +387,10 @@ impl<'s> Builder<'s> {
             FrameKind::Cond { closer, negate, .. } => {
                 let (cond, negate, malformed) = match self.condition(content, close) {
                     Some((id, neg)) => (Some(id), negate ^ neg, false),
-                    None => (None, negate, true),
+                    None => {
+                        self.malformed_condition(content, self.items.len());
+                        (None, negate, true)
+                    }
                 };
                 Some(ItemKind::Open(Opener {
                     kind: BlockKind::Value { negate },
@@ -676,14 +679,14 @@ impl<'s> Builder<'s> {
             // `{{if}}`, `{{if }}`: no condition at all.
             None | Some(Form::NoArgs) => opener(None),
             // `{{if COND}}`, `{{if:COND}}`: one argument, `::` included.
-            Some(Form::Single(first)) => opener(self.if_condition(first, to, close)),
+            Some(Form::Single(first)) => opener(self.checked_if_condition(first, to, close)),
             Some(Form::DoubleColon(first)) => {
                 let seps: Vec<usize> = (first..to)
                     .filter(|&i| matches!(self.items[i].kind, ItemKind::Sep))
                     .take(2)
                     .collect();
                 match seps[..] {
-                    [] => opener(self.if_condition(first, to, close)),
+                    [] => opener(self.checked_if_condition(first, to, close)),
                     [sep] => self.inline_if(tag, (first, sep), (sep + 1, to)),
                     _ => {
                         let id = self.call(
@@ -710,7 +713,12 @@ impl<'s> Builder<'s> {
     ) -> ItemKind {
         let mut depth = 0usize;
         let mut elses = Vec::new();
-        for i in then_from..then_to {
+        // Scoped comments go first (SPEC §11.3 step 1): an `{{else}}` or block tag inside a
+        // `{{//}}…{{///}}` pair is removed, never a split. A top-level `{{else}}` outside every
+        // pair lies outside every pair of its segment too, so each segment, built on its own,
+        // finds the same comment pairs.
+        let comments = self.comment_ranges(then_from, then_to);
+        for i in super::blocks::uncommented(then_from, then_to, &comments) {
             match self.items[i].kind {
                 ItemKind::Open(_) => depth += 1,
                 ItemKind::Close { .. } => depth = depth.saturating_sub(1),
@@ -719,7 +727,7 @@ impl<'s> Builder<'s> {
             }
         }
         let cond_end = self.items[cond_to].span.start;
-        let cond = self.if_condition(
+        let cond = self.checked_if_condition(
             cond_from,
             cond_to,
             Span {
@@ -766,6 +774,22 @@ impl<'s> Builder<'s> {
             trim: true,
         });
         ItemKind::Node(Node::Block((self.blocks.len() - 1) as u32))
+    }
+
+    /// `if_condition`, and a malformed one still reports its tags (`malformed_condition`).
+    fn checked_if_condition(&mut self, from: usize, to: usize, close: Span) -> Option<(u32, bool)> {
+        let cond = self.if_condition(from, to, close);
+        if cond.is_none() {
+            self.malformed_condition(from, to);
+        }
+        cond
+    }
+
+    /// A malformed condition is omitted with its block, but the structural diagnostics of the
+    /// tags inside it are still reported, once each (SPEC §1.2, §11.13.3): its items are built
+    /// once, for those alone (nothing else builds a malformed condition's items).
+    fn malformed_condition(&mut self, from: usize, to: usize) {
+        self.build_list(from, to);
     }
 
     /// A `{{if}}` condition, items[from..to] as written (SPEC §11.2): one leading `!` (and the
@@ -924,6 +948,20 @@ impl<'s> Builder<'s> {
     /// starts (`None` for a read, `++` and `--`, which take none); `None` when what follows
     /// IDENT is anything else. The operator's text item is cut down to what follows it.
     fn operator(&mut self, from: usize, to: usize) -> Option<(ShOp, Option<usize>)> {
+        let (op, rest) = self.read_operator(from, to)?;
+        let Some(rest) = rest else {
+            return Some((op, None));
+        };
+        self.items[from] = Item {
+            span: rest,
+            kind: ItemKind::Node(Node::Text(rest)),
+        };
+        Some((op, Some(from)))
+    }
+
+    /// `operator` without its effect: the operator and, for one that takes a value, the span
+    /// of its text item after the operator. Lets a caller know the shape before building.
+    fn read_operator(&self, from: usize, to: usize) -> Option<(ShOp, Option<Span>)> {
         if self.blank(from, to) {
             return Some((ShOp::Read, None));
         }
@@ -941,11 +979,7 @@ impl<'s> Builder<'s> {
             let clean = self.text(rest).trim().is_empty() && self.blank(from + 1, to);
             return clean.then_some((op, None));
         }
-        self.items[from] = Item {
-            span: rest,
-            kind: ItemKind::Node(Node::Text(rest)),
-        };
-        Some((op, Some(from)))
+        Some((op, Some(rest)))
     }
 
     /// A shorthand expression as a condition: `.`/`$` at byte `at` of text item `i`, the
@@ -973,17 +1007,20 @@ impl<'s> Builder<'s> {
             span: rest,
             kind: ItemKind::Node(Node::Text(rest)),
         };
+        // Not a whole shorthand expression: leave the items unbuilt. The caller builds them
+        // once as what they are instead (a `{{if}}`'s literal text); building them here too
+        // would report their structural diagnostics twice and pair their scoped macros twice.
+        if self.read_operator(i, to).is_none() {
+            self.items[i] = original;
+            return None;
+        }
         let span = Span {
             start: at as u32,
             end: close.start,
         };
         let id = self.shorthand(scope, ident, span, (i, to), close);
-        if self.calls[id as usize].shape == CallShape::Ok {
-            Some(id)
-        } else {
-            self.items[i] = original;
-            None
-        }
+        debug_assert_eq!(self.calls[id as usize].shape, CallShape::Ok);
+        Some(id)
     }
 
     fn is_comment_only(&self, root: List) -> bool {
