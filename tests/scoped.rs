@@ -215,7 +215,21 @@ fn a_pair_whose_macro_rejects_its_arguments_renders_as_written() {
         "{{newline}} x {{/newline}}"
     );
     assert_eq!(kinds("{{newline}} x {{/newline}}"), [BadArguments]);
-    // Its content's declarations still run.
+    // A declaration refused for its empty key leaves its content ordinary body text: reads
+    // see the final map and placeholders apply.
+    assert_eq!(
+        run("{{setvar::}}[{{getvar::x}} {user}]{{/setvar}}{{setvar::x::1}}{{setvar::x::2}}"),
+        "{{setvar::}}[2 Alice]{{/setvar}}"
+    );
+    assert_eq!(
+        kinds("{{setvar::}}{{/setvar}}{{#if description}}x{{/if}}"),
+        [BadArguments]
+    );
+    // Its content's declarations still run, also inside a condition.
+    assert_eq!(
+        run("{{if {{setvar::}}{{incvar::n}}{{/setvar}}}}T{{else}}F{{/if}}{{getvar::n}}"),
+        "F1"
+    );
     assert_eq!(
         run("{{getvar}}{{setvar::n::1}}{{/getvar}}[{{getvar::n}}]"),
         "{{getvar}}{{/getvar}}[1]"

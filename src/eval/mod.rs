@@ -240,4 +240,6 @@ struct Record {
     signals: Signals,
     /// A shorthand selection's pass-1 choice (`shorthand::CHOSE_*`).
     choice: u8,
+    /// A scoped declaration refused in pass 1: pass 2 renders the pair as written.
+    rejected: bool,
 }

@@ -10,7 +10,7 @@ use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::syntax::Span;
 use crate::syntax::catalog::MacroKind;
 use crate::syntax::tree::{
-    Block, BlockKind, BlockState, Call, CallShape, Identity, List, Namespace, Node, Tree,
+    Arg, Block, BlockKind, BlockState, Call, CallShape, Identity, List, Namespace, Node, Tree,
 };
 
 /// Where an expansion happens, which decides how unknown macros, placeholders and declarations
@@ -171,12 +171,18 @@ impl<'r, 'a> Run<'r, 'a> {
                     } else if call.slot != u32::MAX {
                         let saved = std::mem::take(&mut self.sig);
                         let mut out = String::new();
-                        self.declare(call, Mode::Decl, &mut out);
+                        let declared = self.declare(call, Mode::Decl, &mut out);
                         let signals = std::mem::replace(&mut self.sig, saved);
+                        let rejected = declared == Declared::Rejected;
+                        if rejected && let Some(content) = &call.content {
+                            // Ordinary body text now: its blocks and declarations in pass 1.
+                            self.walk(content.body);
+                        }
                         self.eng.records[self.st.slot_base + call.slot as usize] = Record {
                             output: out,
                             signals,
                             choice: 0,
+                            rejected,
                         };
                     } else {
                         // A declaration with the wrong argument count is still attempted in
@@ -206,14 +212,47 @@ impl<'r, 'a> Run<'r, 'a> {
     }
 
     /// Applies a declaration (`setvar` & co.), writing what it renders to `out`.
-    fn declare(&mut self, call: &Call, mode: Mode, out: &mut String) {
+    ///
+    /// A scoped `setvar`/`addvar` whose key is empty is refused before its content is
+    /// expanded: the pair then renders as written with the content as ordinary text of the
+    /// enclosing branch (SPEC §11.13.2), so this returns `Rejected` and the caller decides how
+    /// that text is rendered (pass 1 walks it as body text; inside an argument it is literal).
+    fn declare(&mut self, call: &Call, mode: Mode, out: &mut String) -> Declared {
         if self.eng.work_out {
-            return;
+            return Declared::Done;
         }
         if let MacroKind::Shorthand(op, scope) = call.kind {
-            return self.shorthand_declare(call, op, scope, mode, out);
+            self.shorthand_declare(call, op, scope, mode, out);
+            return Declared::Done;
         }
-        let mut args = self.args(call, mode);
+        let tree = self.tree;
+        let mut args = Args::new();
+        if call.content.is_some()
+            && call.kind.raw_value()
+            && let Some(key) = tree.call_args(call).first()
+        {
+            let key = self.arg(key, mode);
+            if key.trim().is_empty() {
+                self.diag(
+                    DiagnosticKind::BadArguments,
+                    call.span,
+                    "variable key is empty: the scoped macro stays literal".into(),
+                );
+                return Declared::Rejected;
+            }
+            args.push(key);
+        }
+        self.declare_with(call, args, mode, out);
+        Declared::Done
+    }
+
+    /// `declare` once the arguments (those already evaluated, then the rest) are known.
+    fn declare_with(&mut self, call: &Call, mut args: Args<'r>, mode: Mode, out: &mut String) {
+        let tree: &'r Tree = self.tree;
+        for arg in tree.all_args(call).skip(args.len()) {
+            let text = self.arg(arg, mode);
+            args.push(text);
+        }
         let raw = self.trim_content(call, &mut args);
         let key = args[0].trim();
         if key.is_empty() {
@@ -274,21 +313,28 @@ impl<'r, 'a> Run<'r, 'a> {
         let tree: &'r Tree = self.tree;
         let mut out = Args::new();
         for arg in tree.all_args(call) {
-            match tree.list(arg.body) {
-                [] => out.push(Cow::Borrowed("")),
-                [Node::Text(span)] => {
-                    self.charge(span.len());
-                    out.push(Cow::Borrowed(tree.text(*span)));
-                }
-                _ => {
-                    let mut s = String::new();
-                    // Argument bytes are charged as they are produced (text, macro outputs).
-                    self.expand(arg.body, mode.for_args(), &mut s);
-                    out.push(Cow::Owned(s));
-                }
-            }
+            let text = self.arg(arg, mode);
+            out.push(text);
         }
         out
+    }
+
+    /// One argument's text (not yet trimmed); plain text is borrowed from the source.
+    fn arg(&mut self, arg: &Arg, mode: Mode) -> Cow<'r, str> {
+        let tree: &'r Tree = self.tree;
+        match tree.list(arg.body) {
+            [] => Cow::Borrowed(""),
+            [Node::Text(span)] => {
+                self.charge(span.len());
+                Cow::Borrowed(tree.text(*span))
+            }
+            _ => {
+                let mut s = String::new();
+                // Argument bytes are charged as they are produced (text, macro outputs).
+                self.expand(arg.body, mode.for_args(), &mut s);
+                Cow::Owned(s)
+            }
+        }
     }
 
     /// Auto-trims (T) a scoped macro's content, the last argument, unless its opener carried
@@ -477,11 +523,25 @@ impl<'r, 'a> Run<'r, 'a> {
             match mode {
                 Mode::Body { .. } => {
                     let rec = &self.eng.records[self.st.slot_base + call.slot as usize];
+                    if rec.rejected {
+                        // Refused in pass 1: the pair as written, its content as body text.
+                        return self.literal(call, mode, out);
+                    }
                     out.push_str(&rec.output);
                     let signals = rec.signals;
                     self.sig.add(signals);
                 }
-                _ => self.declare(call, mode, out),
+                Mode::Cond => {
+                    if self.declare(call, mode, out) == Declared::Rejected {
+                        // Empty in a condition, but the content's declarations still run.
+                        self.literal(call, mode, &mut String::new());
+                    }
+                }
+                Mode::Decl => {
+                    if self.declare(call, mode, out) == Declared::Rejected {
+                        self.literal(call, mode, out);
+                    }
+                }
             }
             return;
         }
@@ -562,6 +622,13 @@ impl<'r, 'a> Run<'r, 'a> {
             end: call.span.end,
         }));
     }
+}
+
+/// Whether a declaration ran or refused its arguments before expanding its content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Declared {
+    Done,
+    Rejected,
 }
 
 /// Puts a scoped macro's content back as expanded (before T), see `Run::trim_content`.
