@@ -217,3 +217,60 @@ fn limit_output(assembly: &mut Assembly, limit: usize, diags: &mut Vec<Diagnosti
 }
 
 pub(crate) use crate::options::Injection;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node<'a>(identifier: &'a str, marker: bool, text: Option<usize>) -> PlanNode<'a> {
+        PlanNode {
+            identifier,
+            role: "system",
+            marker,
+            depth: None,
+            text,
+        }
+    }
+
+    #[test]
+    fn the_plan_resolves_kinds_and_anchors_once() {
+        let plan = Plan::new([
+            node("main", true, Some(0)),
+            node("charDescription", true, None),
+            node("chatHistory", false, Some(1)),
+            node("dialogueExamples", true, None),
+            node("worldInfoAfter", true, None),
+            node("myMarker", true, None),
+            PlanNode {
+                identifier: "jb",
+                role: "assistant",
+                marker: false,
+                depth: Some((2, 50)),
+                text: Some(2),
+            },
+        ]);
+        let kinds: Vec<StepKind> = plan.steps.iter().map(|s| s.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                StepKind::Main,
+                StepKind::Marker(Marker::CharDescription),
+                StepKind::Custom,
+                StepKind::Marker(Marker::DialogueExamples),
+                StepKind::Marker(Marker::WorldInfoAfter),
+                StepKind::Marker(Marker::Unfilled),
+            ]
+        );
+        // Only the first of each anchor triggers.
+        let knowledge: Vec<bool> = plan.steps.iter().map(|s| s.knowledge_after).collect();
+        assert_eq!(knowledge, [true, false, false, false, false, false]);
+        let participants: Vec<bool> = plan.steps.iter().map(|s| s.participants_before).collect();
+        assert_eq!(participants, [false, false, true, false, false, false]);
+        assert_eq!(plan.lore_markers, [false, true]);
+        assert_eq!(plan.depth.len(), 1);
+        assert_eq!(
+            (plan.depth[0].role, plan.depth[0].depth, plan.depth[0].order),
+            (Role::Model, 2, 50)
+        );
+    }
+}

@@ -4,7 +4,6 @@
 
 use super::Preset;
 use crate::diagnostic::{Diagnostic, DiagnosticKind, Finding, excerpt};
-use crate::limits::Limits;
 use crate::syntax::catalog::MacroKind;
 use crate::syntax::tree::CallShape;
 use crate::syntax::{self, Span, Tree};
@@ -69,7 +68,7 @@ impl Preset {
     /// assert_eq!(kinds, ["UnclosedBlock", "CacheUnfriendlyPrefix", "UnknownMacro", "UnknownMacro", "HtmlInNode"]);
     /// ```
     pub fn audit(&self) -> Vec<Diagnostic> {
-        let limits = Limits::default();
+        let limits = &self.limits;
         let mut out = self.diagnostics.clone();
         let mut before_history = true;
         for node in &self.nodes {
@@ -79,7 +78,7 @@ impl Preset {
             if node.is_marker() {
                 continue;
             }
-            let (tree, findings) = syntax::parse(node.content.as_str().into(), &limits);
+            let (tree, findings) = syntax::parse(node.content.as_str().into(), limits);
             let at = |kind, span: Span, message: String| {
                 Diagnostic::new(kind, Some(&node.identifier), message)
                     .at(span, tree.line_col(span.start))

@@ -36,9 +36,9 @@ pub struct CompiledPreset {
 }
 
 impl Preset {
-    /// Parses every enabled, non-marker node once, with the default limits.
+    /// Parses every enabled, non-marker node once, with the limits it was imported with.
     pub fn compile(&self) -> CompiledPreset {
-        self.compile_with(&Limits::default())
+        self.compile_with(&self.limits)
     }
 
     /// Parses every enabled, non-marker node once, with the given parse limits.

@@ -160,6 +160,8 @@ pub struct Preset {
     diagnostics: Vec<Diagnostic>,
     /// The file as imported (valid UTF-8 JSON); parsed again only when asked for.
     raw: Box<[u8]>,
+    /// The limits it was imported with: `compile` and `audit` parse with them.
+    limits: Limits,
 }
 
 impl Preset {
@@ -168,7 +170,8 @@ impl Preset {
         Preset::from_json_with(bytes, &Limits::default())
     }
 
-    /// Imports a preset file, refusing files over `limits.preset_bytes`.
+    /// Imports a preset file, refusing files over `limits.preset_bytes`. [`Preset::compile`]
+    /// and [`Preset::audit`] parse its nodes with the same limits.
     pub fn from_json_with(bytes: &[u8], limits: &Limits) -> Result<Preset, PresetError> {
         // Editors on Windows save JSON with a byte-order mark; it is not part of the JSON.
         let bytes = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
@@ -215,6 +218,7 @@ impl Preset {
             nodes,
             diagnostics,
             raw: bytes.into(),
+            limits: limits.clone(),
         })
     }
 
@@ -225,6 +229,7 @@ impl Preset {
             nodes,
             diagnostics: Vec::new(),
             raw,
+            limits: Limits::default(),
         }
     }
 
