@@ -31,6 +31,17 @@ pub enum ContextError {
     },
 }
 
+impl ContextError {
+    /// The variant's name (`"Utf8"`, `"NotAnObject"`, `"Json"`), as the bindings report it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ContextError::Utf8 { .. } => "Utf8",
+            ContextError::NotAnObject { .. } => "NotAnObject",
+            ContextError::Json { .. } => "Json",
+        }
+    }
+}
+
 /// A template file that cannot be read.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -49,4 +60,14 @@ pub enum TemplateError {
         /// First invalid byte.
         offset: usize,
     },
+}
+
+impl TemplateError {
+    /// The variant's name (`"TooLarge"`, `"Utf8"`), as the bindings report it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TemplateError::TooLarge { .. } => "TooLarge",
+            TemplateError::Utf8 { .. } => "Utf8",
+        }
+    }
 }

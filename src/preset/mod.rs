@@ -71,6 +71,24 @@ pub enum PresetError {
 }
 
 impl PresetError {
+    /// The variant's name (`"TooLarge"`, `"Utf8"`, `"Json"`, `"NotAPreset"`, `"Field"`,
+    /// `"Shape"`): the `kind` the language bindings give their errors.
+    ///
+    /// ```
+    /// let e = stpreset::Preset::from_json(b"[]").unwrap_err();
+    /// assert_eq!(e.kind(), "NotAPreset");
+    /// ```
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PresetError::TooLarge { .. } => "TooLarge",
+            PresetError::Utf8 { .. } => "Utf8",
+            PresetError::Json { .. } => "Json",
+            PresetError::NotAPreset(_) => "NotAPreset",
+            PresetError::Field { .. } => "Field",
+            PresetError::Shape { .. } => "Shape",
+        }
+    }
+
     /// A part of the file with the wrong JSON type.
     fn shape(path: impl Into<String>, expected: &str, found: &str) -> PresetError {
         PresetError::Shape {

@@ -1,0 +1,97 @@
+//! Node.js bindings (napi-rs). The native layer speaks JSON strings in the SPEC §9 contract —
+//! the same documents the CLI prints, produced by the same library calls — and `index.js`
+//! turns them into plain objects and typed errors. Crossing as JSON text keeps one contract
+//! for every front end; `JSON.parse` is V8's fastest way to build the result objects.
+
+use std::sync::Arc;
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+/// An error `index.js` turns into `PresetError` / `ContextError` / `TemplateError` with `kind`.
+fn error(class: &str, kind: &str, message: impl std::fmt::Display) -> napi::Error {
+    let info = serde_json::json!({"class": class, "kind": kind, "message": message.to_string()});
+    napi::Error::new(Status::InvalidArg, info.to_string())
+}
+
+fn context(json: &str) -> Result<stpreset::Context> {
+    stpreset::Context::from_json(json.as_bytes()).map_err(|e| error("ContextError", e.kind(), e))
+}
+
+/// An imported preset.
+#[napi]
+pub struct Preset {
+    inner: stpreset::Preset,
+}
+
+#[napi]
+impl Preset {
+    /// Imports a preset file (text or bytes).
+    #[napi(factory)]
+    pub fn from_json(text: Either<String, Buffer>) -> Result<Preset> {
+        let bytes: &[u8] = match &text {
+            Either::A(s) => s.as_bytes(),
+            Either::B(b) => b,
+        };
+        stpreset::Preset::from_json(bytes)
+            .map(|inner| Preset { inner })
+            .map_err(|e| error("PresetError", e.kind(), e))
+    }
+
+    /// Parses every enabled node once.
+    #[napi]
+    pub fn compile(&self) -> CompiledPreset {
+        CompiledPreset {
+            inner: Arc::new(self.inner.compile()),
+        }
+    }
+
+    /// The audit document (`{"nodes", "enabled", "diagnostics"}`) as JSON.
+    #[napi]
+    pub fn audit_json(&self) -> String {
+        self.inner.audit_json()
+    }
+}
+
+/// A compiled preset: render it as often as you like.
+#[napi]
+pub struct CompiledPreset {
+    inner: Arc<stpreset::CompiledPreset>,
+}
+
+#[napi]
+impl CompiledPreset {
+    /// Renders against a context file's JSON; returns the render document as JSON.
+    #[napi]
+    pub fn render_json(&self, context_json: String) -> Result<String> {
+        let ctx = context(&context_json)?;
+        Ok(self.inner.render(&ctx).to_json())
+    }
+}
+
+/// A compiled template.
+#[napi]
+pub struct Template {
+    inner: stpreset::Template,
+}
+
+#[napi]
+impl Template {
+    /// Compiles template text (text or UTF-8 bytes).
+    #[napi(factory)]
+    pub fn compile(source: Either<String, Buffer>) -> Result<Template> {
+        let inner = match &source {
+            Either::A(s) => stpreset::Template::compile(s),
+            Either::B(b) => stpreset::Template::from_bytes(b)
+                .map_err(|e| error("TemplateError", e.kind(), e))?,
+        };
+        Ok(Template { inner })
+    }
+
+    /// Renders against a context file's JSON; returns `{"text", "diagnostics", "variables"}`.
+    #[napi]
+    pub fn render_json(&self, context_json: String) -> Result<String> {
+        let ctx = context(&context_json)?;
+        Ok(self.inner.render(&ctx).to_json())
+    }
+}

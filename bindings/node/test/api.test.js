@@ -1,0 +1,83 @@
+'use strict';
+// The API's shape, errors and concurrency.
+const { test } = require('node:test');
+const assert = require('node:assert');
+const s = require('..');
+
+const PRESET = JSON.stringify({
+  prompts: [
+    { identifier: 'main', content: 'You are {{char}}.{{setvar::n::{{roll:1d1}}}}' },
+    { identifier: 'chatHistory', marker: true },
+    { identifier: 'jb', content: '{{incvar::turn}}', injection_position: 1, injection_depth: 0 },
+  ],
+});
+
+test('render returns plain objects in the SPEC §9 shape', () => {
+  const compiled = s.Preset.fromJson(PRESET).compile();
+  const out = compiled.render({
+    char: 'Tomori',
+    variables: { turn: '4' },
+    items: [{ tag: 'DIALOGUE_HISTORY', role: 'user', text: 'hi' }],
+  });
+  assert.deepStrictEqual(out.messages, [
+    { role: 'system', parts: ['You are Tomori.'], source: { node: 'main' } },
+    { role: 'user', parts: ['hi', '\n[System: 5]'], source: { tag: 'DIALOGUE_HISTORY' } },
+  ]);
+  assert.deepStrictEqual(out.variables, { n: '1', turn: '5' });
+  assert.deepStrictEqual(out.globals, {});
+  assert.deepStrictEqual(out.diagnostics, []);
+});
+
+test('a context may be JSON text, or nothing', () => {
+  assert.strictEqual(s.expand('{{user}}').text, 'User');
+  assert.strictEqual(s.expand('{{user}}', '{"user": "Ann"}').text, 'Ann');
+  assert.strictEqual(s.Template.compile(Buffer.from('{{char}}!')).render({ char: 'T' }).text, 'T!');
+});
+
+test('audit reports findings with line and column', () => {
+  const p = s.Preset.fromJson(JSON.stringify({ prompts: [{ identifier: 'main', content: 'a\n{{foo}}' }] }));
+  const audit = p.audit();
+  assert.strictEqual(audit.nodes, 1);
+  assert.strictEqual(audit.enabled, 1);
+  const d = audit.diagnostics.find((x) => x.kind === 'UnknownMacro');
+  assert.deepStrictEqual([d.node, d.line, d.column], ['main', 2, 1]);
+});
+
+test('errors are typed, with kind and message', () => {
+  const cases = [
+    [() => s.Preset.fromJson('{"prompts": [}'), s.PresetError, 'Json'],
+    [() => s.Preset.fromJson('[1]'), s.PresetError, 'NotAPreset'],
+    [() => s.Preset.fromJson(Buffer.from([0x7b, 0xff, 0x7d])), s.PresetError, 'Utf8'],
+    [() => s.Preset.fromJson('{"prompts": [{"identifier": 5}]}'), s.PresetError, 'Field'],
+    [() => s.expand('x', { seed: 'seven' }), s.ContextError, 'Json'],
+    [() => s.expand('x', { nope: 1 }), s.ContextError, 'Json'],
+    [() => s.expand('x', [1]), s.ContextError, 'NotAnObject'],
+    [() => s.expand('x', '[1]'), s.ContextError, 'NotAnObject'],
+    [() => s.Template.compile(Buffer.from([0xc3])), s.TemplateError, 'Utf8'],
+  ];
+  for (const [f, Class, kind] of cases) {
+    assert.throws(f, (e) => {
+      assert.ok(e instanceof Class, `${e.name}: ${e.message}`);
+      assert.ok(e instanceof s.StpresetError);
+      assert.ok(e instanceof Error);
+      assert.strictEqual(e.kind, kind, e.message);
+      assert.ok(e.message.length > 0 && !e.message.includes('\n'));
+      return true;
+    });
+  }
+  // Wrong argument types fail as JS errors, never crash the process.
+  assert.throws(() => s.Preset.fromJson(42));
+  assert.throws(() => s.Template.compile({}));
+});
+
+test('one compiled preset serves many async tasks', async () => {
+  const compiled = s.Preset.fromJson(PRESET).compile();
+  const tasks = Array.from({ length: 200 }, (_, i) =>
+    Promise.resolve().then(() => compiled.render({ char: `C${i}`, variables: { turn: String(i) } })),
+  );
+  const outs = await Promise.all(tasks);
+  outs.forEach((out, i) => {
+    assert.strictEqual(out.messages[0].parts[0], `You are C${i}.`);
+    assert.strictEqual(out.variables.turn, String(i + 1));
+  });
+});

@@ -1,0 +1,135 @@
+"""Render SillyTavern chat-completion presets: the stpreset Rust engine for Python.
+
+    >>> import stpreset
+    >>> preset = stpreset.Preset.from_json('{"prompts": [{"identifier": "main", "content": "Hi {{user}}"}]}')
+    >>> preset.compile().render({"user": "Alice"})["messages"][0]["parts"]
+    ['Hi Alice']
+
+Contexts and results are dicts in the JSON shape of SPEC §9 (the context file, and what
+``stpreset render --format json`` prints). Rendering releases the GIL.
+"""
+
+from __future__ import annotations
+
+import json as _json
+
+from . import _native
+
+__all__ = [
+    "Preset",
+    "CompiledPreset",
+    "Template",
+    "expand",
+    "StpresetError",
+    "PresetError",
+    "ContextError",
+    "TemplateError",
+]
+
+
+class StpresetError(ValueError):
+    """An input the engine refuses. ``kind`` names the variant (``Json``, ``TooLarge``, ...)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+class PresetError(StpresetError):
+    """A preset file that cannot be imported."""
+
+
+class ContextError(StpresetError):
+    """A context that is not the SPEC §9 shape."""
+
+
+class TemplateError(StpresetError):
+    """Template bytes that are not UTF-8, or too large."""
+
+
+_CLASSES = {"PresetError": PresetError, "ContextError": ContextError, "TemplateError": TemplateError}
+
+
+def _call(f, *args):
+    # The native layer raises ValueError(class, kind, message).
+    try:
+        return f(*args)
+    except ValueError as e:
+        if len(e.args) == 3 and e.args[0] in _CLASSES:
+            raise _CLASSES[e.args[0]](e.args[1], e.args[2]) from None
+        raise
+
+
+def _context_json(context) -> str:
+    if context is None:
+        return "{}"
+    if isinstance(context, str):
+        return context
+    if not isinstance(context, dict):
+        raise ContextError("NotAnObject", f"the context must be a dict, not {type(context).__name__}")
+    try:
+        return _json.dumps(context, ensure_ascii=False)
+    except (TypeError, ValueError) as e:
+        raise ContextError("Json", f"the context is not JSON data: {e}") from None
+
+
+class CompiledPreset:
+    """A preset compiled once, rendered many times (from any thread)."""
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, inner) -> None:
+        self._inner = inner
+
+    def render(self, context=None) -> dict:
+        """``{"messages", "diagnostics", "variables", "globals"}`` (SPEC §9)."""
+        return _json.loads(_call(self._inner.render_json, _context_json(context)))
+
+
+class Preset:
+    """An imported preset."""
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, inner) -> None:
+        self._inner = inner
+
+    @classmethod
+    def from_json(cls, text) -> "Preset":
+        """Imports a preset file (``str`` or ``bytes``); raises ``PresetError``."""
+        if not isinstance(text, (str, bytes, bytearray, memoryview)):
+            raise TypeError(f"from_json takes str or bytes, not {type(text).__name__}")
+        if not isinstance(text, str):
+            text = bytes(text)
+        return cls(_call(_native.Preset.from_json, text))
+
+    def compile(self) -> CompiledPreset:
+        """Parses every enabled node once."""
+        return CompiledPreset(self._inner.compile())
+
+    def audit(self) -> dict:
+        """``{"nodes", "enabled", "diagnostics"}``: findings for preset authors, with line and column."""
+        return _json.loads(self._inner.audit_json())
+
+
+class Template:
+    """A template compiled once."""
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, source) -> None:
+        if not isinstance(source, (str, bytes, bytearray, memoryview)):
+            raise TypeError(f"Template takes str or bytes, not {type(source).__name__}")
+        if not isinstance(source, str):
+            source = bytes(source)
+        self._inner = _call(_native.Template, source)
+
+    def render(self, context=None) -> dict:
+        """``{"text", "diagnostics", "variables"}`` (SPEC §9)."""
+        return _json.loads(_call(self._inner.render_json, _context_json(context)))
+
+
+def expand(source, context=None) -> dict:
+    """Compiles and renders one template."""
+    return Template(source).render(context)

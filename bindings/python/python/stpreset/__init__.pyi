@@ -1,0 +1,61 @@
+from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
+
+Context = Dict[str, Any]
+"""The context file of SPEC §9 (``user``, ``char``, ``items``, ``variables``, ``injection``...)."""
+
+class Diagnostic(TypedDict, total=False):
+    severity: Literal["warning", "info"]
+    kind: str
+    node: str
+    span: List[int]
+    line: int
+    column: int
+    message: str
+
+class Message(TypedDict):
+    role: Literal["system", "user", "model"]
+    parts: List[str]
+    source: Dict[str, Any]
+
+class Rendered(TypedDict):
+    messages: List[Message]
+    diagnostics: List[Diagnostic]
+    variables: Dict[str, str]
+    globals: Dict[str, str]
+
+class Expansion(TypedDict):
+    text: str
+    diagnostics: List[Diagnostic]
+    variables: Dict[str, str]
+
+class Audit(TypedDict):
+    nodes: int
+    enabled: int
+    diagnostics: List[Diagnostic]
+
+_Text = Union[str, bytes, bytearray, memoryview]
+_Ctx = Optional[Union[Context, str]]
+
+class StpresetError(ValueError):
+    kind: str
+    message: str
+    def __init__(self, kind: str, message: str) -> None: ...
+
+class PresetError(StpresetError): ...
+class ContextError(StpresetError): ...
+class TemplateError(StpresetError): ...
+
+class CompiledPreset:
+    def render(self, context: _Ctx = ...) -> Rendered: ...
+
+class Preset:
+    @classmethod
+    def from_json(cls, text: _Text) -> Preset: ...
+    def compile(self) -> CompiledPreset: ...
+    def audit(self) -> Audit: ...
+
+class Template:
+    def __init__(self, source: _Text) -> None: ...
+    def render(self, context: _Ctx = ...) -> Expansion: ...
+
+def expand(source: _Text, context: _Ctx = ...) -> Expansion: ...

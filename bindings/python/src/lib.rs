@@ -1,0 +1,98 @@
+//! Python bindings (PyO3). The native module `stpreset._native` speaks SPEC §9 JSON text — the
+//! documents the CLI prints, from the same library calls — and `stpreset/__init__.py` turns it
+//! into dicts and typed exceptions. Rendering runs with the GIL released.
+
+use std::sync::Arc;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+/// Raised as `ValueError(class, kind, message)`; the package re-raises it as its own class.
+fn error(class: &str, kind: &str, message: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err((class.to_string(), kind.to_string(), message.to_string()))
+}
+
+fn context(json: &str) -> PyResult<stpreset::Context> {
+    stpreset::Context::from_json(json.as_bytes()).map_err(|e| error("ContextError", e.kind(), e))
+}
+
+/// Text or bytes from Python: `str` is UTF-8 already; `bytes` are checked by the engine.
+#[derive(FromPyObject)]
+enum Text {
+    Str(String),
+    Bytes(Vec<u8>),
+}
+
+/// An imported preset.
+#[pyclass(frozen, module = "stpreset._native")]
+struct Preset {
+    inner: stpreset::Preset,
+}
+
+#[pymethods]
+impl Preset {
+    #[staticmethod]
+    fn from_json(py: Python<'_>, text: Text) -> PyResult<Preset> {
+        let bytes: &[u8] = match &text {
+            Text::Str(s) => s.as_bytes(),
+            Text::Bytes(b) => b,
+        };
+        py.detach(|| stpreset::Preset::from_json(bytes))
+            .map(|inner| Preset { inner })
+            .map_err(|e| error("PresetError", e.kind(), e))
+    }
+
+    fn compile(&self, py: Python<'_>) -> CompiledPreset {
+        let inner = py.detach(|| Arc::new(self.inner.compile()));
+        CompiledPreset { inner }
+    }
+
+    fn audit_json(&self, py: Python<'_>) -> String {
+        py.detach(|| self.inner.audit_json())
+    }
+}
+
+/// A compiled preset; renders from any thread.
+#[pyclass(frozen, module = "stpreset._native")]
+struct CompiledPreset {
+    inner: Arc<stpreset::CompiledPreset>,
+}
+
+#[pymethods]
+impl CompiledPreset {
+    fn render_json(&self, py: Python<'_>, context_json: &str) -> PyResult<String> {
+        py.detach(|| Ok(self.inner.render(&context(context_json)?).to_json()))
+    }
+}
+
+/// A compiled template.
+#[pyclass(frozen, module = "stpreset._native")]
+struct Template {
+    inner: stpreset::Template,
+}
+
+#[pymethods]
+impl Template {
+    #[new]
+    fn new(py: Python<'_>, source: Text) -> PyResult<Template> {
+        let inner = py.detach(|| match &source {
+            Text::Str(s) => Ok(stpreset::Template::compile(s)),
+            Text::Bytes(b) => stpreset::Template::from_bytes(b),
+        });
+        inner
+            .map(|inner| Template { inner })
+            .map_err(|e| error("TemplateError", e.kind(), e))
+    }
+
+    fn render_json(&self, py: Python<'_>, context_json: &str) -> PyResult<String> {
+        py.detach(|| Ok(self.inner.render(&context(context_json)?).to_json()))
+    }
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Preset>()?;
+    m.add_class::<CompiledPreset>()?;
+    m.add_class::<Template>()?;
+    Ok(())
+}

@@ -1,0 +1,96 @@
+"""The API's shape, errors and threads."""
+
+import json
+import threading
+
+import pytest
+
+import stpreset
+
+PRESET = json.dumps(
+    {
+        "prompts": [
+            {"identifier": "main", "content": "You are {{char}}.{{setvar::n::{{roll:1d1}}}}"},
+            {"identifier": "chatHistory", "marker": True},
+            {"identifier": "jb", "content": "{{incvar::turn}}", "injection_position": 1, "injection_depth": 0},
+        ]
+    }
+)
+
+
+def test_render_returns_dicts_in_the_spec_shape():
+    compiled = stpreset.Preset.from_json(PRESET).compile()
+    out = compiled.render(
+        {"char": "Tomori", "variables": {"turn": "4"}, "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}]}
+    )
+    assert out == {
+        "messages": [
+            {"role": "system", "parts": ["You are Tomori."], "source": {"node": "main"}},
+            {"role": "user", "parts": ["hi", "\n[System: 5]"], "source": {"tag": "DIALOGUE_HISTORY"}},
+        ],
+        "diagnostics": [],
+        "variables": {"n": "1", "turn": "5"},
+        "globals": {},
+    }
+
+
+def test_contexts_may_be_json_text_or_nothing():
+    assert stpreset.expand("{{user}}")["text"] == "User"
+    assert stpreset.expand("{{user}}", '{"user": "Ann"}')["text"] == "Ann"
+    assert stpreset.Template(b"{{char}}!").render({"char": "T"})["text"] == "T!"
+
+
+def test_audit_has_line_and_column():
+    audit = stpreset.Preset.from_json('{"prompts": [{"identifier": "main", "content": "a\\n{{foo}}"}]}').audit()
+    assert (audit["nodes"], audit["enabled"]) == (1, 1)
+    d = next(d for d in audit["diagnostics"] if d["kind"] == "UnknownMacro")
+    assert (d["node"], d["line"], d["column"]) == ("main", 2, 1)
+
+
+@pytest.mark.parametrize(
+    "call, cls, kind",
+    [
+        (lambda: stpreset.Preset.from_json('{"prompts": [}'), stpreset.PresetError, "Json"),
+        (lambda: stpreset.Preset.from_json("[1]"), stpreset.PresetError, "NotAPreset"),
+        (lambda: stpreset.Preset.from_json(b'{"prompts": "\xff"}'), stpreset.PresetError, "Utf8"),
+        (lambda: stpreset.Preset.from_json('{"prompts": [{"identifier": 5}]}'), stpreset.PresetError, "Field"),
+        (lambda: stpreset.expand("x", {"seed": "seven"}), stpreset.ContextError, "Json"),
+        (lambda: stpreset.expand("x", {"nope": 1}), stpreset.ContextError, "Json"),
+        (lambda: stpreset.expand("x", [1]), stpreset.ContextError, "NotAnObject"),
+        (lambda: stpreset.expand("x", "[1]"), stpreset.ContextError, "NotAnObject"),
+        (lambda: stpreset.expand("x", {"user": object()}), stpreset.ContextError, "Json"),
+        (lambda: stpreset.Template(b"\xc3"), stpreset.TemplateError, "Utf8"),
+    ],
+)
+def test_errors_are_value_errors_with_a_kind(call, cls, kind):
+    with pytest.raises(cls) as info:
+        call()
+    e = info.value
+    assert isinstance(e, stpreset.StpresetError) and isinstance(e, ValueError)
+    assert e.kind == kind, str(e)
+    assert str(e) and "\n" not in str(e)
+
+
+def test_wrong_types_are_type_errors():
+    with pytest.raises(TypeError):
+        stpreset.Preset.from_json(42)
+    with pytest.raises(TypeError):
+        stpreset.Template({})
+
+
+def test_one_compiled_preset_serves_many_threads():
+    compiled = stpreset.Preset.from_json(PRESET).compile()
+    results = {}
+
+    def work(i):
+        results[i] = compiled.render({"char": f"C{i}", "variables": {"turn": str(i)}})
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(32)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, out in results.items():
+        assert out["messages"][0]["parts"][0] == f"You are C{i}."
+        assert out["variables"]["turn"] == str(i + 1)
+    assert len(results) == 32
