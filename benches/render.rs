@@ -31,6 +31,29 @@ fn bench(c: &mut Criterion) {
         });
         g.finish();
     }
+    // What a language binding does per render on the largest preset: read the context JSON,
+    // render, write the result JSON (compare with `render` above; bindings/*/bench.* time the
+    // whole call from JavaScript and Python).
+    if let Some(path) = support::corpus()
+        .into_iter()
+        .max_by_key(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+    {
+        let compiled = Preset::from_json(&std::fs::read(&path).unwrap())
+            .unwrap()
+            .compile();
+        let json = support::realistic_context_json(200);
+        let mut g = c.benchmark_group("binding-crossing");
+        g.bench_function("context-json+render+to-json", |b| {
+            b.iter(|| {
+                let ctx = stpreset::Context::from_json(black_box(&json)).unwrap();
+                compiled.render(&ctx).to_json()
+            })
+        });
+        g.bench_function("context-json", |b| {
+            b.iter(|| stpreset::Context::from_json(black_box(&json)).unwrap())
+        });
+        g.finish();
+    }
 }
 
 criterion_group!(benches, bench);

@@ -21,9 +21,16 @@ pub fn corpus() -> Vec<PathBuf> {
     paths
 }
 
-/// A bot-like context: persona, personality, lore, memories, and a 20-message history.
+/// A bot-like context: persona, personality, lore, memories, and a `history`-message history.
 #[allow(dead_code)]
 pub fn realistic_context(history: usize) -> Context {
+    Context::from_json(&realistic_context_json(history)).unwrap()
+}
+
+/// `realistic_context` as context-file JSON (what a binding receives). The Node and Python
+/// bench scripts (`bindings/*/bench.*`) build the same document.
+#[allow(dead_code)]
+pub fn realistic_context_json(history: usize) -> Vec<u8> {
     let mut items = vec![
         json!({"tag": "SYSTEM_CHANNEL_PROMPT", "role": "system", "text": "Channel: #roleplay"}),
         json!({"tag": "SYSTEM_PERSONA_PROMPT", "role": "system", "text": "{{char}} is a shrine maiden who tends the hill shrine."}),
@@ -59,5 +66,5 @@ pub fn realistic_context(history: usize) -> Context {
         "utc_offset_minutes": 480, "seed": 42, "chat_id": "chat-1",
         "capabilities": {"web_search": true}, "tools": ["web_search"],
         "globals": {"mood": "calm"}, "items": items});
-    Context::from_json(&serde_json::to_vec(&ctx).unwrap()).unwrap()
+    serde_json::to_vec(&ctx).unwrap()
 }

@@ -61,7 +61,7 @@ class CompiledPreset {
   /** `{ messages, diagnostics, variables, globals }` (SPEC §9). */
   render(context) {
     const json = contextJson(context);
-    return JSON.parse(call(() => this._inner.renderJson(json)));
+    return call(() => this._inner.render(json));
   }
 }
 

@@ -67,6 +67,14 @@ impl CompiledPreset {
         let ctx = context(&context_json)?;
         Ok(self.inner.render(&ctx).to_json())
     }
+
+    /// Renders against a context file's JSON; returns the render document as an object, built
+    /// directly from the same `Serialize` implementation as the JSON text.
+    #[napi(ts_return_type = "object")]
+    pub fn render<'env>(&self, env: &'env Env, context_json: String) -> Result<Unknown<'env>> {
+        let ctx = context(&context_json)?;
+        env.to_js_value(&self.inner.render(&ctx))
+    }
 }
 
 /// A compiled template.

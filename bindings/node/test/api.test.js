@@ -81,3 +81,9 @@ test('one compiled preset serves many async tasks', async () => {
     assert.strictEqual(out.variables.turn, String(i + 1));
   });
 });
+
+test('the objects are exactly the JSON documents the CLI prints', () => {
+  const compiled = s.Preset.fromJson(PRESET).compile();
+  const ctx = JSON.stringify({ char: 'T', items: [{ tag: 'CONTEXT_CURRENT', role: 'system', text: 'x', depth: 0 }] });
+  assert.deepStrictEqual(compiled.render(ctx), JSON.parse(compiled._inner.renderJson(ctx)));
+});

@@ -63,6 +63,13 @@ impl CompiledPreset {
     fn render_json(&self, py: Python<'_>, context_json: &str) -> PyResult<String> {
         py.detach(|| Ok(self.inner.render(&context(context_json)?).to_json()))
     }
+
+    /// The render document as dicts and lists, built from the same `Serialize`
+    /// implementation as the JSON text (no text in between).
+    fn render<'py>(&self, py: Python<'py>, context_json: &str) -> PyResult<Bound<'py, PyAny>> {
+        let out = py.detach(|| Ok::<_, PyErr>(self.inner.render(&context(context_json)?)))?;
+        Ok(pythonize::pythonize(py, &out)?)
+    }
 }
 
 /// A compiled template.

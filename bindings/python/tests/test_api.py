@@ -94,3 +94,9 @@ def test_one_compiled_preset_serves_many_threads():
         assert out["messages"][0]["parts"][0] == f"You are C{i}."
         assert out["variables"]["turn"] == str(i + 1)
     assert len(results) == 32
+
+
+def test_dicts_are_exactly_the_json_documents_the_cli_prints():
+    compiled = stpreset.Preset.from_json(PRESET).compile()
+    ctx = json.dumps({"char": "T", "items": [{"tag": "CONTEXT_CURRENT", "role": "system", "text": "x", "depth": 0}]})
+    assert compiled.render(ctx) == json.loads(compiled._inner.render_json(ctx))

@@ -84,7 +84,8 @@ class CompiledPreset:
 
     def render(self, context=None) -> dict:
         """``{"messages", "diagnostics", "variables", "globals"}`` (SPEC §9)."""
-        return _json.loads(_call(self._inner.render_json, _context_json(context)))
+        # Built natively from the same serializer as the JSON text: half the cost of loads().
+        return _call(self._inner.render, _context_json(context))
 
 
 class Preset:
