@@ -325,7 +325,7 @@ struct ContextFile {
     globals: BTreeMap<String, String>,
     variables: BTreeMap<String, String>,
     items: Vec<ContextItem>,
-    injection: Injection,
+    injection: Option<Injection>,
 }
 
 impl Context {
@@ -403,7 +403,7 @@ impl Context {
             variables: file.variables,
             items: file.items,
             host,
-            options: RenderOptions::default().with_injection(file.injection),
+            options: RenderOptions::default().with_injection(file.injection.unwrap_or_default()),
         })
     }
 }
@@ -436,6 +436,24 @@ mod tests {
         assert_eq!(ctx.items[0].role, Role::Model);
         assert_eq!(ctx.user, "User");
         assert!(ctx.time_awareness);
+    }
+
+    #[test]
+    fn injection_mode_is_a_string_or_null() {
+        let mode = |v: &str| {
+            Context::from_json(format!(r#"{{"injection": {v}}}"#).as_bytes())
+                .map(|c| c.options.injection)
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(mode("null"), Ok(Injection::Merge));
+        assert_eq!(mode(r#""separate""#), Ok(Injection::Separate));
+        for bad in ["1", "[]", "{}", r#""Separate""#] {
+            let err = mode(bad).unwrap_err();
+            assert!(
+                err.contains(r#"merge"#) && err.contains("separate"),
+                "{bad}: {err}"
+            );
+        }
     }
 
     #[test]

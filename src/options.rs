@@ -2,13 +2,16 @@
 //! limits, how depth nodes enter the chat history, and where the time comes from.
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use serde::de::{self, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::limits::Limits;
 
 /// How depth nodes and tail items with a depth enter the chat history (SPEC §4.3, §9;
 /// `docs/assembly.md`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Injection {
     /// Appended to the history message at their depth as `\n[System: …]` parts (SPEC §4.3).
@@ -17,6 +20,28 @@ pub enum Injection {
     /// New messages inserted into the history at their depth, as SillyTavern does: one per
     /// depth, order group and role, texts joined with `\n`.
     Separate,
+}
+
+/// Read from a string only, so a wrong type says what is expected (serde's derived enum
+/// reading answers `1` or `[]` with a bare "expected value").
+impl<'de> Deserialize<'de> for Injection {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Mode;
+        impl Visitor<'_> for Mode {
+            type Value = Injection;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("\"merge\" or \"separate\"")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Injection, E> {
+                match v {
+                    "merge" => Ok(Injection::Merge),
+                    "separate" => Ok(Injection::Separate),
+                    _ => Err(E::unknown_variant(v, &["merge", "separate"])),
+                }
+            }
+        }
+        d.deserialize_str(Mode)
+    }
 }
 
 /// The render's settings: one value, read by every stage.

@@ -2,7 +2,7 @@
 
 mod support;
 
-use support::{stpreset, temp, text};
+use support::{arg, stpreset, temp, text};
 
 #[test]
 fn expand_text_prints_exactly_the_text() {
@@ -203,4 +203,26 @@ fn audit_reports_and_exits_0() {
         .map(|d| d["kind"].as_str().unwrap())
         .collect();
     assert_eq!(kinds, ["MalformedBlock", "UnsupportedMacro"]);
+}
+
+#[test]
+fn render_text_names_the_sources_of_injected_messages() {
+    let preset = temp(
+        "separate-preset.json",
+        br#"{"prompts": [{"identifier": "main", "content": "M"},
+            {"identifier": "chatHistory", "marker": true},
+            {"identifier": "d1", "role": "user", "content": "X", "injection_position": 1, "injection_depth": 0}]}"#,
+    );
+    let ctx = temp(
+        "separate-context.json",
+        br#"{"injection": "separate", "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"},
+            {"tag": "CONTEXT_CURRENT", "role": "user", "text": "rain", "depth": 0}]}"#,
+    );
+    let out = stpreset(&["render", arg(&preset), "--context", arg(&ctx)], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).ends_with("### user (injected: node d1, CONTEXT_CURRENT)\nX\nrain\n"),
+        "{}",
+        text(&out.stdout)
+    );
 }

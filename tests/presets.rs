@@ -437,6 +437,19 @@ fn output_limit_cuts_the_crossing_message() {
 }
 
 #[test]
+fn an_output_limit_on_a_part_boundary_leaves_no_empty_part_or_message() {
+    let p = preset(nodes(&[("a", "MAIN"), ("b", "next")]));
+    let mut c = ctx(json!([item("DIALOGUE_HISTORY", "user", "H")]));
+    c.options.limits.output_bytes = 4;
+    let out = p.compile().render(&c);
+    let got: Vec<Vec<String>> = out.messages.iter().map(|m| m.parts.clone()).collect();
+    assert_eq!(got, [vec!["MAIN".to_string()]]);
+    assert_eq!(kinds(&out.diagnostics), [DiagnosticKind::LimitReached]);
+    c.options.limits.output_bytes = 0;
+    assert!(p.compile().render(&c).messages.is_empty());
+}
+
+#[test]
 fn compiled_presets_render_many_contexts() {
     let p = preset(nodes(&[("a", "Hi {{user}} {{random::x::y::z::w}}")]));
     let compiled = p.compile();

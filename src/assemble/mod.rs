@@ -204,8 +204,11 @@ fn limit_output(assembly: &mut Assembly, limit: usize, diags: &mut Vec<Diagnosti
     for mi in 0..out.len() {
         let parts = &mut out[mi].parts;
         if let Some(pi) = parts.iter_mut().position(|p| !budget.spend(p)) {
-            parts.truncate(pi + 1);
-            out.truncate(mi + 1);
+            // A cut that leaves the crossing part empty keeps nothing of it.
+            let keep = if parts[pi].is_empty() { pi } else { pi + 1 };
+            parts.truncate(keep);
+            let message_left = keep > 0;
+            out.truncate(if message_left { mi + 1 } else { mi });
             diags.push(Diagnostic::new(
                 DiagnosticKind::LimitReached,
                 None,

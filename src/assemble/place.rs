@@ -196,6 +196,14 @@ pub(super) fn place(
     {
         let text = convert_identities(SAMPLE_SEPARATOR, &ctx.user, &ctx.char).into_owned();
         out.push(Message::new(Role::User, text, Source::SampleSeparator));
+        // An empty history at the end stays after the separator: injections there belong to
+        // the live conversation, not to the example dialogue the separator closes.
+        if let Some(h) = history.as_mut()
+            && h.start == h.end
+            && h.start == out.len() - 1
+        {
+            *h = out.len()..out.len();
+        }
     }
     // Tail items without a depth follow everything; those with one are injected.
     for item in ctx

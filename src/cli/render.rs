@@ -57,7 +57,13 @@ fn source_name(source: &Source) -> String {
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default(),
         Source::Tag(None) => "untagged".into(),
-        _ => "SAMPLE_SEPARATOR".into(),
+        Source::SampleSeparator => "SAMPLE_SEPARATOR".into(),
+        Source::Injection(parts) => {
+            let parts: Vec<String> = parts.iter().map(source_name).collect();
+            format!("injected: {}", parts.join(", "))
+        }
+        // `Source` is non-exhaustive: a future kind prints its JSON.
+        other => serde_json::to_string(other).unwrap_or_default(),
     }
 }
 
