@@ -7,7 +7,9 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
 use crate::error::ContextError;
-use crate::options::{Injection, RenderOptions};
+use crate::options::{Budget, Injection, RenderOptions};
+use crate::provider::ProviderOptions;
+use crate::tokens::{Counter, Tokenizer};
 
 /// Everything a render reads from the host. Every field has a default (SPEC §9): empty strings,
 /// user `User`, no capabilities, tools or items, seed 0, the clock of [`RenderOptions`] read at
@@ -71,8 +73,11 @@ pub struct Context {
     pub items: Vec<ContextItem>,
     /// Capability and tool facts (TomoriBot predicates, tool placeholders).
     pub host: MapHost,
-    /// How the render runs: limits, injection mode, clock.
+    /// How the render runs: limits, injection mode, clock, history budget.
     pub options: RenderOptions,
+    /// How [`Rendered::to_request`](crate::Rendered::to_request) shapes a provider request
+    /// (context field `provider_options`, SPEC §12).
+    pub provider_options: ProviderOptions,
 }
 
 impl Default for Context {
@@ -103,6 +108,7 @@ impl Default for Context {
             items: Vec::new(),
             host: MapHost::default(),
             options: RenderOptions::default(),
+            provider_options: ProviderOptions::default(),
         }
     }
 }
@@ -326,6 +332,52 @@ struct ContextFile {
     variables: BTreeMap<String, String>,
     items: Vec<ContextItem>,
     injection: Option<Injection>,
+    // SPEC §12: read as JSON values so that every refusal names its field.
+    provider_options: Option<serde_json::Value>,
+    max_context_tokens: Option<serde_json::Value>,
+    reserve_tokens: Option<serde_json::Value>,
+    tokenizer: Option<serde_json::Value>,
+}
+
+/// A u32 field (`max_context_tokens`, `reserve_tokens`): a JSON integer in `0..=4294967295`.
+fn tokens_field(field: &str, v: Option<&serde_json::Value>) -> Result<Option<u32>, ContextError> {
+    match v {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| ContextError::Field {
+                field: field.into(),
+                problem: format!(
+                    "expected an integer from 0 to 4294967295, found {}",
+                    crate::diagnostic::excerpt(&v.to_string())
+                ),
+            }),
+    }
+}
+
+fn tokenizer_field(v: Option<&serde_json::Value>) -> Result<Tokenizer, ContextError> {
+    let names = ["auto", "o200k", "cl100k", "approx", "words"];
+    let all = [
+        Tokenizer::Auto,
+        Tokenizer::O200k,
+        Tokenizer::Cl100k,
+        Tokenizer::Approx,
+        Tokenizer::Words,
+    ];
+    match v {
+        None | Some(serde_json::Value::Null) => Ok(Tokenizer::Auto),
+        Some(v) => v
+            .as_str()
+            .and_then(|s| names.iter().position(|n| *n == s))
+            .map(|i| all[i])
+            .ok_or_else(|| ContextError::Field {
+                field: "tokenizer".into(),
+                problem: "expected one of \"auto\", \"o200k\", \"cl100k\", \"approx\", \"words\""
+                    .into(),
+            }),
+    }
 }
 
 impl Context {
@@ -403,7 +455,27 @@ impl Context {
             variables: file.variables,
             items: file.items,
             host,
-            options: RenderOptions::default().with_injection(file.injection.unwrap_or_default()),
+            options: RenderOptions {
+                budget: Budget {
+                    max_context_tokens: tokens_field(
+                        "max_context_tokens",
+                        file.max_context_tokens.as_ref(),
+                    )?,
+                    reserve_tokens: tokens_field("reserve_tokens", file.reserve_tokens.as_ref())?
+                        .unwrap_or(0),
+                    counter: Counter::Builtin(tokenizer_field(file.tokenizer.as_ref())?),
+                },
+                ..RenderOptions::default().with_injection(file.injection.unwrap_or_default())
+            },
+            provider_options: match &file.provider_options {
+                None | Some(serde_json::Value::Null) => ProviderOptions::default(),
+                Some(v) => {
+                    ProviderOptions::from_json(v).map_err(|(key, problem)| ContextError::Field {
+                        field: format!("provider_options.{key}"),
+                        problem,
+                    })?
+                }
+            },
         })
     }
 }

@@ -59,6 +59,16 @@ pub enum DiagnosticKind {
     UnclosedTag,
     /// A macro flag SillyTavern reserves but does not implement (`!`, `?`, `~`, `>`).
     IgnoredFlag,
+    /// The history budget counted with an estimate: the exact vocabulary is not built in.
+    ApproximateTokenCount,
+    /// The fixed messages and the newest history item alone exceed the token budget.
+    ContextOverflow,
+    /// The history budget dropped older history items.
+    HistoryTrimmed,
+    /// A provider request without any message.
+    EmptyRequest,
+    /// An Anthropic or Gemini request with messages but no user turn.
+    NoUserTurn,
 }
 
 impl DiagnosticKind {
@@ -71,7 +81,9 @@ impl DiagnosticKind {
             | HtmlInNode
             | CacheUnfriendlyPrefix
             | UnclosedTag
-            | IgnoredFlag => Severity::Info,
+            | IgnoredFlag
+            | ApproximateTokenCount
+            | HistoryTrimmed => Severity::Info,
             _ => Severity::Warning,
         }
     }

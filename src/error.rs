@@ -19,6 +19,14 @@ pub enum ContextError {
         /// What it is instead (`an array`, `a number`, ...).
         found: &'static str,
     },
+    /// A field with a value it cannot take.
+    #[error("context field `{field}`: {problem}")]
+    Field {
+        /// The field (`provider_options.cache_ttl` for a provider option).
+        field: String,
+        /// What is wrong.
+        problem: String,
+    },
     /// The file is not JSON of the context shape.
     #[error("context file, line {line} column {column}: {message}")]
     Json {
@@ -32,11 +40,13 @@ pub enum ContextError {
 }
 
 impl ContextError {
-    /// The variant's name (`"Utf8"`, `"NotAnObject"`, `"Json"`), as the bindings report it.
+    /// The variant's name (`"Utf8"`, `"NotAnObject"`, `"Field"`, `"Json"`), as the bindings
+    /// report it.
     pub fn kind(&self) -> &'static str {
         match self {
             ContextError::Utf8 { .. } => "Utf8",
             ContextError::NotAnObject { .. } => "NotAnObject",
+            ContextError::Field { .. } => "Field",
             ContextError::Json { .. } => "Json",
         }
     }

@@ -29,6 +29,7 @@ mod json;
 mod limits;
 mod options;
 mod preset;
+mod provider;
 mod render;
 mod report;
 mod span;
@@ -36,6 +37,7 @@ mod span;
 mod store;
 mod syntax;
 mod template;
+mod tokens;
 
 pub use assemble::{Message, Source};
 pub use context::{Context, ContextItem, MapHost, Role, Tag};
@@ -43,13 +45,15 @@ pub use diagnostic::{Diagnostic, DiagnosticKind, Severity, terminal_line, termin
 pub use error::{ContextError, TemplateError};
 pub use eval::Expanded;
 pub use limits::Limits;
-pub use options::{Injection, RenderOptions};
+pub use options::{Budget, Injection, RenderOptions};
 pub use preset::{CompiledPreset, Preset, PresetError, PresetNode};
+pub use provider::{CacheTtl, ChatMessage, Names, PostProcessing, ProviderOptions, Shape, convert};
 pub use render::{Expansion, Rendered};
 pub use report::TextReport;
 #[cfg(feature = "store")]
 pub use store::{Clock, PresetStore, PresetSummary, StoreError, StoreOptions, SystemClock};
 pub use template::{Template, expand};
+pub use tokens::{Counter, TokenCounter, Tokenizer};
 
 /// The README's examples run as doctests.
 #[doc = include_str!("../README.md")]

@@ -8,6 +8,7 @@ use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::limits::Limits;
+use crate::tokens::Counter;
 
 /// How depth nodes and tail items with a depth enter the chat history (SPEC §4.3, §9;
 /// `docs/assembly.md`).
@@ -44,6 +45,20 @@ impl<'de> Deserialize<'de> for Injection {
     }
 }
 
+/// The history budget (SPEC §12.4): context fields `max_context_tokens`, `reserve_tokens`,
+/// `tokenizer`. Without `max_context_tokens` there is no budget.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Budget {
+    /// The model's context window, in tokens.
+    pub max_context_tokens: Option<u32>,
+    /// Tokens kept free: the response, and what the budget does not count (tools, provider
+    /// additions such as the placeholder, a prefill, name prefixes).
+    pub reserve_tokens: u32,
+    /// How tokens are counted.
+    pub counter: Counter,
+}
+
 /// The render's settings: one value, read by every stage.
 ///
 /// ```
@@ -63,6 +78,8 @@ pub struct RenderOptions {
     /// Read once per render when [`Context::now`](crate::Context::now) is `None`. Hosts
     /// without a system clock set `now` (or a clock of their own) instead.
     pub clock: fn() -> DateTime<Utc>,
+    /// The history budget (none by default).
+    pub budget: Budget,
 }
 
 impl Default for RenderOptions {
@@ -71,6 +88,7 @@ impl Default for RenderOptions {
             limits: Limits::default(),
             injection: Injection::default(),
             clock: Utc::now,
+            budget: Budget::default(),
         }
     }
 }

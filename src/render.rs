@@ -53,6 +53,13 @@ pub struct Rendered {
     pub variables: BTreeMap<String, String>,
     /// Global variables after the render.
     pub globals: BTreeMap<String, String>,
+    /// The prompt's tokens as the history budget counted them (`None` without a budget).
+    pub prompt_tokens: Option<u32>,
+    /// Who speaks and which model, for provider requests.
+    #[serde(skip)]
+    pub(crate) speakers: crate::provider::Names,
+    #[serde(skip)]
+    pub(crate) model: String,
 }
 
 /// The result of rendering one template.
@@ -105,11 +112,15 @@ pub(crate) fn preset(
     let mut diagnostics = Vec::with_capacity(import.len() + ev.diagnostics.len() + 4);
     diagnostics.extend_from_slice(import);
     diagnostics.extend(ev.diagnostics);
-    let messages = assemble::assemble(plan, &mut ev.texts, ev.expanded, ctx, &mut diagnostics);
+    let (messages, prompt_tokens) =
+        assemble::assemble(plan, &mut ev.texts, ev.expanded, ctx, &mut diagnostics);
     Rendered {
         messages,
         diagnostics,
         variables: ev.variables,
         globals: ev.globals,
+        prompt_tokens,
+        speakers: crate::provider::Names::of(ctx),
+        model: ctx.model.clone(),
     }
 }

@@ -23,6 +23,15 @@ impl Message {
         self.parts.concat()
     }
 
+    /// A message from its parts (for hosts that build or budget their own lists).
+    pub fn with_parts(role: Role, parts: Vec<String>, source: Source) -> Message {
+        Message {
+            role,
+            parts,
+            source,
+        }
+    }
+
     pub(crate) fn new(role: Role, text: String, source: Source) -> Message {
         Message {
             role,

@@ -3,11 +3,13 @@
 //!
 //! 1. [`place`]: walk the preset's plan; markers pull item buckets, anchors flush groups;
 //! 2. [`inject`]: depth nodes and tail items with a depth enter the history ([`Injection`]);
-//! 3. [`limit_output`]: the output limit cuts the message list.
+//! 3. [`budget`]: the oldest history goes until the prompt fits its token budget;
+//! 4. [`limit_output`]: the output limit cuts the message list.
 //!
 //! Where every node goes is resolved once, when a preset is compiled ([`Plan`]); a render only
 //! follows the plan. A new stage is a module here and one line in [`assemble`].
 
+mod budget;
 mod inject;
 mod message;
 mod place;
@@ -178,23 +180,24 @@ fn node_role(role: &str) -> Role {
 }
 
 /// Builds the message list: the stages in order. `texts` are the evaluated nodes' finished
-/// texts (moved into their messages).
+/// texts (moved into their messages). Returns the messages and, with a budget, the prompt's
+/// tokens.
 pub(crate) fn assemble(
     plan: &Plan,
     texts: &mut [String],
     expanded: Expanded,
     ctx: &Context,
     diags: &mut Vec<Diagnostic>,
-) -> Vec<Message> {
+) -> (Vec<Message>, Option<u32>) {
     let mut assembly = place::place(plan, texts, expanded, ctx, diags);
     let injections = inject::collect(plan, texts, ctx);
     inject::inject(&mut assembly, injections, ctx.options.injection, diags);
-    limit_output(
-        &mut assembly,
-        ctx.options.limits.clamped().output_bytes,
-        diags,
-    );
-    assembly.messages
+    let limit = ctx.options.limits.clamped().output_bytes;
+    let budget = &ctx.options.budget;
+    let (budget_diags, prompt_tokens) = budget.apply(&mut assembly.messages, &ctx.model, limit);
+    diags.extend(budget_diags);
+    limit_output(&mut assembly, limit, diags);
+    (assembly.messages, prompt_tokens)
 }
 
 /// Cuts the message that crosses the output limit at a UTF-8 boundary; drops later output.

@@ -1,0 +1,164 @@
+//! Steps before the shape (SPEC §12.1, §12.2): prepare, squash, post-processing modes (ST
+//! `mergeMessages`), and the name rules they share with the shapes.
+
+use super::{ChatMessage, Names, PostProcessing};
+use crate::context::Role;
+
+/// §12.1: empty messages are dropped (SillyTavern never sends them).
+pub(super) fn prepare(messages: impl Iterator<Item = ChatMessage>) -> Vec<ChatMessage> {
+    messages.filter(|m| !m.text.is_empty()).collect()
+}
+
+/// Whether `text` starts with `name: `.
+fn says(text: &str, name: &str) -> bool {
+    text.strip_prefix(name).is_some_and(|r| r.starts_with(": "))
+}
+
+fn prefixed(name: &str, text: String) -> String {
+    format!("{name}: {text}")
+}
+
+/// Rule 12.2.A.a: `CHAR: ` unless CHAR is empty, or the text already starts with it or with a
+/// group member's name.
+pub(super) fn as_char(text: String, names: &Names) -> String {
+    if names.char.is_empty()
+        || says(&text, &names.char)
+        || names.group.iter().any(|g| says(&text, g))
+    {
+        text
+    } else {
+        prefixed(&names.char, text)
+    }
+}
+
+/// Rule 12.2.A.b: `USER: ` unless USER is empty or the text already starts with it.
+pub(super) fn as_user(text: String, names: &Names) -> String {
+    if names.user.is_empty() || says(&text, &names.user) {
+        text
+    } else {
+        prefixed(&names.user, text)
+    }
+}
+
+/// Rules a and b for system messages of the example names; other names add nothing.
+pub(super) fn example_names(m: &ChatMessage, text: String, names: &Names) -> String {
+    match m.name.as_deref() {
+        Some("example_assistant") => as_char(text, names),
+        Some("example_user") => as_user(text, names),
+        _ => text,
+    }
+}
+
+/// Any name N: `N: ` unless the text starts with it; the example names by rules a and b.
+pub(super) fn any_name(m: &ChatMessage, text: String, names: &Names) -> String {
+    match m.name.as_deref() {
+        Some("example_assistant" | "example_user") => example_names(m, text, names),
+        Some(n) if !says(&text, n) => prefixed(n, text),
+        _ => text,
+    }
+}
+
+/// §12.2.1: consecutive nameless system messages joined with one newline.
+pub(super) fn squash_system(list: Vec<ChatMessage>) -> Vec<ChatMessage> {
+    let mut out: Vec<ChatMessage> = Vec::with_capacity(list.len());
+    for m in list {
+        if let Some(last) = out.last_mut()
+            && m.role == Role::System
+            && m.name.is_none()
+            && last.role == Role::System
+            && last.name.is_none()
+        {
+            last.text.push('\n');
+            last.text.push_str(&m.text);
+        } else {
+            out.push(m);
+        }
+    }
+    out
+}
+
+/// Step B: a non-empty message of the previous message's role joins it after a blank line.
+fn push_merged(out: &mut Vec<ChatMessage>, m: ChatMessage) {
+    match out.last_mut() {
+        Some(last) if last.role == m.role && !m.text.is_empty() => {
+            last.text.push_str("\n\n");
+            last.text.push_str(&m.text);
+        }
+        _ => out.push(m),
+    }
+}
+
+fn placeholder(text: &str) -> ChatMessage {
+    ChatMessage {
+        role: Role::User,
+        text: text.to_string(),
+        name: None,
+    }
+}
+
+/// §12.2, algorithm M (every mode but `none`, which passes the list unchanged).
+pub(super) fn post_process(
+    list: Vec<ChatMessage>,
+    mode: PostProcessing,
+    names: &Names,
+    placeholder_text: &str,
+) -> Vec<ChatMessage> {
+    if mode == PostProcessing::None {
+        return list;
+    }
+    let single = mode == PostProcessing::Single;
+    let mut out: Vec<ChatMessage> = Vec::with_capacity(list.len());
+    for m in list {
+        // A: names become prefixes, then go.
+        let mut text = if m.role == Role::System {
+            example_names(&m, m.text.clone(), names)
+        } else {
+            match m.name.as_deref() {
+                Some(n) if !says(&m.text, n) => prefixed(n, m.text.clone()),
+                _ => m.text.clone(),
+            }
+        };
+        let mut role = m.role;
+        if single {
+            text = match role {
+                Role::Model => as_char(text, names),
+                Role::User => as_user(text, names),
+                Role::System => text,
+            };
+            role = Role::User;
+        }
+        push_merged(
+            &mut out,
+            ChatMessage {
+                role,
+                text,
+                name: None,
+            },
+        );
+    }
+    if out.is_empty() {
+        out.push(placeholder(placeholder_text));
+    }
+    if matches!(
+        mode,
+        PostProcessing::Semi | PostProcessing::Strict | PostProcessing::Single
+    ) {
+        for m in out.iter_mut().skip(1) {
+            if m.role == Role::System {
+                m.role = Role::User;
+            }
+        }
+        if mode == PostProcessing::Strict {
+            if out[0].role == Role::System && out.get(1).is_none_or(|m| m.role != Role::User) {
+                out.insert(1, placeholder(placeholder_text));
+            } else if out[0].role == Role::Model {
+                out.insert(0, placeholder(placeholder_text));
+            }
+        }
+        let list = std::mem::take(&mut out);
+        for m in list {
+            push_merged(&mut out, m);
+        }
+    }
+    out
+}

@@ -1,0 +1,270 @@
+//! Token counting for the history budget (SPEC §12.5): a [`TokenCounter`] trait, tiktoken's
+//! o200k and cl100k vocabularies (cargo feature `tiktoken`, compiled in), SillyTavern's byte
+//! estimate and a word counter for readable tests.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// Counts tokens of a text. Implementations must be linear in the text and never panic.
+///
+/// ```
+/// use stpreset::TokenCounter;
+/// struct Chars;
+/// impl TokenCounter for Chars {
+///     fn count(&self, text: &str) -> u32 {
+///         text.chars().count() as u32
+///     }
+/// }
+/// assert_eq!(Chars.count("héllo"), 5);
+/// ```
+pub trait TokenCounter: Send + Sync {
+    /// Tokens of `text`, special-token text counted as ordinary text.
+    fn count(&self, text: &str) -> u32;
+}
+
+/// Which counter a budget uses (context field `tokenizer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tokenizer {
+    /// `o200k` for the OpenAI models SillyTavern counts with it, else `cl100k`.
+    #[default]
+    Auto,
+    /// tiktoken `o200k_base`.
+    O200k,
+    /// tiktoken `cl100k_base`.
+    Cl100k,
+    /// SillyTavern's estimate: `ceil(utf8 bytes / 3.35)`.
+    Approx,
+    /// Runs of non-whitespace characters (tests, readable vectors).
+    Words,
+}
+
+/// The counter a render uses: a built-in one (default `auto`), or the host's.
+#[derive(Clone)]
+pub enum Counter {
+    /// A built-in tokenizer.
+    Builtin(Tokenizer),
+    /// The host's own counter.
+    Custom(Arc<dyn TokenCounter>),
+}
+
+impl Default for Counter {
+    fn default() -> Self {
+        Counter::Builtin(Tokenizer::Auto)
+    }
+}
+
+impl fmt::Debug for Counter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Counter::Builtin(t) => write!(f, "Builtin({t:?})"),
+            Counter::Custom(_) => f.write_str("Custom(..)"),
+        }
+    }
+}
+
+/// A vocabulary of the `tiktoken` feature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Vocab {
+    O200k,
+    Cl100k,
+}
+
+impl Vocab {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Vocab::O200k => "o200k",
+            Vocab::Cl100k => "cl100k",
+        }
+    }
+
+    /// SillyTavern's choice for `auto`: its list of o200k models (case-sensitive), else cl100k.
+    fn for_model(model: &str) -> Vocab {
+        const O200K: [&str; 10] = [
+            "o1-preview",
+            "o1-mini",
+            "o3-mini",
+            "gpt-5",
+            "o3",
+            "o4-mini",
+            "gpt-4o",
+            "chatgpt-4o-latest",
+            "gpt-4.1",
+            "gpt-4.5",
+        ];
+        if model == "o1" || O200K.iter().any(|m| model.contains(m)) {
+            Vocab::O200k
+        } else {
+            Vocab::Cl100k
+        }
+    }
+}
+
+/// A resolved counter, and the vocabulary it stands in for when that one is not built in.
+pub(crate) struct Resolved {
+    pub counter: Arc<dyn TokenCounter>,
+    pub approximating: Option<Vocab>,
+}
+
+impl Counter {
+    /// The counter for `model`.
+    pub(crate) fn resolve(&self, model: &str) -> Resolved {
+        let tokenizer = match self {
+            Counter::Custom(c) => {
+                return Resolved {
+                    counter: c.clone(),
+                    approximating: None,
+                };
+            }
+            Counter::Builtin(t) => *t,
+        };
+        let vocab = match tokenizer {
+            Tokenizer::Approx => return builtin(Approx),
+            Tokenizer::Words => return builtin(Words),
+            Tokenizer::Auto => Vocab::for_model(model),
+            Tokenizer::O200k => Vocab::O200k,
+            Tokenizer::Cl100k => Vocab::Cl100k,
+        };
+        vocab_counter(vocab)
+    }
+}
+
+fn builtin(c: impl TokenCounter + 'static) -> Resolved {
+    Resolved {
+        counter: Arc::new(c),
+        approximating: None,
+    }
+}
+
+#[cfg(feature = "tiktoken")]
+fn vocab_counter(vocab: Vocab) -> Resolved {
+    builtin(Tiktoken(vocab))
+}
+
+#[cfg(not(feature = "tiktoken"))]
+fn vocab_counter(vocab: Vocab) -> Resolved {
+    Resolved {
+        counter: Arc::new(Approx),
+        approximating: Some(vocab),
+    }
+}
+
+/// SillyTavern's `guesstimate`.
+struct Approx;
+
+impl TokenCounter for Approx {
+    fn count(&self, text: &str) -> u32 {
+        (text.len() as f64 / 3.35).ceil() as u32
+    }
+}
+
+/// Maximal runs of non-whitespace (Unicode `White_Space`).
+struct Words;
+
+impl TokenCounter for Words {
+    fn count(&self, text: &str) -> u32 {
+        text.split_whitespace().count() as u32
+    }
+}
+
+/// Longest run (in chars) tiktoken sees in one piece (SPEC §12.5).
+const MAX_RUN: usize = 65_536;
+
+/// tiktoken, after the pre-split of SPEC §12.5: runs of whitespace and of non-whitespace
+/// longer than 65,536 characters are cut after every 65,536th character. tiktoken-rs panics
+/// on a whitespace run of about a million characters (its regex backtracking limit) and its
+/// BPE is superlinear in one piece's length, so no piece may be longer.
+#[cfg(feature = "tiktoken")]
+struct Tiktoken(Vocab);
+
+#[cfg(feature = "tiktoken")]
+impl TokenCounter for Tiktoken {
+    fn count(&self, text: &str) -> u32 {
+        let bpe = match self.0 {
+            Vocab::O200k => tiktoken_rs::o200k_base_singleton(),
+            Vocab::Cl100k => tiktoken_rs::cl100k_base_singleton(),
+        };
+        let mut total = 0u32;
+        for piece in pieces(text) {
+            total = total.saturating_add(bpe.encode_ordinary(piece).len() as u32);
+        }
+        total
+    }
+}
+
+/// `text` cut inside runs longer than [`MAX_RUN`] characters; otherwise `text` whole.
+fn pieces(text: &str) -> impl Iterator<Item = &str> {
+    let mut cuts = Vec::new();
+    let mut run_ws = None;
+    let mut run_len = 0usize;
+    for (at, c) in text.char_indices() {
+        let ws = c.is_whitespace();
+        if run_ws != Some(ws) {
+            run_ws = Some(ws);
+            run_len = 0;
+        }
+        // Cut after every 65,536th character of a run, but never at the run's end: the cut
+        // goes before the next character of the same run.
+        if run_len > 0 && run_len.is_multiple_of(MAX_RUN) {
+            cuts.push(at);
+        }
+        run_len += 1;
+    }
+    let mut start = 0;
+    cuts.push(text.len());
+    cuts.into_iter().map(move |end| {
+        let piece = &text[start..end];
+        start = end;
+        piece
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count(t: Tokenizer, model: &str, text: &str) -> u32 {
+        Counter::Builtin(t).resolve(model).counter.count(text)
+    }
+
+    #[test]
+    fn estimates_and_words() {
+        assert_eq!(count(Tokenizer::Approx, "", "system"), 2);
+        assert_eq!(count(Tokenizer::Approx, "", "assistant"), 3);
+        assert_eq!(count(Tokenizer::Approx, "", ""), 0);
+        assert_eq!(count(Tokenizer::Words, "", " a  b\u{85}c\u{feff}d "), 3);
+    }
+
+    #[test]
+    fn auto_follows_sillytavern_model_list() {
+        assert_eq!(Vocab::for_model("gpt-4o-mini"), Vocab::O200k);
+        assert_eq!(Vocab::for_model("o1"), Vocab::O200k);
+        assert_eq!(Vocab::for_model("GPT-4o"), Vocab::Cl100k);
+        assert_eq!(Vocab::for_model("claude-sonnet-4-6"), Vocab::Cl100k);
+    }
+
+    #[test]
+    fn long_runs_are_cut_every_65536_chars_never_at_the_end() {
+        let run = "a".repeat(MAX_RUN);
+        assert_eq!(pieces(&run).count(), 1);
+        let run = "é".repeat(MAX_RUN + 1) + " x";
+        let lens: Vec<usize> = pieces(&run).map(|p| p.chars().count()).collect();
+        assert_eq!(lens, [MAX_RUN, 3]);
+        let text = format!("x{}y", " ".repeat(2 * MAX_RUN + 5));
+        let lens: Vec<usize> = pieces(&text).map(|p| p.chars().count()).collect();
+        assert_eq!(lens, [1 + MAX_RUN, MAX_RUN, 6]);
+    }
+
+    #[cfg(feature = "tiktoken")]
+    #[test]
+    fn tiktoken_counts_match_the_spec() {
+        let o = |t: &str| count(Tokenizer::O200k, "", t);
+        let c = |t: &str| count(Tokenizer::Cl100k, "", t);
+        assert_eq!((o("Hello world"), c("Hello world")), (2, 2));
+        assert_eq!((o("こんにちは世界"), c("こんにちは世界")), (2, 4));
+        assert_eq!(o("<|endoftext|>"), 7);
+        assert_eq!(c(&"Hello".repeat(14_000)), 14_001);
+    }
+}

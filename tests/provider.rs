@@ -1,0 +1,202 @@
+//! SPEC §12 through the library: the shared `provider.json` vectors (skipped visibly without
+//! `../shared`): post-processing and shapes (`convert`), the history budget (`Budget::apply`),
+//! both in a pipeline, and option errors (`Context::from_json`).
+
+use serde_json::{Map, Value, json};
+use stpreset::{ChatMessage, Context, Message, Names, Role, Source, Tag, convert};
+
+fn cases() -> Option<Vec<Value>> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/conformance/provider.json"
+    );
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let doc: Value = serde_json::from_slice(&bytes).expect("json");
+            Some(doc["cases"].as_array().expect("cases").clone())
+        }
+        Err(_) => {
+            eprintln!("SKIPPED: {path} not found (../shared is not beside this checkout)");
+            None
+        }
+    }
+}
+
+/// The case's options as a context file: names, model and budget fields at the top, the rest
+/// under `provider_options`.
+fn context_json(options: &Value) -> Value {
+    let mut ctx = Map::new();
+    let mut provider = Map::new();
+    for (k, v) in options.as_object().into_iter().flatten() {
+        match k.as_str() {
+            "names" => {
+                for (nk, nv) in v.as_object().into_iter().flatten() {
+                    ctx.insert(nk.clone(), nv.clone());
+                }
+            }
+            "model" | "tokenizer" | "max_context_tokens" | "reserve_tokens" => {
+                ctx.insert(k.clone(), v.clone());
+            }
+            _ => {
+                provider.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    if !provider.is_empty() {
+        ctx.insert("provider_options".into(), Value::Object(provider));
+    }
+    Value::Object(ctx)
+}
+
+fn role(v: &Value) -> Role {
+    serde_json::from_value(v.clone()).expect("role")
+}
+
+fn text(m: &Value) -> String {
+    match m.get("parts") {
+        Some(parts) => parts
+            .as_array()
+            .expect("parts")
+            .iter()
+            .map(|p| p.as_str().expect("part"))
+            .collect(),
+        None => m["text"].as_str().unwrap_or("").to_string(),
+    }
+}
+
+fn source(m: &Value) -> Source {
+    match m.get("source") {
+        Some(s) if s.get("node").is_some() => Source::Node(s["node"].as_str().unwrap().into()),
+        Some(s) if s["tag"] == "SAMPLE_SEPARATOR" => Source::SampleSeparator,
+        Some(s) => Source::Tag(
+            serde_json::from_value::<Option<Tag>>(s["tag"].clone())
+                .ok()
+                .flatten(),
+        ),
+        // Not history.
+        None => Source::Node(String::new()),
+    }
+}
+
+fn rendered(input: &Value) -> Vec<Message> {
+    input["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| {
+            let parts = match m.get("parts") {
+                Some(_) => serde_json::from_value(m["parts"].clone()).expect("parts"),
+                None => vec![text(m)],
+            };
+            Message::with_parts(role(&m["role"]), parts, source(m))
+        })
+        .collect()
+}
+
+fn chat(messages: &[Message]) -> Vec<ChatMessage> {
+    messages
+        .iter()
+        .map(|m| ChatMessage {
+            role: m.role,
+            text: m.text(),
+            name: None,
+        })
+        .collect()
+}
+
+fn names(ctx: &Context) -> Names {
+    Names {
+        user: ctx.user.clone(),
+        char: ctx.char.clone(),
+        group: ctx.group.clone(),
+    }
+}
+
+fn diagnostics(d: &[stpreset::Diagnostic]) -> Value {
+    d.iter()
+        .map(|d| json!({"severity": d.severity(), "kind": d.kind, "message": d.message}))
+        .collect()
+}
+
+/// Runs one case; `Err` says what differs.
+fn run(case: &Value) -> Result<(), String> {
+    let input = &case["input"];
+    let category = case["category"].as_str().unwrap_or("");
+    let parsed = Context::from_json(&serde_json::to_vec(&context_json(&input["options"])).unwrap());
+    if category == "error" {
+        let key = case["expect"]["error"].as_str().unwrap();
+        return match parsed {
+            Err(e) if e.to_string().contains(key) => Ok(()),
+            Err(e) => Err(format!("error does not name `{key}`: {e}")),
+            Ok(_) => Err("options accepted".into()),
+        };
+    }
+    let ctx = parsed.map_err(|e| format!("bad options: {e}"))?;
+    let got = if category.starts_with("shape/") || category.starts_with("st/") {
+        let msgs: Vec<ChatMessage> = input["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| ChatMessage {
+                role: role(&m["role"]),
+                text: text(m),
+                name: m.get("name").and_then(Value::as_str).map(String::from),
+            })
+            .collect();
+        convert(&msgs, &ctx.provider_options, &names(&ctx), &ctx.model).0
+    } else {
+        let mut messages = rendered(input);
+        let (mut diags, tokens) = ctx
+            .options
+            .budget
+            .apply(&mut messages, &ctx.model, usize::MAX);
+        if category == "pipeline" {
+            let (mut request, request_diags) = convert(
+                &chat(&messages),
+                &ctx.provider_options,
+                &names(&ctx),
+                &ctx.model,
+            );
+            diags.extend(request_diags);
+            request["diagnostics"] = diagnostics(&diags);
+            request["prompt_tokens"] = json!(tokens);
+            request
+        } else {
+            json!({"messages": messages, "diagnostics": diagnostics(&diags), "prompt_tokens": tokens})
+        }
+    };
+    if got == case["expect"] {
+        Ok(())
+    } else {
+        Err(format!("\n  got  {got}\n  want {}", case["expect"]))
+    }
+}
+
+#[test]
+fn provider_vectors() {
+    let Some(cases) = cases() else { return };
+    let tiktoken = cfg!(feature = "tiktoken");
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for case in &cases {
+        let needs_off = case["build"]["tiktoken"] == json!(false);
+        let needs_on = case["category"] == "budget/tiktoken";
+        if (needs_off && tiktoken) || (needs_on && !tiktoken) {
+            continue;
+        }
+        ran += 1;
+        if let Err(why) = run(case) {
+            failures.push(format!("{}: {why}", case["name"].as_str().unwrap_or("?")));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {ran} provider cases fail:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    eprintln!(
+        "{ran} provider vectors pass ({} skipped for this build)",
+        cases.len() - ran
+    );
+}
