@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::diagnostic::Diagnostic;
 use crate::preset::Preset;
+use crate::provider::ProviderOptions;
 use crate::render::{Expansion, Rendered};
 
 /// `expand --format json`.
@@ -18,6 +19,16 @@ struct ExpansionDoc<'a> {
     text: &'a str,
     diagnostics: &'a [Diagnostic],
     variables: &'a BTreeMap<String, String>,
+}
+
+/// `render --shape S --format json` (SPEC §12.6).
+#[derive(Serialize)]
+struct RequestDoc<'a> {
+    request: &'a serde_json::Value,
+    diagnostics: &'a [Diagnostic],
+    prompt_tokens: Option<u32>,
+    variables: &'a BTreeMap<String, String>,
+    globals: &'a BTreeMap<String, String>,
 }
 
 /// `audit --format json`.
@@ -55,6 +66,49 @@ impl Rendered {
     /// [`Rendered::to_json`] and a newline, written to `out` as it is produced.
     pub fn write_json(&self, out: &mut dyn Write) -> std::io::Result<()> {
         write(out, self)
+    }
+}
+
+impl Rendered {
+    /// The provider request document of SPEC §12.6: `{"request", "diagnostics" (the render's,
+    /// then the request's), "prompt_tokens", "variables", "globals"}`.
+    ///
+    /// ```
+    /// let p = stpreset::Preset::from_json(br#"{"prompts": [{"identifier": "main", "content": "Hi"}]}"#).unwrap();
+    /// let mut options = stpreset::ProviderOptions::default();
+    /// options.shape = Some(stpreset::Shape::Google);
+    /// let json = p.compile().render(&stpreset::Context::default()).to_request_json(&options);
+    /// assert!(json.starts_with(r#"{"request":{"contents":[{"parts":[{"text":"Hi"}],"role":"user"}]}"#));
+    /// ```
+    pub fn to_request_json(&self, options: &ProviderOptions) -> String {
+        let mut out = Vec::new();
+        // Writing to a Vec cannot fail.
+        let _ = self.write_request_json(options, &mut out);
+        String::from_utf8(out)
+            .unwrap_or_default()
+            .trim_end()
+            .to_string()
+    }
+
+    /// [`Rendered::to_request_json`] and a newline, written to `out`.
+    pub fn write_request_json(
+        &self,
+        options: &ProviderOptions,
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        let (request, request_diagnostics) = self.to_request(options);
+        let mut diagnostics = self.diagnostics.clone();
+        diagnostics.extend(request_diagnostics);
+        write(
+            out,
+            &RequestDoc {
+                request: &request,
+                diagnostics: &diagnostics,
+                prompt_tokens: self.prompt_tokens,
+                variables: &self.variables,
+                globals: &self.globals,
+            },
+        )
     }
 }
 

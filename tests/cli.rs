@@ -226,3 +226,87 @@ fn render_text_names_the_sources_of_injected_messages() {
         text(&out.stdout)
     );
 }
+
+#[test]
+fn render_prints_provider_requests_when_a_shape_is_asked_for() {
+    let preset = example("preset.json");
+    let ctx = example("context.json");
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = stpreset(args, None);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        serde_json::from_slice(&out.stdout).expect("json")
+    };
+    let anthropic = json(&["render", &preset, "--context", &ctx, "--shape", "anthropic"]);
+    assert!(
+        anthropic["system"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("You are Tomori")
+    );
+    assert_eq!(anthropic["messages"][0]["role"], "user");
+    let google = json(&[
+        "render",
+        &preset,
+        "--context",
+        &ctx,
+        "--shape",
+        "google",
+        "--format",
+        "json",
+    ]);
+    assert!(google["request"]["contents"].is_array());
+    assert!(google["prompt_tokens"].is_null());
+    assert!(google["diagnostics"].is_array() && google["variables"].is_object());
+    // The context's provider_options.shape asks too; --shape overrides it.
+    let shaped = temp(
+        "shaped-context.json",
+        br#"{"provider_options": {"shape": "google", "post_processing": "strict"},
+             "max_context_tokens": 4096, "tokenizer": "approx",
+             "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}]}"#,
+    );
+    let out = json(&[
+        "render",
+        &preset,
+        "--context",
+        arg(&shaped),
+        "--format",
+        "json",
+    ]);
+    assert!(out["request"]["contents"].is_array());
+    assert!(out["prompt_tokens"].as_u64().is_some());
+    let out = json(&[
+        "render",
+        &preset,
+        "--context",
+        arg(&shaped),
+        "--shape",
+        "openai",
+    ]);
+    assert!(out["messages"].is_array());
+    // Without a shape the messages print as before, with prompt_tokens in JSON.
+    let plain = json(&["render", &preset, "--context", &ctx, "--format", "json"]);
+    assert!(plain["messages"].is_array() && plain["prompt_tokens"].is_null());
+}
+
+#[test]
+fn bad_provider_options_name_the_field() {
+    let preset = example("preset.json");
+    for (ctx, field) in [
+        (r#"{"provider_options": {"cache_ttl": "300"}}"#, "cache_ttl"),
+        (r#"{"provider_options": {"shap": "google"}}"#, "shap"),
+        (r#"{"max_context_tokens": 2.5}"#, "max_context_tokens"),
+        (r#"{"reserve_tokens": -1}"#, "reserve_tokens"),
+        (r#"{"tokenizer": "gpt2"}"#, "tokenizer"),
+    ] {
+        let path = temp("bad-provider.json", ctx.as_bytes());
+        let out = stpreset(&["render", &preset, "--context", arg(&path)], None);
+        assert_eq!(out.status.code(), Some(1), "{ctx}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(field) && err.lines().count() == 1,
+            "{ctx}: {err}"
+        );
+    }
+    let out = stpreset(&["render", &preset, "--shape", "cohere"], None);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -47,6 +47,21 @@ export interface Context {
   items?: ContextItem[];
   /** How depth nodes enter the history (default `merge`). */
   injection?: 'merge' | 'separate';
+  /** SPEC §12: the history budget and the provider request. */
+  max_context_tokens?: number | null;
+  reserve_tokens?: number;
+  tokenizer?: 'auto' | 'o200k' | 'cl100k' | 'approx' | 'words';
+  provider_options?: {
+    shape?: 'openai' | 'anthropic' | 'google';
+    post_processing?: 'none' | 'merge' | 'semi' | 'strict' | 'single' | 'claude' | 'merge_tools' | 'semi_tools' | 'strict_tools';
+    squash_system?: boolean;
+    use_system_prompt?: boolean;
+    assistant_prefill?: string;
+    placeholder?: string;
+    cache_system_prompt?: boolean;
+    cache_at_depth?: number | null;
+    cache_ttl?: '5m' | '1h';
+  };
 }
 
 export type Source =
@@ -76,6 +91,8 @@ export interface Rendered {
   diagnostics: Diagnostic[];
   variables: Record<string, string>;
   globals: Record<string, string>;
+  /** Tokens the history budget counted (null without `max_context_tokens`). */
+  prompt_tokens: number | null;
 }
 
 export interface Expansion {
@@ -97,8 +114,19 @@ export declare class PresetError extends StpresetError {}
 export declare class ContextError extends StpresetError {}
 export declare class TemplateError extends StpresetError {}
 
+export interface RequestResult {
+  /** The provider's request body: OpenAI `{messages}`, Anthropic `{system?, messages}`, Gemini `{systemInstruction?, contents}`. */
+  request: Record<string, unknown>;
+  diagnostics: Diagnostic[];
+  prompt_tokens: number | null;
+  variables: Record<string, string>;
+  globals: Record<string, string>;
+}
+
 export declare class CompiledPreset {
   render(context?: Context | string): Rendered;
+  /** Renders and shapes the request `context.provider_options` asks for (SPEC §12). */
+  request(context?: Context | string): RequestResult;
 }
 
 export declare class Preset {

@@ -63,6 +63,14 @@ class CompiledPreset {
     const json = contextJson(context);
     return call(() => this._inner.render(json));
   }
+  /**
+   * The provider request the context's `provider_options` ask for (default shape `openai`):
+   * `{ request, diagnostics, prompt_tokens, variables, globals }` (SPEC §12.6).
+   */
+  request(context) {
+    const json = contextJson(context);
+    return JSON.parse(call(() => this._inner.requestJson(json)));
+  }
 }
 
 /** An imported preset. */

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 use stpreset::{
-    Diagnostic, Message, Preset, Rendered, Role, Source, TextReport, terminal_line, terminal_safe,
+    Diagnostic, Message, Preset, Rendered, Role, Shape, Source, TextReport, terminal_line,
+    terminal_safe,
 };
 
 use super::{ContextArgs, Failure, Format, read};
@@ -18,6 +19,17 @@ pub(crate) struct RenderArgs {
     context: ContextArgs,
     #[arg(long, value_enum, default_value_t)]
     format: Format,
+    /// Print the provider request of this shape (SPEC §12) instead of the messages; overrides
+    /// the context's `provider_options.shape`.
+    #[arg(long, value_enum)]
+    shape: Option<ShapeArg>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ShapeArg {
+    Openai,
+    Anthropic,
+    Google,
 }
 
 #[derive(Args)]
@@ -105,6 +117,30 @@ pub(crate) fn render(args: RenderArgs) -> Result<(), Failure> {
     let out = preset.compile().render(&ctx);
     let file = args.preset.display().to_string();
     let mut stdout = super::stdout();
+    // A request is printed when a shape is asked for, on the command line or in the context.
+    let mut provider = ctx.provider_options.clone();
+    if let Some(shape) = args.shape {
+        provider.shape = Some(match shape {
+            ShapeArg::Openai => Shape::OpenAi,
+            ShapeArg::Anthropic => Shape::Anthropic,
+            ShapeArg::Google => Shape::Google,
+        });
+    }
+    if provider.shape.is_some() {
+        let written = match args.format {
+            Format::Text => {
+                let (request, request_diags) = out.to_request(&provider);
+                let mut diags = out.diagnostics.clone();
+                diags.extend(request_diags);
+                print_diagnostics(&TextReport::preset(&file, &preset), &diags);
+                serde_json::to_writer(&mut stdout, &request)
+                    .map_err(std::io::Error::from)
+                    .and_then(|()| writeln!(stdout))
+            }
+            Format::Json => out.write_request_json(&provider, &mut stdout),
+        };
+        return super::finish(&mut stdout, written);
+    }
     let written = match args.format {
         Format::Text => {
             print_diagnostics(&TextReport::preset(&file, &preset), &out.diagnostics);

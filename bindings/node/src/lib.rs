@@ -68,6 +68,18 @@ impl CompiledPreset {
         Ok(self.inner.render(&ctx).to_json())
     }
 
+    /// Renders against a context file's JSON and shapes the provider request its
+    /// `provider_options` ask for (SPEC §12.6): `{"request", "diagnostics", "prompt_tokens",
+    /// "variables", "globals"}` as JSON.
+    #[napi]
+    pub fn request_json(&self, context_json: String) -> Result<String> {
+        let ctx = context(&context_json)?;
+        Ok(self
+            .inner
+            .render(&ctx)
+            .to_request_json(&ctx.provider_options))
+    }
+
     /// Renders against a context file's JSON; returns the render document as an object, built
     /// directly from the same `Serialize` implementation as the JSON text.
     #[napi(ts_return_type = "object")]

@@ -87,3 +87,18 @@ test('the objects are exactly the JSON documents the CLI prints', () => {
   const ctx = JSON.stringify({ char: 'T', items: [{ tag: 'CONTEXT_CURRENT', role: 'system', text: 'x', depth: 0 }] });
   assert.deepStrictEqual(compiled.render(ctx), JSON.parse(compiled._inner.renderJson(ctx)));
 });
+
+test('request shapes the provider request the context asks for', () => {
+  const compiled = s.Preset.fromJson(PRESET).compile();
+  const out = compiled.request({
+    char: 'T',
+    max_context_tokens: 1000,
+    tokenizer: 'words',
+    provider_options: { shape: 'anthropic', assistant_prefill: 'Sure ' },
+    items: [{ tag: 'DIALOGUE_HISTORY', role: 'user', text: 'hi' }],
+  });
+  assert.deepStrictEqual(out.request.system, [{ type: 'text', text: 'You are T.' }]);
+  assert.deepStrictEqual(out.request.messages.at(-1), { role: 'assistant', content: [{ type: 'text', text: 'Sure' }] });
+  assert.strictEqual(typeof out.prompt_tokens, 'number');
+  assert.throws(() => compiled.request({ provider_options: { cache_ttl: '300' } }), (e) => e instanceof s.ContextError && /cache_ttl/.test(e.message));
+});

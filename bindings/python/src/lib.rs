@@ -64,6 +64,17 @@ impl CompiledPreset {
         py.detach(|| Ok(self.inner.render(&context(context_json)?).to_json()))
     }
 
+    /// Renders and shapes the request the context's `provider_options` ask for (SPEC §12.6).
+    fn request_json(&self, py: Python<'_>, context_json: &str) -> PyResult<String> {
+        py.detach(|| {
+            let ctx = context(context_json)?;
+            Ok(self
+                .inner
+                .render(&ctx)
+                .to_request_json(&ctx.provider_options))
+        })
+    }
+
     /// The render document as dicts and lists, built from the same `Serialize`
     /// implementation as the JSON text (no text in between).
     fn render<'py>(&self, py: Python<'py>, context_json: &str) -> PyResult<Bound<'py, PyAny>> {

@@ -31,6 +31,7 @@ def test_render_returns_dicts_in_the_spec_shape():
         "diagnostics": [],
         "variables": {"n": "1", "turn": "5"},
         "globals": {},
+        "prompt_tokens": None,
     }
 
 
@@ -100,3 +101,16 @@ def test_dicts_are_exactly_the_json_documents_the_cli_prints():
     compiled = stpreset.Preset.from_json(PRESET).compile()
     ctx = json.dumps({"char": "T", "items": [{"tag": "CONTEXT_CURRENT", "role": "system", "text": "x", "depth": 0}]})
     assert compiled.render(ctx) == json.loads(compiled._inner.render_json(ctx))
+
+
+def test_render_request_shapes_what_the_context_asks_for():
+    compiled = stpreset.Preset.from_json(PRESET).compile()
+    out = compiled.render_request({
+        "char": "T", "max_context_tokens": 1000, "tokenizer": "words",
+        "provider_options": {"shape": "google"},
+        "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}],
+    })
+    assert out["request"]["systemInstruction"] == {"parts": [{"text": "You are T."}]}
+    assert isinstance(out["prompt_tokens"], int)
+    with pytest.raises(stpreset.ContextError, match="cache_ttl"):
+        compiled.render_request({"provider_options": {"cache_ttl": "300"}})

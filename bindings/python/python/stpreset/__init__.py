@@ -87,6 +87,11 @@ class CompiledPreset:
         # Built natively from the same serializer as the JSON text: half the cost of loads().
         return _call(self._inner.render, _context_json(context))
 
+    def render_request(self, context=None) -> dict:
+        """The provider request the context's ``provider_options`` ask for (default shape
+        ``openai``): ``{"request", "diagnostics", "prompt_tokens", "variables", "globals"}``."""
+        return _json.loads(_call(self._inner.request_json, _context_json(context)))
+
 
 class Preset:
     """An imported preset."""

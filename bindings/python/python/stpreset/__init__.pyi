@@ -22,6 +22,14 @@ class Rendered(TypedDict):
     diagnostics: List[Diagnostic]
     variables: Dict[str, str]
     globals: Dict[str, str]
+    prompt_tokens: Optional[int]
+
+class RequestResult(TypedDict):
+    request: Dict[str, Any]
+    diagnostics: List[Diagnostic]
+    prompt_tokens: Optional[int]
+    variables: Dict[str, str]
+    globals: Dict[str, str]
 
 class Expansion(TypedDict):
     text: str
@@ -47,6 +55,7 @@ class TemplateError(StpresetError): ...
 
 class CompiledPreset:
     def render(self, context: _Ctx = ...) -> Rendered: ...
+    def render_request(self, context: _Ctx = ...) -> RequestResult: ...
 
 class Preset:
     @classmethod
