@@ -627,6 +627,125 @@ fn assembly_and_output(t: &mut Table) {
     });
 }
 
+/// SPEC §12: the history budget (counted with tiktoken when built in) and the three shapes,
+/// over the hostile shapes of the issue: many history items, one huge message, a million
+/// spaces, all-empty messages.
+fn provider(t: &mut Table) {
+    use stpreset::{Budget, Counter, Message, Role, Shape, Source, Tag, Tokenizer};
+    let history = |text: String| {
+        Message::with_parts(
+            Role::User,
+            vec![text],
+            Source::Tag(Some(Tag::DialogueHistory)),
+        )
+    };
+    let budget = |tokenizer, max| Budget::tokens(max).with_counter(Counter::Builtin(tokenizer));
+    let shapes = |messages: &[Message]| {
+        for shape in [Shape::OpenAi, Shape::Anthropic, Shape::Google] {
+            let mut options = stpreset::ProviderOptions::default();
+            options.shape = Some(shape);
+            options.post_processing = stpreset::PostProcessing::Strict;
+            options.cache_at_depth = Some(2);
+            let chat: Vec<stpreset::ChatMessage> = messages
+                .iter()
+                .map(|m| stpreset::ChatMessage {
+                    role: m.role,
+                    text: m.text(),
+                    name: None,
+                })
+                .collect();
+            black_box(stpreset::convert(
+                &chat,
+                &options,
+                &stpreset::Names::default(),
+                "gpt-4o",
+            ));
+        }
+    };
+    for (name, tokenizer) in [("o200k", Tokenizer::O200k), ("approx", Tokenizer::Approx)] {
+        t.row(
+            &format!("budget/{name}/history-items-all-fit"),
+            10_000,
+            |n| {
+                (0..n)
+                    .map(|i| history(format!("Alice: message {i} about the shrine")))
+                    .collect::<Vec<_>>()
+            },
+            |msgs| {
+                let mut msgs = msgs.clone();
+                black_box(budget(tokenizer, u32::MAX).apply(&mut msgs, "gpt-4o", usize::MAX));
+            },
+        );
+    }
+    t.row(
+        "budget/o200k/one-huge-message",
+        1_000_000,
+        |n| vec![history("Hello world, this is text. ".repeat(n / 27))],
+        |msgs| {
+            let mut msgs = msgs.clone();
+            black_box(budget(Tokenizer::O200k, 100).apply(&mut msgs, "gpt-4o", usize::MAX));
+        },
+    );
+    for (name, unit) in [("spaces", " "), ("one-letter-run", "a"), ("digits", "7")] {
+        t.row(
+            &format!("tokens/o200k/{name}"),
+            200_000,
+            |n| vec![history(format!("x{}y", unit.repeat(n)))],
+            |msgs| {
+                let mut msgs = msgs.clone();
+                black_box(budget(Tokenizer::O200k, 10).apply(&mut msgs, "gpt-4o", usize::MAX));
+            },
+        );
+    }
+    t.row(
+        "budget/all-empty-messages",
+        100_000,
+        |n| (0..n).map(|_| history(String::new())).collect::<Vec<_>>(),
+        |msgs| {
+            let mut msgs = msgs.clone();
+            black_box(budget(Tokenizer::O200k, 5).apply(&mut msgs, "gpt-4o", usize::MAX));
+        },
+    );
+    t.row(
+        "budget/drops-most-history",
+        100_000,
+        |n| (0..n).map(|i| history(format!("m{i}"))).collect::<Vec<_>>(),
+        |msgs| {
+            let mut msgs = msgs.clone();
+            black_box(budget(Tokenizer::Words, 50).apply(&mut msgs, "", usize::MAX));
+        },
+    );
+    t.row(
+        "shapes/alternating-history",
+        20_000,
+        |n| {
+            (0..n)
+                .map(|i| {
+                    let role = if i % 2 == 0 { Role::User } else { Role::Model };
+                    Message::with_parts(
+                        role,
+                        vec![format!("m{i}")],
+                        Source::Tag(Some(Tag::DialogueHistory)),
+                    )
+                })
+                .collect::<Vec<_>>()
+        },
+        |msgs| shapes(msgs),
+    );
+    t.row(
+        "shapes/same-role-run",
+        20_000,
+        |n| (0..n).map(|i| history(format!("m{i}"))).collect::<Vec<_>>(),
+        |msgs| shapes(msgs),
+    );
+    t.row(
+        "shapes/whitespace-only",
+        20_000,
+        |n| (0..n).map(|_| history(" \n ".into())).collect::<Vec<_>>(),
+        |msgs| shapes(msgs),
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mode = match args.iter().position(|a| a == "--one") {
@@ -652,6 +771,7 @@ fn main() {
     templates(&mut t);
     imports(&mut t);
     assembly_and_output(&mut t);
+    provider(&mut t);
     if table {
         println!("\n{} rows, worst ratio {:.1}", t.rows, t.worst);
     }

@@ -163,4 +163,18 @@ pub fn render(data: &[u8]) {
     let b = compiled.render(&ctx);
     assert_eq!(a.messages, b.messages, "same seed and clock, same messages");
     let _ = preset.audit();
+    // Every provider shape, with the context's options: pure functions that never fail, and
+    // whose text is bounded by the messages' (plus the placeholder and a prefill).
+    for shape in [
+        stpreset::Shape::OpenAi,
+        stpreset::Shape::Anthropic,
+        stpreset::Shape::Google,
+    ] {
+        let mut options = ctx.provider_options.clone();
+        options.shape = Some(shape);
+        let (request, _) = a.to_request(&options);
+        let size = request.to_string().len();
+        let extra = options.placeholder.len() + options.assistant_prefill.len();
+        assert!(size <= 4 * total + 6 * extra + 64 * a.messages.len() + 4096);
+    }
 }

@@ -73,4 +73,12 @@ put("cli", json.dumps({"prompts": [{"identifier": "main", "content":
                                     "{{.turn++}}{{group}}{{notChar}}{{hasvar::mood}}"}]})
     + "\0" + json.dumps({"variables": {"turn": "3", "mood": "calm"},
                           "group": ["Tomori", "Kaede"], "group_muted": ["Kaede"]}))
+# SPEC §12 options: a budget and a provider request.
+put("cli", json.dumps({"prompts": [{"identifier": "main", "content": "Hi"},
+                                   {"identifier": "chatHistory", "marker": True}]})
+    + "\0" + json.dumps({"max_context_tokens": 30, "reserve_tokens": 5, "tokenizer": "words",
+                          "provider_options": {"shape": "anthropic", "post_processing": "strict",
+                                               "assistant_prefill": "Ok", "cache_at_depth": 1},
+                          "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "a b c"},
+                                    {"tag": "DIALOGUE_HISTORY", "role": "model", "text": ""}]}))
 print("seeds written to", out)

@@ -59,6 +59,28 @@ pub struct Budget {
     pub counter: Counter,
 }
 
+impl Budget {
+    /// A budget of `max_context_tokens`, nothing reserved, counted by `auto`.
+    pub fn tokens(max_context_tokens: u32) -> Budget {
+        Budget {
+            max_context_tokens: Some(max_context_tokens),
+            ..Budget::default()
+        }
+    }
+
+    /// The same budget keeping `reserve_tokens` free.
+    pub fn with_reserve(mut self, reserve_tokens: u32) -> Budget {
+        self.reserve_tokens = reserve_tokens;
+        self
+    }
+
+    /// The same budget counted by `counter`.
+    pub fn with_counter(mut self, counter: Counter) -> Budget {
+        self.counter = counter;
+        self
+    }
+}
+
 /// The render's settings: one value, read by every stage.
 ///
 /// ```

@@ -38,7 +38,7 @@ impl Budget {
     /// use stpreset::{Budget, Counter, Message, Role, Source, Tag, Tokenizer};
     /// let history = |t: &str| Message::with_parts(Role::User, vec![t.into()], Source::Tag(Some(Tag::DialogueHistory)));
     /// let mut messages = vec![history("old words here"), history("new")];
-    /// let budget = Budget { max_context_tokens: Some(10), counter: Counter::Builtin(Tokenizer::Words), ..Budget::default() };
+    /// let budget = Budget::tokens(10).with_counter(Counter::Builtin(Tokenizer::Words));
     /// let (diagnostics, tokens) = budget.apply(&mut messages, "", usize::MAX);
     /// assert_eq!((messages.len(), tokens), (1, Some(9)));
     /// assert_eq!(diagnostics[0].message, "dropped 1 of 2 history items");
