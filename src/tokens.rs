@@ -170,6 +170,7 @@ impl TokenCounter for Words {
 }
 
 /// Longest run (in chars) tiktoken sees in one piece (SPEC §12.5).
+#[cfg_attr(not(feature = "tiktoken"), allow(dead_code))]
 const MAX_RUN: usize = 65_536;
 
 /// tiktoken, after the pre-split of SPEC §12.5: runs of whitespace and of non-whitespace
@@ -195,6 +196,7 @@ impl TokenCounter for Tiktoken {
 }
 
 /// `text` cut inside runs longer than [`MAX_RUN`] characters; otherwise `text` whole.
+#[cfg_attr(not(feature = "tiktoken"), allow(dead_code))]
 fn pieces(text: &str) -> impl Iterator<Item = &str> {
     let mut cuts = Vec::new();
     let mut run_ws = None;
