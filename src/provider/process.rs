@@ -4,9 +4,19 @@
 use super::{ChatMessage, Names, PostProcessing};
 use crate::context::Role;
 
-/// §12.1: empty messages are dropped (SillyTavern never sends them).
+/// §12.1: empty messages are dropped (SillyTavern never sends them). An empty name is no name:
+/// SillyTavern tests names for truthiness (`if (message.name)`, `!message.name`), so `""`
+/// neither prefixes `": "` nor blocks `squash_system`, nor reaches the `openai` shape.
 pub(super) fn prepare(messages: impl Iterator<Item = ChatMessage>) -> Vec<ChatMessage> {
-    messages.filter(|m| !m.text.is_empty()).collect()
+    messages
+        .filter(|m| !m.text.is_empty())
+        .map(|mut m| {
+            if m.name.as_deref() == Some("") {
+                m.name = None;
+            }
+            m
+        })
+        .collect()
 }
 
 /// Whether `text` starts with `name: `.
