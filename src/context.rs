@@ -471,7 +471,10 @@ impl Context {
                 None | Some(serde_json::Value::Null) => ProviderOptions::default(),
                 Some(v) => {
                     ProviderOptions::from_json(v).map_err(|(key, problem)| ContextError::Field {
-                        field: format!("provider_options.{key}"),
+                        field: match key.as_str() {
+                            "" => "provider_options".into(),
+                            key => format!("provider_options.{key}"),
+                        },
                         problem,
                     })?
                 }

@@ -297,6 +297,7 @@ fn bad_provider_options_name_the_field() {
         (r#"{"max_context_tokens": 2.5}"#, "max_context_tokens"),
         (r#"{"reserve_tokens": -1}"#, "reserve_tokens"),
         (r#"{"tokenizer": "gpt2"}"#, "tokenizer"),
+        (r#"{"provider_options": []}"#, "`provider_options`"),
     ] {
         let path = temp("bad-provider.json", ctx.as_bytes());
         let out = stpreset(&["render", &preset, "--context", arg(&path)], None);

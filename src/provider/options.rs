@@ -90,12 +90,12 @@ impl Default for ProviderOptions {
 }
 
 impl ProviderOptions {
-    /// Reads the context file's `provider_options` object. The error names the key:
-    /// `(key, problem)`.
+    /// Reads the context file's `provider_options` object. The error names the key,
+    /// `(key, problem)`; an empty key when the value is no object at all.
     pub(crate) fn from_json(value: &Value) -> Result<ProviderOptions, (String, String)> {
         let mut o = ProviderOptions::default();
         let Value::Object(map) = value else {
-            return Err(("provider_options".into(), "expected an object".into()));
+            return Err((String::new(), "expected an object".into()));
         };
         read(map, &mut o).map(|()| o)
     }
