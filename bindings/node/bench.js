@@ -58,3 +58,4 @@ time('  JSON.stringify(context)', n, () => JSON.stringify(ctx));
 const out = compiled._inner.renderJson(ctxJson);
 time('  JSON.parse(result)', n, () => JSON.parse(out));
 time('  native render(string) → object', n, () => compiled._inner.render(ctxJson));
+time('requestBody(object) → Buffer (whole call)', n, () => compiled.requestBody(ctx));

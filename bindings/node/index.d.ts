@@ -127,6 +127,8 @@ export declare class CompiledPreset {
   render(context?: Context | string): Rendered;
   /** Renders and shapes the request `context.provider_options` asks for (SPEC §12). */
   request(context?: Context | string): RequestResult;
+  /** Only the request body, as UTF-8 JSON bytes to POST (no JS strings made: the fast path). */
+  requestBody(context?: Context | string): Buffer;
 }
 
 export declare class Preset {

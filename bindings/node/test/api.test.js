@@ -102,3 +102,11 @@ test('request shapes the provider request the context asks for', () => {
   assert.strictEqual(typeof out.prompt_tokens, 'number');
   assert.throws(() => compiled.request({ provider_options: { cache_ttl: '300' } }), (e) => e instanceof s.ContextError && /cache_ttl/.test(e.message));
 });
+
+test('requestBody is the request JSON as bytes', () => {
+  const compiled = s.Preset.fromJson(PRESET).compile();
+  const ctx = { char: 'T', provider_options: { shape: 'google' }, items: [{ tag: 'DIALOGUE_HISTORY', role: 'user', text: 'héllo' }] };
+  const body = compiled.requestBody(ctx);
+  assert.ok(Buffer.isBuffer(body));
+  assert.deepStrictEqual(JSON.parse(body.toString('utf8')), compiled.request(ctx).request);
+});

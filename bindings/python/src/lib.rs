@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 /// Raised as `ValueError(class, kind, message)`; the package re-raises it as its own class.
 fn error(class: &str, kind: &str, message: impl std::fmt::Display) -> PyErr {
@@ -73,6 +74,21 @@ impl CompiledPreset {
                 .render(&ctx)
                 .to_request_json(&ctx.provider_options))
         })
+    }
+
+    /// Only the provider request body (SPEC §12.3) as UTF-8 JSON bytes, ready to POST: one
+    /// copy out, no Python objects built.
+    fn request_body<'py>(
+        &self,
+        py: Python<'py>,
+        context_json: &str,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let body = py.detach(|| {
+            let ctx = context(context_json)?;
+            let (request, _) = self.inner.render(&ctx).to_request(&ctx.provider_options);
+            Ok::<_, PyErr>(request.to_string())
+        })?;
+        Ok(PyBytes::new(py, body.as_bytes()))
     }
 
     /// The render document as dicts and lists, built from the same `Serialize`

@@ -114,3 +114,12 @@ def test_render_request_shapes_what_the_context_asks_for():
     assert isinstance(out["prompt_tokens"], int)
     with pytest.raises(stpreset.ContextError, match="cache_ttl"):
         compiled.render_request({"provider_options": {"cache_ttl": "300"}})
+
+
+def test_request_body_is_the_request_json_as_bytes():
+    compiled = stpreset.Preset.from_json(PRESET).compile()
+    ctx = {"char": "T", "provider_options": {"shape": "anthropic"},
+           "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "héllo"}]}
+    body = compiled.request_body(ctx)
+    assert isinstance(body, bytes)
+    assert json.loads(body) == compiled.render_request(ctx)["request"]

@@ -92,6 +92,11 @@ class CompiledPreset:
         ``openai``): ``{"request", "diagnostics", "prompt_tokens", "variables", "globals"}``."""
         return _json.loads(_call(self._inner.request_json, _context_json(context)))
 
+    def request_body(self, context=None) -> bytes:
+        """Only the provider request body as UTF-8 JSON bytes, ready to POST: the fastest way
+        out (no Python objects are built); diagnostics come with ``render_request``."""
+        return _call(self._inner.request_body, _context_json(context))
+
 
 class Preset:
     """An imported preset."""
