@@ -9,6 +9,7 @@ use serde::Deserialize;
 use crate::error::ContextError;
 use crate::options::{Budget, Injection, RenderOptions};
 use crate::provider::ProviderOptions;
+pub use crate::role::Role;
 use crate::tokens::{Counter, Tokenizer};
 
 /// Everything a render reads from the host. Every field has a default (SPEC §9): empty strings,
@@ -113,18 +114,9 @@ impl Default for Context {
     }
 }
 
-/// Role of a native-context item or an output message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// System instructions.
-    System,
-    /// The human side of the chat.
-    User,
-    /// The model side of the chat (`assistant` is accepted).
-    #[serde(alias = "assistant")]
-    Model,
-}
+/// The UTF-8 byte-order mark, accepted (and dropped) before a JSON file: editors on Windows
+/// save one; it is not part of the JSON.
+pub(crate) const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// Tags of native-context items (SPEC §4.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
@@ -390,7 +382,7 @@ impl Context {
     /// assert!(err.to_string().contains("usr"));
     /// ```
     pub fn from_json(bytes: &[u8]) -> Result<Context, ContextError> {
-        let bytes = bytes.strip_prefix(crate::preset::UTF8_BOM).unwrap_or(bytes);
+        let bytes = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
         let text = std::str::from_utf8(bytes).map_err(|e| ContextError::Utf8 {
             offset: e.valid_up_to(),
         })?;

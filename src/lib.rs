@@ -32,6 +32,7 @@ mod preset;
 mod provider;
 mod render;
 mod report;
+mod role;
 mod span;
 #[cfg(feature = "store")]
 mod store;

@@ -12,6 +12,7 @@ use crate::context::Context;
 use crate::diagnostic::{Diagnostic, DiagnosticKind, Finding};
 use crate::eval::{self, EvalNode, Expanded};
 use crate::limits::{Limits, OutputBudget};
+use crate::provider::{self, ChatMessage, Names, ProviderOptions};
 use crate::syntax::{self, Tree};
 
 /// One template compiled: its tree and parse findings, under the identifier it renders as.
@@ -57,7 +58,7 @@ pub struct Rendered {
     pub prompt_tokens: Option<u32>,
     /// Who speaks and which model, for provider requests.
     #[serde(skip)]
-    pub(crate) speakers: crate::provider::Names,
+    pub(crate) speakers: Names,
     #[serde(skip)]
     pub(crate) model: String,
 }
@@ -120,7 +121,28 @@ pub(crate) fn preset(
         variables: ev.variables,
         globals: ev.globals,
         prompt_tokens,
-        speakers: crate::provider::Names::of(ctx),
+        speakers: Names {
+            user: ctx.user.clone(),
+            char: ctx.char.clone(),
+            group: ctx.group.clone(),
+        },
         model: ctx.model.clone(),
+    }
+}
+
+impl Rendered {
+    /// The provider request for these messages (SPEC §12.6), with the request's diagnostics.
+    /// Names and model are the rendered context's.
+    pub fn to_request(&self, options: &ProviderOptions) -> (serde_json::Value, Vec<Diagnostic>) {
+        let messages: Vec<ChatMessage> = self
+            .messages
+            .iter()
+            .map(|m| ChatMessage {
+                role: m.role,
+                text: m.text(),
+                name: None,
+            })
+            .collect();
+        provider::convert(&messages, options, &self.speakers, &self.model)
     }
 }

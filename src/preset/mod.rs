@@ -192,7 +192,9 @@ impl Preset {
     /// and [`Preset::audit`] parse its nodes with the same limits.
     pub fn from_json_with(bytes: &[u8], limits: &Limits) -> Result<Preset, PresetError> {
         // Editors on Windows save JSON with a byte-order mark; it is not part of the JSON.
-        let bytes = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
+        let bytes = bytes
+            .strip_prefix(crate::context::UTF8_BOM)
+            .unwrap_or(bytes);
         let limit = limits.clamped().preset_bytes;
         if bytes.len() > limit {
             return Err(PresetError::TooLarge {
@@ -278,9 +280,6 @@ impl Preset {
         std::str::from_utf8(&self.raw).unwrap_or_default()
     }
 }
-
-/// The UTF-8 byte-order mark, accepted (and dropped) before a JSON file.
-pub(crate) const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// Longest prompt identifier accepted. Identifiers are repeated in every diagnostic and
 /// message source of their node, so an unbounded one would multiply the output; real presets

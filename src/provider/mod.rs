@@ -16,9 +16,8 @@ use serde_json::Value;
 
 pub use options::{CacheTtl, PostProcessing, ProviderOptions, Shape};
 
-use crate::context::{Context, Role};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
-use crate::render::Rendered;
+use crate::role::Role;
 
 /// A message as the provider step sees it: one text, and a speaker name a host may give
 /// (rendered messages never have one).
@@ -41,16 +40,6 @@ pub struct Names {
     pub char: String,
     /// Group members (empty outside a group chat).
     pub group: Vec<String>,
-}
-
-impl Names {
-    pub(crate) fn of(ctx: &Context) -> Names {
-        Names {
-            user: ctx.user.clone(),
-            char: ctx.char.clone(),
-            group: ctx.group.clone(),
-        }
-    }
 }
 
 /// Converts `messages` into the request of `options.shape` (SPEC §12.1–§12.3), with the
@@ -115,21 +104,4 @@ fn diagnostics(request: &Value, shape: Shape) -> Vec<Diagnostic> {
         )];
     }
     Vec::new()
-}
-
-impl Rendered {
-    /// The provider request for these messages (SPEC §12.6), with the request's diagnostics.
-    /// Names and model are the rendered context's.
-    pub fn to_request(&self, options: &ProviderOptions) -> (Value, Vec<Diagnostic>) {
-        let messages: Vec<ChatMessage> = self
-            .messages
-            .iter()
-            .map(|m| ChatMessage {
-                role: m.role,
-                text: m.text(),
-                name: None,
-            })
-            .collect();
-        convert(&messages, options, &self.speakers, &self.model)
-    }
 }

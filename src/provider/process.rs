@@ -2,7 +2,7 @@
 //! `mergeMessages`), and the name rules they share with the shapes.
 
 use super::{ChatMessage, Names, PostProcessing};
-use crate::context::Role;
+use crate::role::Role;
 
 /// §12.1: empty messages are dropped (SillyTavern never sends them). An empty name is no name:
 /// SillyTavern tests names for truthiness (`if (message.name)`, `!message.name`), so `""`

@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 
 use super::process::{any_name, example_names};
 use super::{ChatMessage, Names, ProviderOptions};
-use crate::context::Role;
+use crate::role::Role;
 
 fn role_name(role: Role) -> &'static str {
     match role {

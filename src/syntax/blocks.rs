@@ -4,33 +4,10 @@
 
 use std::collections::HashMap;
 
-use super::builder::{Builder, ItemKind, Opener};
+use super::builder::{Builder, ItemKind, OpenBlock, OpenFrame};
 use super::catalog::MacroKind;
 use super::tree::{Arg, Block, BlockKind, BlockState, CallShape, List, Node, Span};
 use crate::diagnostic::DiagnosticKind;
-
-/// A frame on the one stack of a level (SPEC §11.3 step 3).
-#[derive(Debug, Clone, Copy)]
-pub(super) enum OpenFrame {
-    Block(OpenBlock),
-    /// A confirmed scoped opener: item `opener`, its call at `pending[at]`, its content after
-    /// it. `blocks_below` counts the block frames under it when it opened.
-    Scoped {
-        opener: usize,
-        at: usize,
-        blocks_below: usize,
-    },
-}
-
-/// A block being filled in while its level is built.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct OpenBlock {
-    pub(super) opener: Opener,
-    pub(super) span: Span,
-    pub(super) then_start: usize,
-    pub(super) else_start: Option<usize>,
-    pub(super) faults: bool,
-}
 
 /// Confirmed scoped pairs of a level, both ways (item index → partner item index).
 type Partners = HashMap<usize, usize>;
@@ -38,29 +15,29 @@ type Partners = HashMap<usize, usize>;
 /// `opened` marker for a pair past the depth limit.
 const LITERAL_PAIR: usize = usize::MAX;
 
-/// Item indices of from..to outside the (sorted, disjoint) comment ranges.
-pub(super) fn uncommented(
-    from: usize,
-    to: usize,
-    comments: &[(usize, usize)],
-) -> impl Iterator<Item = usize> + '_ {
-    let mut next = 0;
-    let mut i = from;
-    std::iter::from_fn(move || {
-        while let Some(&(start, end)) = comments.get(next)
-            && start == i
-        {
-            next += 1;
-            i = end + 1;
-        }
-        (i < to).then(|| {
-            i += 1;
-            i - 1
-        })
-    })
-}
-
 impl Builder<'_> {
+    /// Item indices of from..to outside the (sorted, disjoint) comment ranges.
+    pub(super) fn uncommented(
+        from: usize,
+        to: usize,
+        comments: &[(usize, usize)],
+    ) -> impl Iterator<Item = usize> + '_ {
+        let mut next = 0;
+        let mut i = from;
+        std::iter::from_fn(move || {
+            while let Some(&(start, end)) = comments.get(next)
+                && start == i
+            {
+                next += 1;
+                i = end + 1;
+            }
+            (i < to).then(|| {
+                i += 1;
+                i - 1
+            })
+        })
+    }
+
     pub(super) fn push_node(&mut self, node: Node) {
         // Adjacent literal runs merge, so a placeholder scan or copy sees one run.
         match (self.pending.last_mut(), node) {
@@ -129,7 +106,7 @@ impl Builder<'_> {
             return partner;
         }
         let mut stacks: HashMap<String, Vec<usize>> = HashMap::new();
-        for i in uncommented(from, to, comments) {
+        for i in Self::uncommented(from, to, comments) {
             match self.items[i].kind {
                 ItemKind::Node(Node::Call(id)) => {
                     if let Some(&name) = self.openers.get(&id) {
@@ -163,7 +140,7 @@ impl Builder<'_> {
         // the frame there has the same opener), or `LITERAL_PAIR` for a pair past the depth
         // limit, whose closer then stays verbatim too.
         let mut opened: HashMap<usize, usize> = HashMap::new();
-        for i in uncommented(from, to, &comments) {
+        for i in Self::uncommented(from, to, &comments) {
             let it = self.items[i];
             if literal_depth > 0 {
                 match it.kind {
@@ -425,9 +402,9 @@ mod tests {
 
     #[test]
     fn uncommented_skips_ranges() {
-        let got: Vec<usize> = uncommented(0, 10, &[(1, 3), (4, 4), (8, 9)]).collect();
+        let got: Vec<usize> = Builder::uncommented(0, 10, &[(1, 3), (4, 4), (8, 9)]).collect();
         assert_eq!(got, [0, 5, 6, 7]);
-        assert_eq!(uncommented(2, 2, &[]).count(), 0);
+        assert_eq!(Builder::uncommented(2, 2, &[]).count(), 0);
     }
 
     #[test]

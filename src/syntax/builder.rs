@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 
-use super::blocks::OpenFrame;
 use super::catalog::{MacroKind, Scope, ShOp};
 use super::lexer::{TokKind, Token};
 use super::tree::BlockState;
@@ -27,6 +26,29 @@ pub(super) struct Opener {
     pub(super) malformed: bool,
     /// `{{if}}` branches are auto-trimmed (T, SPEC §11.3); Handlebars and TomoriBot are not.
     pub(super) trim: bool,
+}
+
+/// A frame on the one stack of a level (SPEC §11.3 step 3).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum OpenFrame {
+    Block(OpenBlock),
+    /// A confirmed scoped opener: item `opener`, its call at `pending[at]`, its content after
+    /// it. `blocks_below` counts the block frames under it when it opened.
+    Scoped {
+        opener: usize,
+        at: usize,
+        blocks_below: usize,
+    },
+}
+
+/// A block being filled in while its level is built.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct OpenBlock {
+    pub(super) opener: Opener,
+    pub(super) span: Span,
+    pub(super) then_start: usize,
+    pub(super) else_start: Option<usize>,
+    pub(super) faults: bool,
 }
 
 /// What a finished tag (or a raw token) contributes to the scope around it.
@@ -718,7 +740,7 @@ impl<'s> Builder<'s> {
         // pair lies outside every pair of its segment too, so each segment, built on its own,
         // finds the same comment pairs.
         let comments = self.comment_ranges(then_from, then_to);
-        for i in super::blocks::uncommented(then_from, then_to, &comments) {
+        for i in Self::uncommented(then_from, then_to, &comments) {
             match self.items[i].kind {
                 ItemKind::Open(_) => depth += 1,
                 ItemKind::Close { .. } => depth = depth.saturating_sub(1),
