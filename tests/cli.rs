@@ -311,3 +311,54 @@ fn bad_provider_options_name_the_field() {
     let out = stpreset(&["render", &preset, "--shape", "cohere"], None);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// The CLI prints the library's JSON documents, byte for byte (SPEC §9: one contract for every
+/// front end).
+#[test]
+fn json_output_is_the_library_json_byte_for_byte() {
+    use stpreset::{Context, Preset, Shape, Template};
+    let preset_path = example("preset.json");
+    let ctx_path = example("context.json");
+    let now = "2026-11-29T17:07:00Z";
+    let preset = Preset::from_json(&std::fs::read(&preset_path).unwrap()).unwrap();
+    let mut ctx = Context::from_json(&std::fs::read(&ctx_path).unwrap()).unwrap();
+    ctx.now = Some(now.parse().unwrap());
+    let cli = |args: &[&str], stdin: Option<&[u8]>| {
+        let out = stpreset(args, stdin);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let rendered = preset.compile().render(&ctx);
+    let common = [
+        "--context",
+        ctx_path.as_str(),
+        "--now",
+        now,
+        "--format",
+        "json",
+    ];
+    let render_args: Vec<&str> = ["render", preset_path.as_str()]
+        .iter()
+        .chain(&common)
+        .copied()
+        .collect();
+    assert_eq!(cli(&render_args, None), rendered.to_json() + "\n");
+    let mut options = ctx.provider_options.clone();
+    options.shape = Some(Shape::Anthropic);
+    let mut shaped = render_args.clone();
+    shaped.extend(["--shape", "anthropic"]);
+    assert_eq!(
+        cli(&shaped, None),
+        rendered.to_request_json(&options) + "\n"
+    );
+    assert_eq!(
+        cli(&["audit", &preset_path, "--format", "json"], None),
+        preset.audit_json() + "\n"
+    );
+    let template = "{{setvar::k::{{user}}}}{{getvar::k}} {{foo}} {{time}}";
+    let expand_args: Vec<&str> = ["expand", "-"].iter().chain(&common).copied().collect();
+    assert_eq!(
+        cli(&expand_args, Some(template.as_bytes())),
+        Template::compile(template).render(&ctx).to_json() + "\n"
+    );
+}
