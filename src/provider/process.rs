@@ -50,21 +50,29 @@ pub(super) fn as_user(text: String, names: &Names) -> String {
     }
 }
 
-/// Rules a and b for system messages of the example names; other names add nothing.
-pub(super) fn example_names(m: &ChatMessage, text: String, names: &Names) -> String {
+/// Rules a and b for system messages of the example names; other names add nothing. The
+/// message's text, moved.
+pub(super) fn example_names(m: ChatMessage, names: &Names) -> String {
     match m.name.as_deref() {
-        Some("example_assistant") => as_char(text, names),
-        Some("example_user") => as_user(text, names),
-        _ => text,
+        Some("example_assistant") => as_char(m.text, names),
+        Some("example_user") => as_user(m.text, names),
+        _ => m.text,
     }
 }
 
-/// Any name N: `N: ` unless the text starts with it; the example names by rules a and b.
-pub(super) fn any_name(m: &ChatMessage, text: String, names: &Names) -> String {
+/// Rule c: a name N gives `N: ` unless the text starts with it. The message's text, moved.
+fn named(m: ChatMessage) -> String {
     match m.name.as_deref() {
-        Some("example_assistant" | "example_user") => example_names(m, text, names),
-        Some(n) if !says(&text, n) => prefixed(n, text),
-        _ => text,
+        Some(n) if !says(&m.text, n) => prefixed(n, m.text),
+        _ => m.text,
+    }
+}
+
+/// Gemini's rule, whatever the role: the example names by rules a and b, any other by rule c.
+pub(super) fn any_name(m: ChatMessage, names: &Names) -> String {
+    match m.name.as_deref() {
+        Some("example_assistant" | "example_user") => example_names(m, names),
+        _ => named(m),
     }
 }
 
@@ -120,15 +128,12 @@ pub(super) fn post_process(
     let mut out: Vec<ChatMessage> = Vec::with_capacity(list.len());
     for m in list {
         // A: names become prefixes, then go.
-        let mut text = if m.role == Role::System {
-            example_names(&m, m.text.clone(), names)
-        } else {
-            match m.name.as_deref() {
-                Some(n) if !says(&m.text, n) => prefixed(n, m.text.clone()),
-                _ => m.text.clone(),
-            }
-        };
         let mut role = m.role;
+        let mut text = if role == Role::System {
+            example_names(m, names)
+        } else {
+            named(m)
+        };
         if single {
             text = match role {
                 Role::Model => as_char(text, names),
@@ -171,4 +176,34 @@ pub(super) fn post_process(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn example_names_are_rules_a_and_b_only_on_system_messages() {
+        let names = Names {
+            user: "Alice".into(),
+            char: "Tomori".into(),
+            group: Vec::new(),
+        };
+        let msg = |role, name: &str| ChatMessage {
+            role,
+            text: "hi".into(),
+            name: Some(name.into()),
+        };
+        let out = post_process(
+            vec![
+                msg(Role::System, "example_user"),
+                msg(Role::User, "example_user"),
+            ],
+            PostProcessing::Semi,
+            &names,
+            "[Start]",
+        );
+        assert_eq!(out[0].text, "Alice: hi");
+        assert_eq!(out[1].text, "example_user: hi");
+    }
 }

@@ -60,7 +60,7 @@ pub(super) fn anthropic(
     if options.use_system_prompt {
         while list.front().is_some_and(|m| m.role == Role::System) {
             if let Some(m) = list.pop_front() {
-                let text = example_names(&m, m.text.clone(), names);
+                let text = example_names(m, names);
                 system.push(text_block(text));
             }
         }
@@ -80,7 +80,7 @@ pub(super) fn anthropic(
     };
     for m in list {
         let (role, text) = match m.role {
-            Role::System => (Role::User, example_names(&m, m.text.clone(), names)),
+            Role::System => (Role::User, example_names(m, names)),
             role => match &m.name {
                 Some(n) => (role, format!("{n}: {}", m.text)),
                 None => (role, m.text),
@@ -154,7 +154,7 @@ pub(super) fn google(
     if options.use_system_prompt && !model.contains("gemma-3") {
         while list.len() > 1 && list.front().is_some_and(|m| m.role == Role::System) {
             if let Some(m) = list.pop_front() {
-                system.push(json!({"text": example_names(&m, m.text.clone(), names)}));
+                system.push(json!({"text": example_names(m, names)}));
             }
         }
     }
@@ -164,7 +164,7 @@ pub(super) fn google(
             Role::Model => "model",
             _ => "user",
         };
-        let text = any_name(&m, m.text.clone(), names);
+        let text = any_name(m, names);
         match contents.last_mut() {
             Some((r, first)) if *r == role => {
                 first.push_str("\n\n");
