@@ -350,25 +350,13 @@ fn tokens_field(field: &str, v: Option<&serde_json::Value>) -> Result<Option<u32
 }
 
 fn tokenizer_field(v: Option<&serde_json::Value>) -> Result<Tokenizer, ContextError> {
-    let names = ["auto", "o200k", "cl100k", "approx", "words"];
-    let all = [
-        Tokenizer::Auto,
-        Tokenizer::O200k,
-        Tokenizer::Cl100k,
-        Tokenizer::Approx,
-        Tokenizer::Words,
-    ];
     match v {
         None | Some(serde_json::Value::Null) => Ok(Tokenizer::Auto),
-        Some(v) => v
-            .as_str()
-            .and_then(|s| names.iter().position(|n| *n == s))
-            .map(|i| all[i])
-            .ok_or_else(|| ContextError::Field {
-                field: "tokenizer".into(),
-                problem: "expected one of \"auto\", \"o200k\", \"cl100k\", \"approx\", \"words\""
-                    .into(),
-            }),
+        Some(v) => Tokenizer::deserialize(v).map_err(|_| ContextError::Field {
+            field: "tokenizer".into(),
+            problem: "expected one of \"auto\", \"o200k\", \"cl100k\", \"approx\", \"words\""
+                .into(),
+        }),
     }
 }
 

@@ -81,13 +81,7 @@ impl Rendered {
     /// assert!(json.starts_with(r#"{"request":{"contents":[{"parts":[{"text":"Hi"}],"role":"user"}]}"#));
     /// ```
     pub fn to_request_json(&self, options: &ProviderOptions) -> String {
-        let mut out = Vec::new();
-        // Writing to a Vec cannot fail.
-        let _ = self.write_request_json(options, &mut out);
-        String::from_utf8(out)
-            .unwrap_or_default()
-            .trim_end()
-            .to_string()
+        self.request_doc(options, |doc| string(doc))
     }
 
     /// [`Rendered::to_request_json`] and a newline, written to `out`.
@@ -96,19 +90,20 @@ impl Rendered {
         options: &ProviderOptions,
         out: &mut dyn Write,
     ) -> std::io::Result<()> {
+        self.request_doc(options, |doc| write(out, doc))
+    }
+
+    fn request_doc<R>(&self, options: &ProviderOptions, f: impl FnOnce(&RequestDoc<'_>) -> R) -> R {
         let (request, request_diagnostics) = self.to_request(options);
         let mut diagnostics = self.diagnostics.clone();
         diagnostics.extend(request_diagnostics);
-        write(
-            out,
-            &RequestDoc {
-                request: &request,
-                diagnostics: &diagnostics,
-                prompt_tokens: self.prompt_tokens,
-                variables: &self.variables,
-                globals: &self.globals,
-            },
-        )
+        f(&RequestDoc {
+            request: &request,
+            diagnostics: &diagnostics,
+            prompt_tokens: self.prompt_tokens,
+            variables: &self.variables,
+            globals: &self.globals,
+        })
     }
 }
 

@@ -87,14 +87,12 @@ fn st_template_vectors() {
     );
 }
 
-#[test]
-fn render_vectors() {
-    let Some(cases) = shared("renders.json") else {
-        return;
-    };
+/// Renders each case (`preset`, `context`) and compares `[role, text]` per message with
+/// `expect_messages`, and each message's SPEC §9 source with `expect_sources` when given.
+fn render_failures(cases: &[Value], label: &str) -> Vec<String> {
     let mut failures = Vec::new();
-    for case in &cases {
-        let name = case["name"].as_str().unwrap_or("?");
+    for case in cases {
+        let name = format!("{label}{}", case["name"].as_str().unwrap_or("?"));
         let ctx = Context::from_json(&serde_json::to_vec(&case["context"]).unwrap())
             .unwrap_or_else(|e| panic!("{name}: bad context: {e}"));
         let preset =
@@ -113,13 +111,56 @@ fn render_vectors() {
             .collect();
         if Value::Array(got.clone()) != case["expect_messages"] {
             failures.push(format!(
-                "{name}: {} != {}",
+                "{name}:\n  got  {}\n  want {}",
                 Value::Array(got),
                 case["expect_messages"]
             ));
         }
+        if let Some(want) = case.get("expect_sources") {
+            let got: Vec<Value> = out
+                .messages
+                .iter()
+                .map(|m| serde_json::to_value(&m.source).unwrap())
+                .collect();
+            if &Value::Array(got.clone()) != want {
+                failures.push(format!(
+                    "{name}: sources\n  got  {}\n  want {want}",
+                    Value::Array(got)
+                ));
+            }
+        }
     }
-    all_pass("render", cases.len(), &failures);
+    failures
+}
+
+#[test]
+fn render_vectors() {
+    let Some(cases) = shared("renders.json") else {
+        return;
+    };
+    all_pass("render", cases.len(), &render_failures(&cases, ""));
+}
+
+/// Our own render vectors (`tests/renders/*.json`): the shared format plus `expect_sources`.
+#[test]
+fn own_render_vectors() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/renders");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("tests/renders")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for file in &files {
+        let cases: Vec<Value> =
+            serde_json::from_slice(&std::fs::read(file).expect("read")).expect("json");
+        count += cases.len();
+        failures.extend(render_failures(&cases, &format!("{}: ", file.display())));
+    }
+    assert!(count > 0, "no vectors in {}", dir.display());
+    all_pass("own render", count, &failures);
 }
 
 #[test]

@@ -110,9 +110,10 @@ impl Budget {
                 break;
             }
         }
-        let dropped: Vec<usize> = history[..keep_from].to_vec();
+        let dropped = &history[..keep_from];
         let dropped_count = dropped.iter().filter(|i| non_empty(i)).count();
         if !dropped.is_empty() {
+            // `dropped` is ascending: one cursor walks it beside the retain.
             let mut next = 0;
             let mut index = 0;
             messages.retain(|_| {

@@ -40,13 +40,13 @@ pub(super) fn collect(plan: &Plan, texts: &mut [String], ctx: &Context) -> Vec<I
         .collect();
     for item in ctx.items.iter().filter(|i| is_tail(i.tag)) {
         if let Some(depth) = item.depth {
-            let m = host_message(ctx, item);
+            let Message { parts, source, .. } = host_message(ctx, item);
             out.push(Injected {
                 depth: depth.clamp(i32::MIN as i64, i32::MAX as i64) as i32,
                 order: DEFAULT_ORDER,
                 role: item.role,
-                text: m.parts.concat(),
-                source: m.source,
+                text: parts.concat(),
+                source,
             });
         }
     }

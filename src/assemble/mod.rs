@@ -22,6 +22,7 @@ use crate::context::{Context, Role};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::eval::Expanded;
 use crate::limits::OutputBudget;
+pub(crate) use crate::options::Injection;
 
 /// The messages so far, and where the chat history sits among them.
 pub(crate) struct Assembly {
@@ -221,8 +222,6 @@ fn limit_output(assembly: &mut Assembly, limit: usize, diags: &mut Vec<Diagnosti
         }
     }
 }
-
-pub(crate) use crate::options::Injection;
 
 #[cfg(test)]
 mod tests {
