@@ -560,6 +560,35 @@ fn assembly_and_output(t: &mut Table) {
     t.row("render/history-items", 20_000, context, |ctx| {
         black_box(history_preset.render(ctx));
     });
+    // Depth nodes at every depth and many orders and roles, against a history as long.
+    for (name, mode) in [
+        ("merge", stpreset::Injection::Merge),
+        ("separate", stpreset::Injection::Separate),
+    ] {
+        t.row(
+            &format!("render/injections-{name}"),
+            2_000,
+            |n| {
+                let roles = ["system", "user", "assistant"];
+                let mut prompts = vec![json!({"identifier": "chatHistory", "marker": true})];
+                prompts.extend((0..n).map(|i| {
+                    json!({"identifier": format!("d{i}"), "role": roles[i % 3],
+                           "content": " x{{user}} ", "injection_position": 1,
+                           "injection_depth": i % (n / 2 + 1), "injection_order": (i * 7) % 13})
+                }));
+                let v = json!({ "prompts": prompts });
+                let p = Preset::from_json_with(&serde_json::to_vec(&v).expect("json"), &roomy())
+                    .expect("preset")
+                    .compile();
+                let mut ctx = context(n);
+                ctx.options.injection = mode;
+                (p, ctx)
+            },
+            |(p, ctx)| {
+                black_box(p.render(ctx));
+            },
+        );
+    }
     t.row(
         "render/diagnostics-one-node",
         20_000,

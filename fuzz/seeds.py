@@ -73,6 +73,15 @@ put("cli", json.dumps({"prompts": [{"identifier": "main", "content":
                                     "{{.turn++}}{{group}}{{notChar}}{{hasvar::mood}}"}]})
     + "\0" + json.dumps({"variables": {"turn": "3", "mood": "calm"},
                           "group": ["Tomori", "Kaede"], "group_muted": ["Kaede"]}))
+# Separate-mode injection (#10): depth nodes at several depths, orders and roles, tail items.
+put("cli", json.dumps({"prompts": [{"identifier": "main", "content": "M"},
+                                   {"identifier": "chatHistory", "marker": True}] +
+                       [{"identifier": "d%d" % i, "role": ["system", "user", "assistant"][i % 3],
+                         "content": "x%d" % i, "injection_position": 1, "injection_depth": i % 4,
+                         "injection_order": i % 3 * 50} for i in range(8)]})
+    + "\0" + json.dumps({"injection": "separate", "items": [
+        {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "a"},
+        {"tag": "CONTEXT_CURRENT", "role": "system", "text": "now", "depth": 1}]}))
 # SPEC §12 options: a budget and a provider request.
 put("cli", json.dumps({"prompts": [{"identifier": "main", "content": "Hi"},
                                    {"identifier": "chatHistory", "marker": True}]})
