@@ -1,5 +1,6 @@
 //! Parse and render throughput of a generated ~100 KB template that mixes text, macros,
-//! variables, blocks of both dialects, comments and placeholders.
+//! variables, blocks of both dialects, comments and placeholders; and parse throughput of a
+//! dense one (a tag every ~14 bytes).
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
@@ -30,6 +31,27 @@ fn template(size: usize) -> String {
     t
 }
 
+/// A dense template: a tag every ~14 bytes (names, variables, arguments, blocks, shorthand),
+/// the shape where per-token parse cost dominates.
+fn dense(size: usize) -> String {
+    const PIECES: [&str; 6] = [
+        "Hi {{user}}, ",
+        "{{getvar::x}} ",
+        "{{char}} says ",
+        "{{#if flag}}yes{{/if}} ",
+        "{{random::a::b}} ",
+        "{{.mood}} ok ",
+    ];
+    let mut t = String::with_capacity(size + 32);
+    for piece in PIECES.iter().cycle() {
+        if t.len() >= size {
+            break;
+        }
+        t.push_str(piece);
+    }
+    t
+}
+
 fn context() -> Context {
     Context::from_json(
         br#"{"user": "Alice", "char": "Tomori", "description": "A shrine maiden.",
@@ -50,6 +72,12 @@ fn bench(c: &mut Criterion) {
     g.bench_function("parse+render", |b| {
         b.iter(|| Template::compile(black_box(&src)).render(&ctx))
     });
+    g.finish();
+
+    let dense = dense(100 * 1024);
+    let mut g = c.benchmark_group("dense-100KB");
+    g.throughput(Throughput::Bytes(dense.len() as u64));
+    g.bench_function("parse", |b| b.iter(|| Template::compile(black_box(&dense))));
     g.finish();
 }
 

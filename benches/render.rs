@@ -1,8 +1,9 @@
 //! Compile and render time for every corpus preset (read from `../shared/corpus/presets`,
 //! skipped when absent) with a 200-message history, plus the cold path (import + compile +
-//! render) for each.
+//! render) for each; compile throughput over each preset's enabled text; and the floor of a
+//! render, one `memcpy` of the bytes it outputs (compare `render` with `floor`).
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use stpreset::Preset;
 
@@ -29,6 +30,28 @@ fn bench(c: &mut Criterion) {
                     .render(&ctx)
             })
         });
+        // The floor: copying the rendered text once, as one block.
+        let out: String = compiled
+            .render(&ctx)
+            .messages
+            .iter()
+            .map(|m| m.text())
+            .collect();
+        let src = out.as_bytes();
+        let mut dst = vec![0u8; src.len()];
+        g.bench_function("floor", |b| {
+            b.iter(|| dst.copy_from_slice(black_box(src)));
+        });
+        g.finish();
+        let enabled: usize = preset
+            .nodes()
+            .iter()
+            .filter(|n| n.enabled && !n.is_marker())
+            .map(|n| n.content.len())
+            .sum();
+        let mut g = c.benchmark_group("compile-throughput");
+        g.throughput(Throughput::Bytes(enabled as u64));
+        g.bench_function(&name, |b| b.iter(|| black_box(&preset).compile()));
         g.finish();
     }
     // What a language binding does per render on the largest preset: read the context JSON,
