@@ -43,15 +43,24 @@ fn bench(c: &mut Criterion) {
             b.iter(|| dst.copy_from_slice(black_box(src)));
         });
         g.finish();
-        let enabled: usize = preset
-            .nodes()
-            .iter()
-            .filter(|n| n.enabled && !n.is_marker())
-            .map(|n| n.content.len())
-            .sum();
+        let enabled = enabled_bytes(&preset);
         let mut g = c.benchmark_group("compile-throughput");
         g.throughput(Throughput::Bytes(enabled as u64));
         g.bench_function(&name, |b| b.iter(|| black_box(&preset).compile()));
+        g.finish();
+    }
+    // The whole corpus's enabled text in one figure (the #12 target): every preset compiled once.
+    let presets: Vec<Preset> = support::corpus()
+        .iter()
+        .map(|p| Preset::from_json(&std::fs::read(p).unwrap()).unwrap())
+        .collect();
+    let enabled: usize = presets.iter().map(enabled_bytes).sum();
+    if enabled > 0 {
+        let mut g = c.benchmark_group("compile-throughput");
+        g.throughput(Throughput::Bytes(enabled as u64));
+        g.bench_function("corpus", |b| {
+            b.iter(|| presets.iter().map(|p| black_box(p).compile()).count())
+        });
         g.finish();
     }
     // What a language binding does per render on the largest preset: read the context JSON,
@@ -77,6 +86,16 @@ fn bench(c: &mut Criterion) {
         });
         g.finish();
     }
+}
+
+/// The bytes a compile parses: the enabled, non-marker nodes' text.
+fn enabled_bytes(preset: &Preset) -> usize {
+    preset
+        .nodes()
+        .iter()
+        .filter(|n| n.enabled && !n.is_marker())
+        .map(|n| n.content.len())
+        .sum()
 }
 
 criterion_group!(benches, bench);
