@@ -679,7 +679,7 @@ fn provider(t: &mut Table) {
                 .iter()
                 .map(|m| stpreset::ChatMessage {
                     role: m.role,
-                    text: m.text(),
+                    text: m.text().into_owned(),
                     name: None,
                 })
                 .collect();

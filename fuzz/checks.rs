@@ -121,12 +121,7 @@ pub fn cli(data: &[u8]) {
         }
     }
     let json = serde_json::to_string(&out).expect("render output serializes");
-    let text_bytes: usize = out
-        .messages
-        .iter()
-        .flat_map(|m| &m.parts)
-        .map(String::len)
-        .sum();
+    let text_bytes: usize = out.messages.iter().map(stpreset::Message::len).sum();
     // JSON escapes a byte to at most 6 (`\u0001`); the rest is per diagnostic and message.
     let bound = 6 * text_bytes
         + out.diagnostics.len() * MAX_DIAGNOSTIC_BYTES
@@ -153,12 +148,7 @@ pub fn render(data: &[u8]) {
     };
     let compiled = preset.compile();
     let a = compiled.render(&ctx);
-    let total: usize = a
-        .messages
-        .iter()
-        .flat_map(|m| &m.parts)
-        .map(String::len)
-        .sum();
+    let total: usize = a.messages.iter().map(stpreset::Message::len).sum();
     assert!(total <= ctx.options.limits.output_bytes);
     let b = compiled.render(&ctx);
     assert_eq!(a.messages, b.messages, "same seed and clock, same messages");

@@ -167,6 +167,12 @@ pub enum Tag {
     ContextCurrent,
 }
 
+impl Tag {
+    /// How many tags there are: discriminants run from 0 to `COUNT - 1` (the last variant
+    /// above is the highest), so assembly can keep per-tag tables in arrays.
+    pub(crate) const COUNT: usize = Tag::ContextCurrent as usize + 1;
+}
+
 /// One tagged native-context item.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -51,7 +51,7 @@ fn string(doc: &impl Serialize) -> String {
     serde_json::to_string(doc).unwrap_or_default()
 }
 
-impl Rendered {
+impl Rendered<'_> {
     /// `{"messages", "diagnostics", "variables", "globals"}` (SPEC §9).
     ///
     /// ```
@@ -69,7 +69,7 @@ impl Rendered {
     }
 }
 
-impl Rendered {
+impl Rendered<'_> {
     /// The provider request document of SPEC §12.6: `{"request", "diagnostics" (the render's,
     /// then the request's), "prompt_tokens", "variables", "globals"}`.
     ///

@@ -136,6 +136,23 @@ impl OutputBudget {
         self.left = 0;
         false
     }
+
+    /// [`spend`](Self::spend) for a message part: a borrowed part is cut by re-borrowing.
+    pub fn spend_part(&mut self, part: &mut std::borrow::Cow<'_, str>) -> bool {
+        use std::borrow::Cow;
+        match part {
+            Cow::Owned(text) => self.spend(text),
+            Cow::Borrowed(text) if text.len() <= self.left => {
+                self.left -= text.len();
+                true
+            }
+            Cow::Borrowed(text) => {
+                *text = fit(text, self.left);
+                self.left = 0;
+                false
+            }
+        }
+    }
 }
 
 #[cfg(test)]

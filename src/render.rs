@@ -42,12 +42,13 @@ impl CompiledNode {
     }
 }
 
-/// The result of rendering a preset.
+/// The result of rendering a preset. Its messages borrow the context's text where they pass
+/// it through unchanged (chat history, most host items); [`Rendered::into_owned`] detaches it.
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
-pub struct Rendered {
+pub struct Rendered<'c> {
     /// The ordered messages for the model provider.
-    pub messages: Vec<Message>,
+    pub messages: Vec<Message<'c>>,
     /// Import, parse, pass-1, pass-2 and assembly diagnostics, in that order.
     pub diagnostics: Vec<Diagnostic>,
     /// Local variables after the render.
@@ -58,9 +59,36 @@ pub struct Rendered {
     pub prompt_tokens: Option<u32>,
     /// Who speaks and which model, for provider requests.
     #[serde(skip)]
-    pub(crate) speakers: Names,
-    #[serde(skip)]
-    pub(crate) model: String,
+    pub(crate) speakers: Speakers<'c>,
+}
+
+/// The context's names and model, as a request needs them.
+#[derive(Debug, Clone)]
+pub(crate) struct Speakers<'c> {
+    user: std::borrow::Cow<'c, str>,
+    char: std::borrow::Cow<'c, str>,
+    group: std::borrow::Cow<'c, [String]>,
+    model: std::borrow::Cow<'c, str>,
+}
+
+impl<'c> Speakers<'c> {
+    fn of(ctx: &'c Context) -> Self {
+        Speakers {
+            user: ctx.user.as_str().into(),
+            char: ctx.char.as_str().into(),
+            group: ctx.group.as_slice().into(),
+            model: ctx.model.as_str().into(),
+        }
+    }
+
+    fn into_owned(self) -> Speakers<'static> {
+        Speakers {
+            user: self.user.into_owned().into(),
+            char: self.char.into_owned().into(),
+            group: self.group.into_owned().into(),
+            model: self.model.into_owned().into(),
+        }
+    }
 }
 
 /// The result of rendering one template.
@@ -102,12 +130,12 @@ pub(crate) fn template(node: &CompiledNode, ctx: &Context) -> Expansion {
 
 /// Renders a compiled preset: its evaluated nodes in order, then its assembly plan (whose
 /// text indices point into `nodes`).
-pub(crate) fn preset(
+pub(crate) fn preset<'c>(
     nodes: &[CompiledNode],
     plan: &Plan,
     import: &[Diagnostic],
-    ctx: &Context,
-) -> Rendered {
+    ctx: &'c Context,
+) -> Rendered<'c> {
     let eval_nodes: Vec<EvalNode<'_>> = nodes.iter().map(CompiledNode::eval).collect();
     let mut ev = eval::evaluate(&eval_nodes, ctx);
     let mut diagnostics = Vec::with_capacity(import.len() + ev.diagnostics.len() + 4);
@@ -121,16 +149,24 @@ pub(crate) fn preset(
         variables: ev.variables,
         globals: ev.globals,
         prompt_tokens,
-        speakers: Names {
-            user: ctx.user.clone(),
-            char: ctx.char.clone(),
-            group: ctx.group.clone(),
-        },
-        model: ctx.model.clone(),
+        speakers: Speakers::of(ctx),
     }
 }
 
-impl Rendered {
+impl Rendered<'_> {
+    /// The same result with every text owned, free of the context it was rendered from (to
+    /// keep it after the context is gone, or send it to another thread).
+    pub fn into_owned(self) -> Rendered<'static> {
+        Rendered {
+            messages: self.messages.into_iter().map(Message::into_owned).collect(),
+            diagnostics: self.diagnostics,
+            variables: self.variables,
+            globals: self.globals,
+            prompt_tokens: self.prompt_tokens,
+            speakers: self.speakers.into_owned(),
+        }
+    }
+
     /// The provider request for these messages (SPEC §12.6), with the request's diagnostics.
     /// Names and model are the rendered context's.
     pub fn to_request(&self, options: &ProviderOptions) -> (serde_json::Value, Vec<Diagnostic>) {
@@ -139,10 +175,15 @@ impl Rendered {
             .iter()
             .map(|m| ChatMessage {
                 role: m.role,
-                text: m.text(),
+                text: m.text().into_owned(),
                 name: None,
             })
             .collect();
-        provider::convert(&messages, options, &self.speakers, &self.model)
+        let names = Names {
+            user: self.speakers.user.to_string(),
+            char: self.speakers.char.to_string(),
+            group: self.speakers.group.to_vec(),
+        };
+        provider::convert(&messages, options, &names, &self.speakers.model)
     }
 }

@@ -23,7 +23,8 @@ pub const MAX_PER_RUN: usize = 200;
 /// ```
 /// let preset = stpreset::Preset::from_json(br#"{"prompts": [
 ///     {"identifier": "main", "content": "{{x}}{{y}}"}]}"#).unwrap();
-/// let out = preset.compile().render(&stpreset::Context::default());
+/// let ctx = stpreset::Context::default();
+/// let out = preset.compile().render(&ctx);
 /// let mut text = Vec::new();
 /// stpreset::TextReport::preset("p.json", &preset).write(&mut text, &out.diagnostics).unwrap();
 /// let text = String::from_utf8(text).unwrap();
@@ -117,7 +118,8 @@ mod tests {
             .collect();
         let json = serde_json::json!({ "prompts": prompts });
         let preset = Preset::from_json(json.to_string().as_bytes()).unwrap();
-        let out = preset.compile().render(&crate::Context::default());
+        let ctx = crate::Context::default();
+        let out = preset.compile().render(&ctx);
         let mut text = Vec::new();
         TextReport::preset("p.json", &preset)
             .write(&mut text, &out.diagnostics)

@@ -189,11 +189,14 @@ fn chat_variables_accumulate_across_turns() {
     .expect("preset")
     .compile();
     let mut c = ctx(r#", "variables": {"turn": "41", "keep": "me"}"#);
-    let first = p.render(&c);
-    assert_eq!(first.messages[0].text(), "turn 42");
-    assert_eq!(first.variables.get("turn").map(String::as_str), Some("42"));
-    assert_eq!(first.variables.get("keep").map(String::as_str), Some("me"));
-    c.variables = first.variables.clone();
+    // The result borrows the context: a turn keeps what the next one needs and lets it go.
+    c.variables = {
+        let first = p.render(&c);
+        assert_eq!(first.messages[0].text(), "turn 42");
+        assert_eq!(first.variables.get("turn").map(String::as_str), Some("42"));
+        assert_eq!(first.variables.get("keep").map(String::as_str), Some("me"));
+        first.variables
+    };
     assert_eq!(p.render(&c).messages[0].text(), "turn 43");
     let err = Context::from_json(br#"{"variables": {"n": 1}}"#).expect_err("strings only");
     assert!(

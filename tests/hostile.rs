@@ -174,7 +174,7 @@ fn presets_at_scale() {
             .compile()
             .render(&ctx);
         assert_eq!(out.messages.len(), 1);
-        assert_eq!(out.messages[0].parts.len(), 2);
+        assert_eq!(out.messages[0].parts().len(), 2);
         // A single node just under 2 MiB of mixed syntax.
         let unit = "Text {{user}} {{getvar::x}} {{#if user}}y{{/if}} {{// c}} ";
         let content = unit.repeat((2 << 20) / unit.len() - 100);

@@ -103,12 +103,8 @@ fn cache_at_depth_near_u64_max_marks_nothing_and_does_not_panic() {
     }
 }
 
-fn history(role: Role, text: &str) -> Message {
-    Message::with_parts(
-        role,
-        vec![text.into()],
-        Source::Tag(Some(Tag::DialogueHistory)),
-    )
+fn history(role: Role, text: &str) -> Message<'_> {
+    Message::with_parts(role, [text], Source::Tag(Some(Tag::DialogueHistory)))
 }
 
 #[test]

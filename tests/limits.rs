@@ -81,7 +81,7 @@ fn output_bytes() {
     for limit in [4, 5, 6] {
         let c = ctx_with(|l| l.output_bytes = limit);
         let out = p.compile().render(&c);
-        let joined: String = out.messages.iter().map(|m| m.text()).collect();
+        let joined: String = out.messages.iter().map(|m| m.text().into_owned()).collect();
         assert_eq!(joined, &"abcde"[..limit.min(5)]);
     }
 }

@@ -43,7 +43,7 @@ fn texts(p: &Preset, c: &Context) -> Vec<String> {
         .render(c)
         .messages
         .iter()
-        .map(|m| m.text())
+        .map(|m| m.text().into_owned())
         .collect()
 }
 
@@ -352,7 +352,8 @@ fn roles_and_sources() {
                                       {"identifier": "u", "content": "U", "role": "user"},
                                       {"identifier": "s", "content": "S", "role": "narrator"}]}),
     );
-    let out = p.compile().render(&ctx(json!([])));
+    let c = ctx(json!([]));
+    let out = p.compile().render(&c);
     let roles: Vec<Role> = out.messages.iter().map(|m| m.role).collect();
     assert_eq!(roles, [Role::Model, Role::User, Role::System]);
     let v = serde_json::to_value(&out).unwrap();
@@ -364,7 +365,8 @@ fn roles_and_sources() {
 fn sample_separator_and_unfilled_markers() {
     let items = json!([item("DIALOGUE_SAMPLE", "user", "S")]);
     let p = preset(nodes(&[("nsfw", "@"), ("dialogueExamples", "@")]));
-    let out = p.compile().render(&ctx(items));
+    let c = ctx(items);
+    let out = p.compile().render(&c);
     assert_eq!(out.messages.len(), 2);
     assert_eq!(out.messages[1].role, Role::User);
     assert!(out.messages[1].text().contains("how Tomori writes"));
@@ -388,8 +390,13 @@ fn depth_injection_rules() {
         {"identifier": "first", "content": "FIRST", "injection_position": 1, "injection_depth": 0, "injection_order": 1},
         {"identifier": "far", "content": "FAR", "injection_position": 1, "injection_depth": 2147483647},
         {"identifier": "mid", "content": "MID", "injection_position": 1, "injection_depth": 1}]}));
-    let out = p.compile().render(&ctx(history));
-    let got: Vec<Vec<String>> = out.messages.iter().map(|m| m.parts.clone()).collect();
+    let c = ctx(history);
+    let out = p.compile().render(&c);
+    let got: Vec<Vec<String>> = out
+        .messages
+        .iter()
+        .map(|m| m.parts().iter().map(|p| p.to_string()).collect())
+        .collect();
     assert_eq!(
         got,
         [
@@ -399,7 +406,8 @@ fn depth_injection_rules() {
         ]
     );
     // No history: injections are omitted with one warning, only if one is non-empty.
-    let out = p.compile().render(&ctx(json!([])));
+    let c = ctx(json!([]));
+    let out = p.compile().render(&c);
     assert!(out.messages.is_empty());
     assert_eq!(
         kinds(&out.diagnostics),
@@ -417,10 +425,9 @@ fn depth_nodes_take_part_in_both_passes() {
         {"identifier": "a", "content": "[{{getvar::v}}]"},
         {"identifier": "chatHistory", "marker": true},
         {"identifier": "d", "content": "{{setvar::v::set by depth}}D", "injection_position": 1, "injection_depth": 0}]}));
-    let out = p
-        .compile()
-        .render(&ctx(json!([item("DIALOGUE_HISTORY", "user", "H")])));
-    let got: Vec<String> = out.messages.iter().map(|m| m.text()).collect();
+    let c = ctx(json!([item("DIALOGUE_HISTORY", "user", "H")]));
+    let out = p.compile().render(&c);
+    let got: Vec<String> = out.messages.iter().map(|m| m.text().into_owned()).collect();
     assert_eq!(got, ["[set by depth]", "H\n[System: D]"]);
     assert_eq!(out.variables["v"], "set by depth");
 }
@@ -431,7 +438,7 @@ fn output_limit_cuts_the_crossing_message() {
     let mut c = ctx(json!([]));
     c.options.limits.output_bytes = 7;
     let out = p.compile().render(&c);
-    let got: Vec<String> = out.messages.iter().map(|m| m.text()).collect();
+    let got: Vec<String> = out.messages.iter().map(|m| m.text().into_owned()).collect();
     assert_eq!(got, ["12345", "67"]);
     assert_eq!(kinds(&out.diagnostics), [DiagnosticKind::LimitReached]);
 }
@@ -442,9 +449,14 @@ fn an_output_limit_on_a_part_boundary_leaves_no_empty_part_or_message() {
     let mut c = ctx(json!([item("DIALOGUE_HISTORY", "user", "H")]));
     c.options.limits.output_bytes = 4;
     let out = p.compile().render(&c);
-    let got: Vec<Vec<String>> = out.messages.iter().map(|m| m.parts.clone()).collect();
+    let got: Vec<Vec<String>> = out
+        .messages
+        .iter()
+        .map(|m| m.parts().iter().map(|p| p.to_string()).collect())
+        .collect();
     assert_eq!(got, [vec!["MAIN".to_string()]]);
     assert_eq!(kinds(&out.diagnostics), [DiagnosticKind::LimitReached]);
+    drop(out);
     c.options.limits.output_bytes = 0;
     assert!(p.compile().render(&c).messages.is_empty());
 }
@@ -454,7 +466,7 @@ fn compiled_presets_render_many_contexts() {
     let p = preset(nodes(&[("a", "Hi {{user}} {{random::x::y::z::w}}")]));
     let compiled = p.compile();
     let mut c = ctx(json!([]));
-    let first = compiled.render(&c).messages[0].text();
+    let first = compiled.render(&c).messages[0].text().into_owned();
     c.user = "Bob".into();
     assert!(
         compiled.render(&c).messages[0]

@@ -74,11 +74,11 @@ fn source(m: &Value) -> Source {
                 .flatten(),
         ),
         // Not history.
-        None => Source::Node(String::new()),
+        None => Source::Node("".into()),
     }
 }
 
-fn rendered(input: &Value) -> Vec<Message> {
+fn rendered(input: &Value) -> Vec<Message<'_>> {
     input["messages"]
         .as_array()
         .expect("messages")
@@ -98,7 +98,7 @@ fn chat(messages: &[Message]) -> Vec<ChatMessage> {
         .iter()
         .map(|m| ChatMessage {
             role: m.role,
-            text: m.text(),
+            text: m.text().into_owned(),
             name: None,
         })
         .collect()

@@ -42,7 +42,7 @@ fn texts(store: &PresetStore, server: i64) -> Option<Vec<String>> {
     store
         .render(server, &Context::default())
         .unwrap()
-        .map(|r| r.messages.iter().map(|m| m.text()).collect())
+        .map(|r| r.messages.iter().map(|m| m.text().into_owned()).collect())
 }
 
 fn active(store: &PresetStore, server: i64) -> Vec<i64> {

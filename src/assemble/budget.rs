@@ -13,20 +13,8 @@ const PRIMING: i64 = 3;
 /// Per-message overhead (ST: 3 per message + 3 request padding − 2).
 const PER_MESSAGE: i64 = 4;
 
-fn is_history(m: &Message) -> bool {
+fn is_history(m: &Message<'_>) -> bool {
     m.source == Source::Tag(Some(Tag::DialogueHistory))
-}
-
-/// A message's text as one string, borrowed when it has one part.
-fn flat(m: &Message) -> std::borrow::Cow<'_, str> {
-    match m.parts.as_slice() {
-        [one] => one.as_str().into(),
-        parts => parts.concat().into(),
-    }
-}
-
-fn bytes(m: &Message) -> usize {
-    m.parts.iter().map(String::len).sum()
 }
 
 impl Budget {
@@ -36,7 +24,7 @@ impl Budget {
     ///
     /// ```
     /// use stpreset::{Budget, Counter, Message, Role, Source, Tag, Tokenizer};
-    /// let history = |t: &str| Message::with_parts(Role::User, vec![t.into()], Source::Tag(Some(Tag::DialogueHistory)));
+    /// let history = |t: &'static str| Message::with_parts(Role::User, [t], Source::Tag(Some(Tag::DialogueHistory)));
     /// let mut messages = vec![history("old words here"), history("new")];
     /// let budget = Budget::tokens(10).with_counter(Counter::Builtin(Tokenizer::Words));
     /// let (diagnostics, tokens) = budget.apply(&mut messages, "", usize::MAX);
@@ -45,7 +33,7 @@ impl Budget {
     /// ```
     pub fn apply(
         &self,
-        messages: &mut Vec<Message>,
+        messages: &mut Vec<Message<'_>>,
         model: &str,
         output_limit: usize,
     ) -> (Vec<Diagnostic>, Option<u32>) {
@@ -66,8 +54,8 @@ impl Budget {
         }
         let counter = &*resolved.counter;
         let role_words = ["system", "user", "assistant"].map(|w| counter.count(w) as i64);
-        let cost = |m: &Message| -> i64 {
-            let text = flat(m);
+        let cost = |m: &Message<'_>| -> i64 {
+            let text = m.text();
             if text.is_empty() {
                 return 0;
             }
@@ -87,10 +75,10 @@ impl Budget {
                 history.push(i);
             } else {
                 used += cost(m);
-                size = size.saturating_add(bytes(m));
+                size = size.saturating_add(m.len());
             }
         }
-        let non_empty = |i: &usize| !messages[*i].parts.iter().all(String::is_empty);
+        let non_empty = |i: &usize| !messages[*i].is_empty();
         let protected = history.iter().rposition(non_empty);
         let total = history.iter().filter(|i| non_empty(i)).count();
         // Walk newest to oldest; the first item that does not fit ends the walk.
@@ -98,7 +86,7 @@ impl Budget {
         for (k, &i) in history.iter().enumerate().rev() {
             let m = &messages[i];
             let c = cost(m);
-            let b = bytes(m);
+            let b = m.len();
             let shielded = protected.is_some_and(|p| k >= p);
             if shielded
                 || (used + c <= available && size.checked_add(b).is_some_and(|s| s <= output_limit))

@@ -1,20 +1,21 @@
 //! Stage 2, depth injection (SPEC §4.3; `docs/assembly.md`): depth nodes and tail items with a
 //! depth enter the chat history, merged into history messages or as separate messages.
 
+use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::ops::Range;
 
-use super::place::{host_message, is_tail};
+use super::place::{host_text, is_tail};
 use super::{Assembly, Injection, Message, Plan, Source};
 use crate::context::{Context, Role};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 
 /// One text to inject, in preset order (depth nodes, then tail items).
-pub(super) struct Injected {
+pub(super) struct Injected<'c> {
     depth: i32,
     order: i32,
     role: Role,
-    text: String,
+    text: Cow<'c, str>,
     source: Source,
 }
 
@@ -23,7 +24,11 @@ const DEFAULT_ORDER: i32 = 100;
 
 /// The injections of a render: depth nodes with text (moved out of `texts`), then tail items
 /// with a depth.
-pub(super) fn collect(plan: &Plan, texts: &mut [String], ctx: &Context) -> Vec<Injected> {
+pub(super) fn collect<'c>(
+    plan: &Plan,
+    texts: &mut [String],
+    ctx: &'c Context,
+) -> Vec<Injected<'c>> {
     let mut out: Vec<Injected> = plan
         .depth
         .iter()
@@ -33,20 +38,19 @@ pub(super) fn collect(plan: &Plan, texts: &mut [String], ctx: &Context) -> Vec<I
                 depth: n.depth,
                 order: n.order,
                 role: n.role,
-                text,
-                source: Source::Node(n.identifier.to_string()),
+                text: Cow::Owned(text),
+                source: Source::Node(n.identifier.clone()),
             })
         })
         .collect();
     for item in ctx.items.iter().filter(|i| is_tail(i.tag)) {
         if let Some(depth) = item.depth {
-            let Message { parts, source, .. } = host_message(ctx, item);
             out.push(Injected {
                 depth: depth.clamp(i32::MIN as i64, i32::MAX as i64) as i32,
                 order: DEFAULT_ORDER,
                 role: item.role,
-                text: parts.concat(),
-                source,
+                text: host_text(ctx, item),
+                source: Source::Tag(item.tag),
             });
         }
     }
@@ -54,9 +58,9 @@ pub(super) fn collect(plan: &Plan, texts: &mut [String], ctx: &Context) -> Vec<I
     out
 }
 
-pub(super) fn inject(
-    assembly: &mut Assembly,
-    injections: Vec<Injected>,
+pub(super) fn inject<'c>(
+    assembly: &mut Assembly<'c>,
+    injections: Vec<Injected<'c>>,
     mode: Injection,
     diags: &mut Vec<Diagnostic>,
 ) {
@@ -87,9 +91,9 @@ pub(super) fn inject(
 /// Merge mode (SPEC §4.3): each history message at depth d (0 = newest) gets one
 /// `\n[System: …]` part joining its injections, ordered by `injection_order` then preset
 /// order. Depths past the oldest message land on the oldest.
-fn merge(history: &mut [Message], injections: Vec<Injected>) {
+fn merge<'c>(history: &mut [Message<'c>], injections: Vec<Injected<'c>>) {
     let n = history.len();
-    let mut placed: Vec<(usize, i32, usize, String)> = injections
+    let mut placed: Vec<(usize, i32, usize, Cow<'c, str>)> = injections
         .into_iter()
         .enumerate()
         .map(|(seq, i)| {
@@ -99,10 +103,10 @@ fn merge(history: &mut [Message], injections: Vec<Injected>) {
         .collect();
     placed.sort_by_key(|&(target, order, seq, _)| (target, order, seq));
     for group in placed.chunk_by(|a, b| a.0 == b.0) {
-        let joined: Vec<&str> = group.iter().map(|p| p.3.as_str()).collect();
+        let joined: Vec<&str> = group.iter().map(|p| &*p.3).collect();
         history[group[0].0]
-            .parts
-            .push(format!("\n[System: {}]", joined.join("\n")));
+            .parts_mut()
+            .push(format!("\n[System: {}]", joined.join("\n")).into());
     }
 }
 
@@ -116,17 +120,17 @@ fn merge(history: &mut [Message], injections: Vec<Injected>) {
 /// Each group lands after exactly min(d, history length) of the original messages and after
 /// every group inserted before it, so the list is built in one merge instead of one splice
 /// per group (which would cost groups × history).
-fn separate(assembly: &mut Assembly, history: Range<usize>, injections: Vec<Injected>) {
-    let mut injections: Vec<(usize, Injected)> = injections.into_iter().enumerate().collect();
+fn separate<'c>(assembly: &mut Assembly<'c>, history: Range<usize>, injections: Vec<Injected<'c>>) {
+    let mut injections: Vec<(usize, Injected<'c>)> = injections.into_iter().enumerate().collect();
     let depth = |i: &Injected| i.depth.max(0) as usize;
     injections.sort_by_key(|(seq, i)| (depth(i), Reverse(i.order), *seq));
-    let mut old: Vec<Message> = assembly.messages.drain(history.clone()).collect();
+    let mut old: Vec<Message<'c>> = assembly.messages.drain(history.clone()).collect();
     old.reverse();
     let total = old.len();
     let mut old = old.into_iter();
     let mut newest_first = Vec::with_capacity(total + injections.len());
     let mut taken = 0;
-    let same_group = |a: &(usize, Injected), b: &(usize, Injected)| {
+    let same_group = |a: &(usize, Injected<'c>), b: &(usize, Injected<'c>)| {
         (depth(&a.1), a.1.order) == (depth(&b.1), b.1.order)
     };
     for group in injections.chunk_by(same_group) {

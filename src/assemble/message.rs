@@ -1,30 +1,120 @@
 //! What assembly produces: messages, each remembering where it came from.
+//!
+//! A message's text borrows the host's: chat history and unchanged host items pass through a
+//! render without a copy (`Cow::Borrowed`), so a render's cost follows the preset's text, not
+//! the length of the history.
+
+use std::borrow::Cow;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
 use crate::context::{Role, Tag};
 
-/// One message for a model provider. Flattening concatenates `parts`.
+/// A message's parts; one inline, so the common single-part message allocates nothing.
+/// Hand-written rather than `SmallVec`: `SmallVec` reaches its item type through an
+/// associated type, which would make `Message<'a>` (and every render result) invariant in
+/// `'a`, so a result could not be passed where a shorter borrow is expected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Parts<'a> {
+    One(Cow<'a, str>),
+    Many(Vec<Cow<'a, str>>),
+}
+
+impl<'a> Parts<'a> {
+    pub fn as_slice(&self) -> &[Cow<'a, str>] {
+        match self {
+            Parts::One(one) => std::slice::from_ref(one),
+            Parts::Many(many) => many,
+        }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [Cow<'a, str>] {
+        match self {
+            Parts::One(one) => std::slice::from_mut(one),
+            Parts::Many(many) => many,
+        }
+    }
+
+    pub fn push(&mut self, part: Cow<'a, str>) {
+        match self {
+            Parts::One(one) => {
+                let first = std::mem::take(one);
+                *self = Parts::Many(vec![first, part]);
+            }
+            Parts::Many(many) => many.push(part),
+        }
+    }
+
+    /// Keeps the first `len` parts (at least the first: a message has one part or more).
+    pub fn truncate(&mut self, len: usize) {
+        if let Parts::Many(many) = self {
+            many.truncate(len.max(1));
+        }
+    }
+}
+
+/// One message for a model provider. Flattening concatenates its parts; the parts borrow
+/// from the rendered context where they are its text unchanged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
-pub struct Message {
+pub struct Message<'a> {
     /// Who speaks.
     pub role: Role,
     /// The text, in parts: merged depth injections add `\n[System: ...]` parts to history items.
-    pub parts: Vec<String>,
+    #[serde(serialize_with = "parts_seq")]
+    parts: Parts<'a>,
     /// What produced the message.
     pub source: Source,
 }
 
-impl Message {
-    /// The message's text: its parts concatenated.
-    pub fn text(&self) -> String {
-        self.parts.concat()
+fn parts_seq<S: Serializer>(parts: &Parts<'_>, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(parts.as_slice())
+}
+
+impl<'a> Message<'a> {
+    /// The message's text: its parts concatenated (borrowed when there is one part).
+    ///
+    /// ```
+    /// use stpreset::{Message, Role, Source};
+    /// let m = Message::with_parts(Role::User, ["hi", " there"], Source::Tag(None));
+    /// assert_eq!(m.text(), "hi there");
+    /// ```
+    pub fn text(&self) -> Cow<'_, str> {
+        match self.parts() {
+            [one] => Cow::Borrowed(one),
+            parts => Cow::Owned(parts.concat()),
+        }
+    }
+
+    /// The text's parts, in order.
+    pub fn parts(&self) -> &[Cow<'a, str>] {
+        self.parts.as_slice()
+    }
+
+    /// The text's length in bytes (all parts).
+    pub fn len(&self) -> usize {
+        self.parts().iter().map(|p| p.len()).sum()
+    }
+
+    /// Whether every part is empty.
+    pub fn is_empty(&self) -> bool {
+        self.parts().iter().all(|p| p.is_empty())
     }
 
     /// A message from its parts (for hosts that build or budget their own lists).
-    pub fn with_parts(role: Role, parts: Vec<String>, source: Source) -> Message {
+    pub fn with_parts<P: Into<Cow<'a, str>>>(
+        role: Role,
+        parts: impl IntoIterator<Item = P>,
+        source: Source,
+    ) -> Message<'a> {
+        let mut parts: Vec<Cow<'a, str>> = parts.into_iter().map(Into::into).collect();
+        let parts = match parts.len() {
+            0 => Parts::One(Cow::Borrowed("")),
+            1 => Parts::One(parts.pop().unwrap_or_default()),
+            _ => Parts::Many(parts),
+        };
         Message {
             role,
             parts,
@@ -32,12 +122,32 @@ impl Message {
         }
     }
 
-    pub(crate) fn new(role: Role, text: String, source: Source) -> Message {
+    /// The message with every part owned, free of the context it borrowed from.
+    pub fn into_owned(self) -> Message<'static> {
+        Message {
+            role: self.role,
+            parts: match self.parts {
+                Parts::One(one) => Parts::One(Cow::Owned(one.into_owned())),
+                Parts::Many(many) => Parts::Many(
+                    many.into_iter()
+                        .map(|p| Cow::Owned(p.into_owned()))
+                        .collect(),
+                ),
+            },
+            source: self.source,
+        }
+    }
+
+    pub(crate) fn new(role: Role, text: impl Into<Cow<'a, str>>, source: Source) -> Message<'a> {
         Message {
             role,
-            parts: vec![text],
+            parts: Parts::One(text.into()),
             source,
         }
+    }
+
+    pub(crate) fn parts_mut(&mut self) -> &mut Parts<'a> {
+        &mut self.parts
     }
 }
 
@@ -45,8 +155,9 @@ impl Message {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Source {
-    /// A preset node (custom node, `main`, or the persona/scenario markers), by identifier.
-    Node(String),
+    /// A preset node (custom node, `main`, or the persona/scenario markers), by identifier
+    /// (shared with the compiled preset, not copied per render).
+    Node(Arc<str>),
     /// A host item, by tag (`None` when untagged).
     Tag(Option<Tag>),
     /// The separator after trailing example dialogue.
@@ -60,7 +171,7 @@ impl Serialize for Source {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(1))?;
         match self {
-            Source::Node(id) => m.serialize_entry("node", id)?,
+            Source::Node(id) => m.serialize_entry("node", &**id)?,
             Source::Tag(tag) => m.serialize_entry("tag", tag)?,
             Source::SampleSeparator => m.serialize_entry("tag", "SAMPLE_SEPARATOR")?,
             Source::Injection(parts) => m.serialize_entry("injection", parts)?,

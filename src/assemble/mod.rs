@@ -15,6 +15,7 @@ mod message;
 mod place;
 
 use std::ops::Range;
+use std::sync::Arc;
 
 pub use message::{Message, Source};
 
@@ -25,8 +26,8 @@ use crate::limits::OutputBudget;
 pub(crate) use crate::options::Injection;
 
 /// The messages so far, and where the chat history sits among them.
-pub(crate) struct Assembly {
-    pub messages: Vec<Message>,
+pub(crate) struct Assembly<'c> {
+    pub messages: Vec<Message<'c>>,
     /// The history block: the `DIALOGUE_HISTORY` items, contiguous, or the empty range where
     /// the `chatHistory` marker stood. `None` when neither exists.
     pub history: Option<Range<usize>>,
@@ -78,7 +79,8 @@ impl Marker {
 #[derive(Debug)]
 pub(crate) struct Step {
     pub kind: StepKind,
-    pub identifier: Box<str>,
+    /// Shared with every message the node produces.
+    pub identifier: Arc<str>,
     pub role: Role,
     /// Index of its rendered text among the evaluated nodes (`None`: no text).
     pub text: Option<usize>,
@@ -93,7 +95,7 @@ pub(crate) struct Step {
 /// A depth node (injection position 1).
 #[derive(Debug)]
 pub(crate) struct DepthNode {
-    pub identifier: Box<str>,
+    pub identifier: Arc<str>,
     pub role: Role,
     pub depth: i32,
     pub order: i32,
@@ -183,13 +185,13 @@ fn node_role(role: &str) -> Role {
 /// Builds the message list: the stages in order. `texts` are the evaluated nodes' finished
 /// texts (moved into their messages). Returns the messages and, with a budget, the prompt's
 /// tokens.
-pub(crate) fn assemble(
+pub(crate) fn assemble<'c>(
     plan: &Plan,
     texts: &mut [String],
     expanded: Expanded,
-    ctx: &Context,
+    ctx: &'c Context,
     diags: &mut Vec<Diagnostic>,
-) -> (Vec<Message>, Option<u32>) {
+) -> (Vec<Message<'c>>, Option<u32>) {
     let mut assembly = place::place(plan, texts, expanded, ctx, diags);
     let injections = inject::collect(plan, texts, ctx);
     inject::inject(&mut assembly, injections, ctx.options.injection, diags);
@@ -202,14 +204,22 @@ pub(crate) fn assemble(
 }
 
 /// Cuts the message that crosses the output limit at a UTF-8 boundary; drops later output.
-fn limit_output(assembly: &mut Assembly, limit: usize, diags: &mut Vec<Diagnostic>) {
+fn limit_output(assembly: &mut Assembly<'_>, limit: usize, diags: &mut Vec<Diagnostic>) {
     let out = &mut assembly.messages;
     let mut budget = OutputBudget::new(limit);
     for mi in 0..out.len() {
-        let parts = &mut out[mi].parts;
-        if let Some(pi) = parts.iter_mut().position(|p| !budget.spend(p)) {
+        let parts = out[mi].parts_mut();
+        if let Some(pi) = parts
+            .as_mut_slice()
+            .iter_mut()
+            .position(|p| !budget.spend_part(p))
+        {
             // A cut that leaves the crossing part empty keeps nothing of it.
-            let keep = if parts[pi].is_empty() { pi } else { pi + 1 };
+            let keep = if parts.as_slice()[pi].is_empty() {
+                pi
+            } else {
+                pi + 1
+            };
             parts.truncate(keep);
             let message_left = keep > 0;
             out.truncate(if message_left { mi + 1 } else { mi });

@@ -2,7 +2,7 @@
 //! buckets, `main` and the first knowledge/participant anchors flush their groups, and what no
 //! anchor claimed follows at the end.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
 
 use super::{Assembly, Marker, Message, Plan, Source, Step, StepKind};
 use crate::context::{Context, ContextItem, Role, Tag};
@@ -46,81 +46,104 @@ fn is_dropped(tag: Option<Tag>) -> bool {
 }
 
 /// Buckets of the host's items, by tag, in input order; each bucket is emitted at most once.
+///
+/// The items' indices sit in one list grouped by bucket (a counting sort over the tag's
+/// discriminant), so building the buckets costs two allocations whatever the item count.
 struct Buckets<'c> {
     ctx: &'c Context,
     /// Bucket keys (None = untagged) in first-appearance order.
     order: Vec<Option<Tag>>,
-    items: BTreeMap<Option<TagKey>, Vec<usize>>,
-    done: Vec<Option<Tag>>,
-    suppressed: Vec<Tag>,
+    /// Item indices grouped by bucket, each group in input order.
+    items: Vec<usize>,
+    /// Per bucket key: its group's range in `items`.
+    ranges: [(usize, usize); KEYS],
+    /// Per bucket key: emitted already, or suppressed.
+    done: [bool; KEYS],
 }
 
-/// `Tag` has no `Ord`; its discriminant orders the map.
-type TagKey = u8;
+/// Bucket keys: every tag's discriminant, then one for untagged items.
+const KEYS: usize = Tag::COUNT + 1;
 
-fn key(tag: Option<Tag>) -> Option<TagKey> {
-    tag.map(|t| t as u8)
+fn key(tag: Option<Tag>) -> usize {
+    tag.map_or(Tag::COUNT, |t| t as usize)
 }
 
 impl<'c> Buckets<'c> {
-    fn new(ctx: &'c Context, suppressed: Vec<Tag>) -> Self {
+    fn new(ctx: &'c Context, suppressed: &[Tag]) -> Self {
+        let placed = |item: &ContextItem| !is_tail(item.tag) && !is_dropped(item.tag);
+        let mut counts = [0usize; KEYS];
         let mut order = Vec::new();
-        let mut items: BTreeMap<Option<TagKey>, Vec<usize>> = BTreeMap::new();
-        for (i, item) in ctx.items.iter().enumerate() {
-            if is_tail(item.tag) || is_dropped(item.tag) {
-                continue;
-            }
-            let entry = items.entry(key(item.tag)).or_default();
-            if entry.is_empty() {
+        for item in ctx.items.iter().filter(|i| placed(i)) {
+            let count = &mut counts[key(item.tag)];
+            if *count == 0 {
                 order.push(item.tag);
             }
-            entry.push(i);
+            *count += 1;
+        }
+        let mut ranges = [(0usize, 0usize); KEYS];
+        let mut start = 0;
+        for (range, count) in ranges.iter_mut().zip(counts) {
+            *range = (start, start);
+            start += count;
+        }
+        let mut items = vec![0; start];
+        for (i, item) in ctx.items.iter().enumerate().filter(|(_, i)| placed(i)) {
+            let end = &mut ranges[key(item.tag)].1;
+            items[*end] = i;
+            *end += 1;
+        }
+        let mut done = [false; KEYS];
+        for &tag in suppressed {
+            done[key(Some(tag))] = true;
         }
         Buckets {
             ctx,
             order,
             items,
-            done: Vec::new(),
-            suppressed,
+            ranges,
+            done,
         }
     }
 
     /// Emits the bucket of `tag` (once); returns the range of messages it added.
-    fn emit(&mut self, tag: Option<Tag>, out: &mut Vec<Message>) -> std::ops::Range<usize> {
+    fn emit(&mut self, tag: Option<Tag>, out: &mut Vec<Message<'c>>) -> std::ops::Range<usize> {
         let start = out.len();
-        if self.done.contains(&tag) {
+        let k = key(tag);
+        if std::mem::replace(&mut self.done[k], true) {
             return start..start;
         }
-        self.done.push(tag);
-        if tag.is_some_and(|t| self.suppressed.contains(&t)) {
-            return start..start;
-        }
-        for &i in self.items.get(&key(tag)).map_or(&[][..], Vec::as_slice) {
+        let (from, to) = self.ranges[k];
+        for &i in &self.items[from..to] {
             out.push(host_message(self.ctx, &self.ctx.items[i]));
         }
         start..out.len()
     }
 }
 
-/// A host item as a message; identities are converted except in chat history.
-pub(super) fn host_message(ctx: &Context, item: &ContextItem) -> Message {
-    let text = if item.tag == Some(Tag::DialogueHistory) {
-        item.text.clone()
+/// A host item as a message; identities are converted except in chat history. The text is
+/// borrowed unless a conversion changed it.
+pub(super) fn host_message<'c>(ctx: &'c Context, item: &'c ContextItem) -> Message<'c> {
+    Message::new(item.role, host_text(ctx, item), Source::Tag(item.tag))
+}
+
+/// A host item's text as it is placed (see [`host_message`]).
+pub(super) fn host_text<'c>(ctx: &'c Context, item: &'c ContextItem) -> Cow<'c, str> {
+    if item.tag == Some(Tag::DialogueHistory) {
+        Cow::Borrowed(&item.text)
     } else {
-        convert_identities(&item.text, &ctx.user, &ctx.char).into_owned()
-    };
-    Message::new(item.role, text, Source::Tag(item.tag))
+        convert_identities(&item.text, &ctx.user, &ctx.char)
+    }
 }
 
 /// Walks the plan into messages. Native blocks a node already expanded (`{{description}}`,
 /// `{{personality}}`) are dropped (SPEC §2.3.3).
-pub(super) fn place(
+pub(super) fn place<'c>(
     plan: &Plan,
     texts: &mut [String],
     expanded: Expanded,
-    ctx: &Context,
+    ctx: &'c Context,
     diags: &mut Vec<Diagnostic>,
-) -> Assembly {
+) -> Assembly<'c> {
     let mut suppressed = Vec::new();
     if expanded.description {
         suppressed.push(Tag::SystemPersonaPrompt);
@@ -128,8 +151,8 @@ pub(super) fn place(
     if expanded.personality {
         suppressed.push(Tag::SystemPersonality);
     }
-    let mut buckets = Buckets::new(ctx, suppressed);
-    let flush_participants = |buckets: &mut Buckets<'_>, out: &mut Vec<Message>| {
+    let mut buckets = Buckets::new(ctx, &suppressed);
+    let flush_participants = |buckets: &mut Buckets<'c>, out: &mut Vec<Message<'c>>| {
         for (tag, marked) in LORE.into_iter().zip(plan.lore_markers) {
             if !marked {
                 buckets.emit(Some(tag), out);
@@ -140,7 +163,7 @@ pub(super) fn place(
         }
     };
 
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(plan.steps.len() + ctx.items.len() + 1);
     let mut history = None;
     let mut knowledge_done = false;
     let mut participants_done = false;
@@ -194,7 +217,7 @@ pub(super) fn place(
         .last()
         .is_some_and(|m| m.source == Source::Tag(Some(Tag::DialogueSample)))
     {
-        let text = convert_identities(SAMPLE_SEPARATOR, &ctx.user, &ctx.char).into_owned();
+        let text = convert_identities(SAMPLE_SEPARATOR, &ctx.user, &ctx.char);
         out.push(Message::new(Role::User, text, Source::SampleSeparator));
         // An empty history at the end stays after the separator: injections there belong to
         // the live conversation, not to the example dialogue the separator closes.
@@ -220,28 +243,28 @@ pub(super) fn place(
 }
 
 /// A node's rendered text as its message (nothing when empty).
-fn node_text(step: &Step, texts: &mut [String], out: &mut Vec<Message>) {
+fn node_text(step: &Step, texts: &mut [String], out: &mut Vec<Message<'_>>) {
     if let Some(text) = step.text.and_then(|i| texts.get_mut(i))
         && !text.is_empty()
     {
-        let source = Source::Node(step.identifier.to_string());
+        let source = Source::Node(step.identifier.clone());
         out.push(Message::new(step.role, std::mem::take(text), source));
     }
 }
 
-fn marker(
+fn marker<'c>(
     m: Marker,
     step: &Step,
     expanded: Expanded,
-    buckets: &mut Buckets<'_>,
-    out: &mut Vec<Message>,
+    buckets: &mut Buckets<'c>,
+    out: &mut Vec<Message<'c>>,
     diags: &mut Vec<Diagnostic>,
 ) {
     let ctx = buckets.ctx;
-    let host_text = |text: &str, suppressed: bool, out: &mut Vec<Message>| {
+    let host_text = |text: &'c str, suppressed: bool, out: &mut Vec<Message<'c>>| {
         if !suppressed && !text.is_empty() {
-            let text = convert_identities(text, &ctx.user, &ctx.char).into_owned();
-            let source = Source::Node(step.identifier.to_string());
+            let text = convert_identities(text, &ctx.user, &ctx.char);
+            let source = Source::Node(step.identifier.clone());
             out.push(Message::new(Role::System, text, source));
         }
     };

@@ -21,7 +21,7 @@ use crate::render::{self, CompiledNode, Rendered};
 /// let mut ctx = Context::from_json(br#"{"char": "Tomori", "items": [
 ///     {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}]}"#).unwrap();
 /// let out = compiled.render(&ctx);
-/// let texts: Vec<String> = out.messages.iter().map(|m| m.text()).collect();
+/// let texts: Vec<_> = out.messages.iter().map(|m| m.text().into_owned()).collect();
 /// assert_eq!(texts, ["You are Tomori.", "hi\n[System: Stay in character.]"]);
 /// ```
 #[derive(Debug)]
@@ -85,7 +85,7 @@ impl CompiledPreset {
     }
 
     /// Renders against `ctx` (its options give the limits, the injection mode and the clock).
-    pub fn render(&self, ctx: &Context) -> Rendered {
+    pub fn render<'c>(&self, ctx: &'c Context) -> Rendered<'c> {
         render::preset(&self.nodes, &self.plan, &self.import_diagnostics, ctx)
     }
 }

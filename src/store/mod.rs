@@ -176,7 +176,8 @@ impl Default for StoreOptions {
 /// let store = PresetStore::open_in_memory().unwrap();
 /// let id = store.import(7, "mine", br#"{"prompts": [{"identifier": "main", "content": "Hi {{user}}"}]}"#).unwrap();
 /// assert_eq!(store.list(7).unwrap()[0].id, id);
-/// let out = store.render(7, &Context::default()).unwrap().unwrap();
+/// let ctx = Context::default();
+/// let out = store.render(7, &ctx).unwrap().unwrap();
 /// assert_eq!(out.messages[0].text(), "Hi User");
 /// assert!(store.list(8).unwrap().is_empty(), "other servers see nothing");
 /// ```
@@ -499,7 +500,11 @@ impl PresetStore {
     }
 
     /// Renders the server's active preset (through the cache); `None` when it has none.
-    pub fn render(&self, server: i64, ctx: &Context) -> Result<Option<Rendered>, StoreError> {
+    pub fn render<'c>(
+        &self,
+        server: i64,
+        ctx: &'c Context,
+    ) -> Result<Option<Rendered<'c>>, StoreError> {
         Ok(self.active(server)?.map(|p| p.render(ctx)))
     }
 

@@ -94,7 +94,9 @@ impl CompiledPreset {
     /// The render document as dicts and lists, built from the same `Serialize`
     /// implementation as the JSON text (no text in between).
     fn render<'py>(&self, py: Python<'py>, context_json: &str) -> PyResult<Bound<'py, PyAny>> {
-        let out = py.detach(|| Ok::<_, PyErr>(self.inner.render(&context(context_json)?)))?;
+        let ctx = py.detach(|| context(context_json))?;
+        // The result borrows the context's text: it is turned into Python objects directly.
+        let out = py.detach(|| self.inner.render(&ctx));
         Ok(pythonize::pythonize(py, &out)?)
     }
 }
