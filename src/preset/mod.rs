@@ -14,8 +14,9 @@ use thiserror::Error;
 
 use crate::diagnostic::{Diagnostic, DiagnosticKind, excerpt};
 use crate::limits::Limits;
-use fields::{At, kind};
-use raw::{PromptEntry, Prompts, RawFile};
+use fields::At;
+use raw::{Loose, PromptEntry, Prompts, RawFile, RawOrder, RawOrderItem, raw_kind};
+use serde_json::value::RawValue;
 
 pub use compiled::CompiledPreset;
 
@@ -202,20 +203,22 @@ impl Preset {
                 limit,
             });
         }
-        // serde_json validates UTF-8 as it parses; tell the two failures apart only on error.
-        let file: RawFile =
-            serde_json::from_slice(bytes).map_err(|e| match std::str::from_utf8(bytes) {
-                Err(u) => PresetError::Utf8 {
-                    offset: u.valid_up_to(),
-                },
-                Ok(_) => PresetError::Json {
-                    line: e.line(),
-                    column: e.column(),
-                    message: json_message(&e),
-                },
-            })?;
-        let (prompts, root) = match file {
-            RawFile::Object { prompts, root } => (prompts, root),
+        // One UTF-8 check of the whole file (the standard library's, word at a time) is cheaper
+        // than serde_json's check of every string it reads from bytes.
+        let text = std::str::from_utf8(bytes).map_err(|u| PresetError::Utf8 {
+            offset: u.valid_up_to(),
+        })?;
+        let file: RawFile = serde_json::from_str(text).map_err(|e| PresetError::Json {
+            line: e.line(),
+            column: e.column(),
+            message: json_message(&e),
+        })?;
+        let (prompts, prompt_order, root) = match file {
+            RawFile::Object {
+                prompts,
+                prompt_order,
+                root,
+            } => (prompts, prompt_order, root),
             RawFile::NotObject(kind) => {
                 return Err(PresetError::NotAPreset(format!(
                     "the file is {kind}, not an object"
@@ -226,7 +229,7 @@ impl Preset {
         let mut diagnostics = Vec::new();
         let mut nodes = match prompts {
             Some(Prompts::Array(prompts)) if !prompts.is_empty() => {
-                prompt_manager(root, prompts, &mut diagnostics)?
+                prompt_manager(prompt_order, prompts, &mut diagnostics)?
             }
             None | Some(Prompts::Array(_)) => legacy_or_none(root)?,
             Some(Prompts::Other(kind)) => {
@@ -311,7 +314,7 @@ fn import_diag(kind: DiagnosticKind, message: String) -> Diagnostic {
 
 /// Reads and validates every prompt, then orders them by the chosen order list.
 fn prompt_manager(
-    root: &Map<String, Value>,
+    prompt_order: Option<&RawValue>,
     prompts: Vec<PromptEntry>,
     diags: &mut Vec<Diagnostic>,
 ) -> Result<Vec<PresetNode>, PresetError> {
@@ -381,12 +384,14 @@ fn prompt_manager(
         all.push(node);
     }
     // The first prompt with an identifier wins (NemoEngine 5.9.1 has two `main`).
-    // Identifiers come from the file: randomly keyed SipHash, so no chosen collisions.
-    let mut seen = HashSet::new();
-    let mut unique = Vec::with_capacity(all.len());
-    for node in all {
-        if seen.insert(node.identifier.clone()) {
-            unique.push(node);
+    // Identifiers come from the file: randomly keyed SipHash, so no chosen collisions. The maps
+    // borrow the identifiers; nodes move out once the picks are known.
+    let mut first: HashMap<&str, usize> = HashMap::with_capacity(all.len());
+    let mut unique = vec![false; all.len()];
+    for (i, node) in all.iter().enumerate() {
+        if let std::collections::hash_map::Entry::Vacant(e) = first.entry(&node.identifier) {
+            e.insert(i);
+            unique[i] = true;
         } else {
             diags.push(import_diag(
                 DiagnosticKind::DuplicateIdentifier,
@@ -397,72 +402,88 @@ fn prompt_manager(
             ));
         }
     }
-    let Some(order) = order_list(root)? else {
-        return Ok(unique);
+    let Some(order) = order_list(prompt_order)? else {
+        drop(first);
+        return Ok(all
+            .into_iter()
+            .zip(unique)
+            .filter_map(|(n, u)| u.then_some(n))
+            .collect());
     };
-    let mut by_id: HashMap<String, PresetNode> = unique
-        .into_iter()
-        .map(|n| (n.identifier.clone(), n))
-        .collect();
-    let mut used = HashSet::new();
-    let mut nodes = Vec::with_capacity(order.len());
-    for (identifier, enabled) in order {
-        if !used.insert(identifier.clone()) {
+    let mut used = HashSet::with_capacity(order.len());
+    let mut picks = Vec::with_capacity(order.len());
+    for (identifier, enabled) in &order {
+        if !used.insert(identifier.as_str()) {
             diags.push(import_diag(
                 DiagnosticKind::DuplicateIdentifier,
                 format!(
                     "`{}` is listed twice in the order list: the first entry is used",
-                    excerpt(&identifier)
+                    excerpt(identifier)
                 ),
             ));
             continue;
         }
-        match by_id.remove(&identifier) {
-            Some(mut node) => {
-                node.enabled = enabled;
-                nodes.push(node);
-            }
+        match first.get(identifier.as_str()) {
+            Some(&i) => picks.push((i, *enabled)),
             None => diags.push(import_diag(
                 DiagnosticKind::UnknownOrderReference,
                 format!(
                     "the order list names `{}`, which no prompt has: skipped",
-                    excerpt(&identifier)
+                    excerpt(identifier)
                 ),
             )),
         }
     }
-    Ok(nodes)
+    drop(first);
+    // Each index is picked at most once (`used`), so every `take` finds its node.
+    let mut slots: Vec<Option<PresetNode>> = all.into_iter().map(Some).collect();
+    Ok(picks
+        .into_iter()
+        .filter_map(|(i, enabled)| {
+            let mut node = slots[i].take()?;
+            node.enabled = enabled;
+            Some(node)
+        })
+        .collect())
 }
 
 /// The order list of `character_id` 100001, else 100000: `(identifier, enabled)` pairs.
-/// `None` when neither has an array `order`.
-fn order_list(root: &Map<String, Value>) -> Result<Option<Vec<(String, bool)>>, PresetError> {
-    let entries = match root.get("prompt_order") {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::Array(a)) => a,
-        Some(other) => {
-            return Err(PresetError::shape("prompt_order", "an array", kind(other)));
-        }
+/// `None` when neither has an array `order`. Every entry's shape is checked; only the chosen
+/// list's items are read.
+fn order_list(prompt_order: Option<&RawValue>) -> Result<Option<Vec<(String, bool)>>, PresetError> {
+    // serde_json validated the whole file, so re-reading a part of it cannot fail; an error
+    // here would still be reported, never unwrapped.
+    let reread = |e: serde_json::Error| PresetError::NotAPreset(format!("prompt_order: {e}"));
+    let entries: Vec<&RawValue> = match prompt_order.map(raw_kind) {
+        None | Some("null") => return Ok(None),
+        Some("an array") => serde_json::from_str(prompt_order.map_or("[]", |r| r.get())).map_err(reread)?,
+        Some(other) => return Err(PresetError::shape("prompt_order", "an array", other)),
     };
-    let mut lists: [Option<(usize, &Vec<Value>)>; 2] = [None, None];
+    let mut lists: [Option<(usize, &RawValue)>; 2] = [None, None];
     for (i, e) in entries.iter().enumerate() {
-        let path = format!("prompt_order[{i}]");
-        let Some(obj) = e.as_object() else {
-            return Err(PresetError::shape(path, "an object", kind(e)));
-        };
-        let id = match obj.get("character_id") {
-            Some(Value::Number(n)) => n.as_i64(),
-            Some(Value::String(s)) => s.trim().parse::<i64>().ok(),
+        if raw_kind(e) != "an object" {
+            return Err(PresetError::shape(format!("prompt_order[{i}]"), "an object", raw_kind(e)));
+        }
+        let entry: RawOrder<'_> = serde_json::from_str(e.get()).map_err(reread)?;
+        // As `serde_json::Value::as_i64` would read it: integers only (no `100001.0`), and
+        // strings that parse as one after trimming.
+        let id = match entry.character_id.map(|r| (raw_kind(r), r)) {
+            Some(("a number", r)) => r.get().parse::<i64>().ok(),
+            Some(("a string", r)) => serde_json::from_str::<String>(r.get())
+                .map_err(reread)?
+                .trim()
+                .parse::<i64>()
+                .ok(),
             _ => None,
         };
-        let order = match obj.get("order") {
-            None | Some(Value::Null) => None,
-            Some(Value::Array(a)) => Some(a),
-            Some(other) => {
+        let order = match entry.order.map(|r| (raw_kind(r), r)) {
+            None | Some(("null", _)) => None,
+            Some(("an array", r)) => Some(r),
+            Some((other, _)) => {
                 return Err(PresetError::shape(
-                    format!("{path}.order"),
+                    format!("prompt_order[{i}].order"),
                     "an array",
-                    kind(other),
+                    other,
                 ));
             }
         };
@@ -478,30 +499,37 @@ fn order_list(root: &Map<String, Value>) -> Result<Option<Vec<(String, bool)>>, 
     let Some((i, order)) = lists[0].or(lists[1]) else {
         return Ok(None);
     };
-    let mut out = Vec::with_capacity(order.len());
-    for (j, entry) in order.iter().enumerate() {
-        let path = format!("prompt_order[{i}].order[{j}]");
-        let Some(obj) = entry.as_object() else {
-            return Err(PresetError::shape(path, "an object", kind(entry)));
+    let items: Vec<RawOrderItem> = serde_json::from_str(order.get()).map_err(reread)?;
+    let mut out = Vec::with_capacity(items.len());
+    for (j, item) in items.into_iter().enumerate() {
+        let path = || format!("prompt_order[{i}].order[{j}]");
+        let (identifier, enabled) = match item {
+            RawOrderItem::Object {
+                identifier,
+                enabled,
+            } => (identifier, enabled),
+            RawOrderItem::Other(found) => {
+                return Err(PresetError::shape(path(), "an object", found));
+            }
         };
-        let identifier = match obj.get("identifier") {
-            Some(Value::String(s)) => s.clone(),
+        let identifier = match identifier {
+            Some(Loose::Str(s)) => s,
             other => {
                 return Err(PresetError::shape(
-                    format!("{path}.identifier"),
+                    format!("{}.identifier", path()),
                     "a string",
-                    other.map_or("nothing", kind),
+                    other.as_ref().map_or("nothing", Loose::kind),
                 ));
             }
         };
-        let enabled = match obj.get("enabled") {
-            None | Some(Value::Null) => true,
-            Some(Value::Bool(b)) => *b,
+        let enabled = match enabled {
+            None | Some(Loose::Null) => true,
+            Some(Loose::Bool(b)) => b,
             Some(other) => {
                 return Err(PresetError::shape(
-                    format!("{path}.enabled"),
+                    format!("{}.enabled", path()),
                     "true or false",
-                    kind(other),
+                    other.kind(),
                 ));
             }
         };

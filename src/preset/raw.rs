@@ -124,18 +124,33 @@ pub(super) enum Prompts {
     Other(&'static str),
 }
 
-/// The whole file: the prompts, and the small root fields as `Value`s.
+/// The whole file: the prompts, `prompt_order` as written (read lazily: only the chosen list
+/// is looked into), and the small root fields as `Value`s.
 #[derive(Debug)]
-pub(super) enum RawFile {
+pub(super) enum RawFile<'de> {
     Object {
         prompts: Option<Prompts>,
+        prompt_order: Option<&'de RawValue>,
         root: Map<String, Value>,
     },
     NotObject(&'static str),
 }
 
 /// Root fields kept as `Value`s.
-const ROOT_FIELDS: [&str; 4] = ["prompt_order", "context", "sysprompt", "post_history"];
+const ROOT_FIELDS: [&str; 3] = ["context", "sysprompt", "post_history"];
+
+/// The JSON kind of a value as written, named as in messages (a raw value starts at its first
+/// byte: serde_json has validated it).
+pub(super) fn raw_kind(raw: &RawValue) -> &'static str {
+    match raw.get().as_bytes().first() {
+        Some(b'[') => "an array",
+        Some(b'{') => "an object",
+        Some(b'"') => "a string",
+        Some(b't' | b'f') => "a boolean",
+        Some(b'n') => "null",
+        _ => "a number",
+    }
+}
 
 /// Reads past a container the importer does not look into (still validated as JSON).
 fn skip_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
@@ -253,25 +268,105 @@ impl<'de> Deserialize<'de> for Prompts {
     }
 }
 
+/// The fields of one `prompt_order` entry the importer reads, as written.
+#[derive(Debug, Default)]
+pub(super) struct RawOrder<'de> {
+    pub character_id: Option<&'de RawValue>,
+    pub order: Option<&'de RawValue>,
+}
+
+impl<'de> Deserialize<'de> for RawOrder<'de> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawOrder<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a prompt order object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = RawOrder::default();
+                while let Some(key) = map.next_key::<std::borrow::Cow<'_, str>>()? {
+                    match &*key {
+                        "character_id" => out.character_id = Some(map.next_value()?),
+                        "order" => out.order = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// One item of an order list: an object's `identifier` and `enabled`, or what it is instead.
+#[derive(Debug)]
+pub(super) enum RawOrderItem {
+    Object {
+        identifier: Option<Loose>,
+        enabled: Option<Loose>,
+    },
+    Other(&'static str),
+}
+
+impl<'de> Deserialize<'de> for RawOrderItem {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawOrderItem;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an order item")
+            }
+            scalars_are!(RawOrderItem, RawOrderItem::Other);
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                skip_seq(seq)?;
+                Ok(RawOrderItem::Other("an array"))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let (mut identifier, mut enabled) = (None, None);
+                while let Some(key) = map.next_key::<std::borrow::Cow<'_, str>>()? {
+                    match &*key {
+                        "identifier" => identifier = Some(map.next_value()?),
+                        "enabled" => enabled = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(RawOrderItem::Object {
+                    identifier,
+                    enabled,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 struct FileVisitor;
 
 impl<'de> Visitor<'de> for FileVisitor {
-    type Value = RawFile;
+    type Value = RawFile<'de>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a preset object")
     }
-    scalars_are!(RawFile, RawFile::NotObject);
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<RawFile, A::Error> {
+    scalars_are!(RawFile<'de>, RawFile::NotObject);
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<RawFile<'de>, A::Error> {
         skip_seq(seq)?;
         Ok(RawFile::NotObject("an array"))
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawFile, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawFile<'de>, A::Error> {
         let mut prompts = None;
+        let mut prompt_order = None;
         let mut root = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             if key == "prompts" {
                 // `null` means no prompts, like a missing field.
                 prompts = map.next_value::<Option<Prompts>>()?;
+            } else if key == "prompt_order" {
+                prompt_order = Some(map.next_value::<&RawValue>()?);
             } else if ROOT_FIELDS.contains(&key.as_str()) {
                 let v: Value = map.next_value()?;
                 root.insert(key, v);
@@ -279,12 +374,16 @@ impl<'de> Visitor<'de> for FileVisitor {
                 map.next_value::<IgnoredAny>()?;
             }
         }
-        Ok(RawFile::Object { prompts, root })
+        Ok(RawFile::Object {
+            prompts,
+            prompt_order,
+            root,
+        })
     }
 }
 
-impl<'de> Deserialize<'de> for RawFile {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<RawFile, D::Error> {
+impl<'de> Deserialize<'de> for RawFile<'de> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<RawFile<'de>, D::Error> {
         d.deserialize_any(FileVisitor)
     }
 }
@@ -304,6 +403,7 @@ mod tests {
         let RawFile::Object {
             prompts: Some(Prompts::Array(p)),
             root,
+            ..
         } = f
         else {
             panic!("not read as an object with prompts");
