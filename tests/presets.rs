@@ -500,3 +500,90 @@ fn audit_reports_problems_in_every_node() {
     );
     assert!(d.iter().all(|d| d.line.is_some() && d.column.is_some()));
 }
+
+/// `prompt_order` is read from its raw JSON (only the chosen list's items are parsed): every
+/// shape rule and the choice of list behave as reading it whole would.
+#[test]
+fn prompt_order_shapes_and_choice() {
+    let prompts =
+        r#""prompts": [{"identifier": "a", "content": "A"}, {"identifier": "b", "content": "B"}]"#;
+    let import = |order: &str| {
+        Preset::from_json(format!("{{{prompts}, \"prompt_order\": {order}}}").as_bytes())
+            .map(|p| {
+                p.nodes()
+                    .iter()
+                    .map(|n| format!("{}{}", n.identifier, if n.enabled { "+" } else { "-" }))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .map_err(|e| e.to_string())
+    };
+    let cases: [(&str, Result<&str, &str>); 17] = [
+        ("null", Ok("a+ b+")),
+        ("[]", Ok("a+ b+")),
+        (
+            "{}",
+            Err("`prompt_order`: expected an array, found an object"),
+        ),
+        (
+            "[1]",
+            Err("`prompt_order[0]`: expected an object, found a number"),
+        ),
+        (
+            r#"[{"character_id": 7, "order": 3}]"#,
+            Err("`prompt_order[0].order`: expected an array, found a number"),
+        ),
+        (r#"[{"character_id": 7, "order": [5]}]"#, Ok("a+ b+")),
+        (
+            r#"[{"character_id": 100000, "order": [{"identifier": "b"}]}]"#,
+            Ok("b+"),
+        ),
+        (
+            r#"[{"character_id": 100000, "order": [{"identifier": "b"}]}, {"character_id": 100001, "order": [{"identifier": "a", "enabled": false}]}]"#,
+            Ok("a-"),
+        ),
+        (
+            r#"[{"character_id": 100001.0, "order": [{"identifier": "a"}]}]"#,
+            Ok("a+ b+"),
+        ),
+        (
+            r#"[{"character_id": " 100001 ", "order": [{"identifier": "b"}]}]"#,
+            Ok("b+"),
+        ),
+        (
+            r#"[{"character_id": "1000\u0030\u0031", "order": [{"identifier": "b"}]}]"#,
+            Ok("b+"),
+        ),
+        (
+            r#"[{"character_id": 100001, "order": null}, {"character_id": 100001, "order": [{"identifier": "b"}]}]"#,
+            Ok("b+"),
+        ),
+        (
+            r#"[{"character_id": 100001, "order": [7]}]"#,
+            Err("`prompt_order[0].order[0]`: expected an object, found a number"),
+        ),
+        (
+            r#"[{"character_id": 100001, "order": [{"identifier": 1}]}]"#,
+            Err("`prompt_order[0].order[0].identifier`: expected a string, found a number"),
+        ),
+        (
+            r#"[{"character_id": 100001, "order": [{}]}]"#,
+            Err("`prompt_order[0].order[0].identifier`: expected a string, found nothing"),
+        ),
+        (
+            r#"[{"character_id": 100001, "order": [{"identifier": "a", "enabled": "yes"}]}]"#,
+            Err("`prompt_order[0].order[0].enabled`: expected true or false, found a string"),
+        ),
+        (
+            r#"[{"character_id": 100001, "order": [{"identifier": "a", "identifier": "b", "enabled": true, "enabled": null}]}], "prompt_order": [{"character_id": 100001, "order": [{"identifier": "a"}]}]"#,
+            Ok("a+"),
+        ),
+    ];
+    for (order, want) in cases {
+        assert_eq!(
+            import(order).as_deref().map_err(|e| e.as_ref()),
+            want.map_err(|e| e),
+            "{order}"
+        );
+    }
+}

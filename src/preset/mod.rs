@@ -15,7 +15,9 @@ use thiserror::Error;
 use crate::diagnostic::{Diagnostic, DiagnosticKind, excerpt};
 use crate::limits::Limits;
 use fields::At;
-use raw::{Loose, PromptEntry, Prompts, RawFile, RawOrder, RawOrderItem, raw_kind};
+use raw::{
+    Loose, PromptEntry, Prompts, RawFile, RawOrderEntry, RawOrderItem, RawPromptOrder, raw_kind,
+};
 use serde_json::value::RawValue;
 
 pub use compiled::CompiledPreset;
@@ -314,7 +316,7 @@ fn import_diag(kind: DiagnosticKind, message: String) -> Diagnostic {
 
 /// Reads and validates every prompt, then orders them by the chosen order list.
 fn prompt_manager(
-    prompt_order: Option<&RawValue>,
+    prompt_order: Option<RawPromptOrder<'_>>,
     prompts: Vec<PromptEntry>,
     diags: &mut Vec<Diagnostic>,
 ) -> Result<Vec<PresetNode>, PresetError> {
@@ -450,24 +452,37 @@ fn prompt_manager(
 /// The order list of `character_id` 100001, else 100000: `(identifier, enabled)` pairs.
 /// `None` when neither has an array `order`. Every entry's shape is checked; only the chosen
 /// list's items are read.
-fn order_list(prompt_order: Option<&RawValue>) -> Result<Option<Vec<(String, bool)>>, PresetError> {
+fn order_list(
+    prompt_order: Option<RawPromptOrder<'_>>,
+) -> Result<Option<Vec<(String, bool)>>, PresetError> {
     // serde_json validated the whole file, so re-reading a part of it cannot fail; an error
     // here would still be reported, never unwrapped.
     let reread = |e: serde_json::Error| PresetError::NotAPreset(format!("prompt_order: {e}"));
-    let entries: Vec<&RawValue> = match prompt_order.map(raw_kind) {
-        None | Some("null") => return Ok(None),
-        Some("an array") => serde_json::from_str(prompt_order.map_or("[]", |r| r.get())).map_err(reread)?,
-        Some(other) => return Err(PresetError::shape("prompt_order", "an array", other)),
+    let entries = match prompt_order {
+        None | Some(RawPromptOrder::Other("null")) => return Ok(None),
+        Some(RawPromptOrder::Array(entries)) => entries,
+        Some(RawPromptOrder::Other(other)) => {
+            return Err(PresetError::shape("prompt_order", "an array", other));
+        }
     };
     let mut lists: [Option<(usize, &RawValue)>; 2] = [None, None];
     for (i, e) in entries.iter().enumerate() {
-        if raw_kind(e) != "an object" {
-            return Err(PresetError::shape(format!("prompt_order[{i}]"), "an object", raw_kind(e)));
-        }
-        let entry: RawOrder<'_> = serde_json::from_str(e.get()).map_err(reread)?;
+        let (character_id, order) = match e {
+            RawOrderEntry::Object {
+                character_id,
+                order,
+            } => (character_id, order),
+            RawOrderEntry::Other(found) => {
+                return Err(PresetError::shape(
+                    format!("prompt_order[{i}]"),
+                    "an object",
+                    found,
+                ));
+            }
+        };
         // As `serde_json::Value::as_i64` would read it: integers only (no `100001.0`), and
         // strings that parse as one after trimming.
-        let id = match entry.character_id.map(|r| (raw_kind(r), r)) {
+        let id = match character_id.map(|r| (raw_kind(r), r)) {
             Some(("a number", r)) => r.get().parse::<i64>().ok(),
             Some(("a string", r)) => serde_json::from_str::<String>(r.get())
                 .map_err(reread)?
@@ -476,7 +491,7 @@ fn order_list(prompt_order: Option<&RawValue>) -> Result<Option<Vec<(String, boo
                 .ok(),
             _ => None,
         };
-        let order = match entry.order.map(|r| (raw_kind(r), r)) {
+        let order = match order.map(|r| (raw_kind(r), r)) {
             None | Some(("null", _)) => None,
             Some(("an array", r)) => Some(r),
             Some((other, _)) => {

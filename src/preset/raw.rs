@@ -124,13 +124,13 @@ pub(super) enum Prompts {
     Other(&'static str),
 }
 
-/// The whole file: the prompts, `prompt_order` as written (read lazily: only the chosen list
-/// is looked into), and the small root fields as `Value`s.
+/// The whole file: the prompts, `prompt_order` (its lists kept as written: only the chosen one
+/// is read), and the small root fields as `Value`s.
 #[derive(Debug)]
 pub(super) enum RawFile<'de> {
     Object {
         prompts: Option<Prompts>,
-        prompt_order: Option<&'de RawValue>,
+        prompt_order: Option<RawPromptOrder<'de>>,
         root: Map<String, Value>,
     },
     NotObject(&'static str),
@@ -268,36 +268,80 @@ impl<'de> Deserialize<'de> for Prompts {
     }
 }
 
-/// The fields of one `prompt_order` entry the importer reads, as written.
-#[derive(Debug, Default)]
-pub(super) struct RawOrder<'de> {
-    pub character_id: Option<&'de RawValue>,
-    pub order: Option<&'de RawValue>,
+/// `prompt_order`: its entries, or what it is instead of an array.
+#[derive(Debug)]
+pub(super) enum RawPromptOrder<'de> {
+    Array(Vec<RawOrderEntry<'de>>),
+    Other(&'static str),
 }
 
-impl<'de> Deserialize<'de> for RawOrder<'de> {
+/// One `prompt_order` entry: the fields the importer reads, as written (the chosen `order` is
+/// read later, the others never), or what it is instead of an object.
+#[derive(Debug)]
+pub(super) enum RawOrderEntry<'de> {
+    Object {
+        character_id: Option<&'de RawValue>,
+        order: Option<&'de RawValue>,
+    },
+    Other(&'static str),
+}
+
+impl<'de> Deserialize<'de> for RawPromptOrder<'de> {
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = RawOrder<'de>;
+            type Value = RawPromptOrder<'de>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a prompt order object")
+                f.write_str("a prompt order array")
+            }
+            scalars_are!(RawPromptOrder<'de>, RawPromptOrder::Other);
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some(e) = seq.next_element()? {
+                    out.push(e);
+                }
+                Ok(RawPromptOrder::Array(out))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                skip_map(map)?;
+                Ok(RawPromptOrder::Other("an object"))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawOrderEntry<'de> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawOrderEntry<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a prompt order entry")
+            }
+            scalars_are!(RawOrderEntry<'de>, RawOrderEntry::Other);
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                skip_seq(seq)?;
+                Ok(RawOrderEntry::Other("an array"))
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut out = RawOrder::default();
+                let (mut character_id, mut order) = (None, None);
                 while let Some(key) = map.next_key::<std::borrow::Cow<'_, str>>()? {
                     match &*key {
-                        "character_id" => out.character_id = Some(map.next_value()?),
-                        "order" => out.order = Some(map.next_value()?),
+                        "character_id" => character_id = Some(map.next_value()?),
+                        "order" => order = Some(map.next_value()?),
                         _ => {
                             map.next_value::<IgnoredAny>()?;
                         }
                     }
                 }
-                Ok(out)
+                Ok(RawOrderEntry::Object {
+                    character_id,
+                    order,
+                })
             }
         }
-        d.deserialize_map(V)
+        d.deserialize_any(V)
     }
 }
 
@@ -366,7 +410,7 @@ impl<'de> Visitor<'de> for FileVisitor {
                 // `null` means no prompts, like a missing field.
                 prompts = map.next_value::<Option<Prompts>>()?;
             } else if key == "prompt_order" {
-                prompt_order = Some(map.next_value::<&RawValue>()?);
+                prompt_order = Some(map.next_value()?);
             } else if ROOT_FIELDS.contains(&key.as_str()) {
                 let v: Value = map.next_value()?;
                 root.insert(key, v);
