@@ -582,7 +582,7 @@ fn prompt_order_shapes_and_choice() {
     for (order, want) in cases {
         assert_eq!(
             import(order).as_deref().map_err(|e| e.as_ref()),
-            want.map_err(|e| e),
+            want,
             "{order}"
         );
     }
