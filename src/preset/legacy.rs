@@ -200,6 +200,10 @@ pub(super) fn post_history(
             text_at(root, "context", "post_history")?,
         ),
     ];
+    // Most presets have none of them: then no sets are built (they hash every depth node).
+    if fields.iter().all(|(_, text)| text.is_none()) {
+        return Ok(());
+    }
     let mut seen: HashSet<String> = nodes
         .iter()
         .filter(|n| n.is_depth())
