@@ -103,10 +103,19 @@ fn merge<'c>(history: &mut [Message<'c>], injections: Vec<Injected<'c>>) {
         .collect();
     placed.sort_by_key(|&(target, order, seq, _)| (target, order, seq));
     for group in placed.chunk_by(|a, b| a.0 == b.0) {
-        let joined: Vec<&str> = group.iter().map(|p| &*p.3).collect();
-        history[group[0].0]
-            .parts_mut()
-            .push(format!("\n[System: {}]", joined.join("\n")).into());
+        // Written once into a buffer of the final size (no join, then format, of the texts).
+        const OPEN: &str = "\n[System: ";
+        let size = OPEN.len() + group.iter().map(|p| p.3.len() + 1).sum::<usize>();
+        let mut part = String::with_capacity(size);
+        part.push_str(OPEN);
+        for (k, p) in group.iter().enumerate() {
+            if k > 0 {
+                part.push('\n');
+            }
+            part.push_str(&p.3);
+        }
+        part.push(']');
+        history[group[0].0].parts_mut().push(part.into());
     }
 }
 

@@ -101,7 +101,6 @@ pub(crate) fn evaluate(nodes: &[EvalNode<'_>], ctx: &Context) -> Evaluation {
     // One allocation each for all nodes' pass-1 records.
     eng.decisions = vec![0; blocks];
     eng.records = vec![Record::default(); slots];
-    eng.vars.reserve(slots);
     for (node, st) in nodes.iter().zip(&states) {
         for f in node.findings {
             eng.diags

@@ -1,7 +1,7 @@
 //! Variables (SPEC §3.2): one local map per render plus the host's globals, with SPEC numbers
 //! and the memory caps of SPEC §10.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use crate::limits::fit;
 
@@ -86,18 +86,22 @@ fn format_number(n: Num) -> String {
     }
 }
 
+/// Bytes a value may take in place of one of `old` bytes, when all values take `total`.
+fn room(max_value: usize, max_total: usize, total: usize, old: usize) -> usize {
+    max_value.min(max_total.saturating_sub(total - old))
+}
+
 /// Result of a write that hit a memory cap.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Capped;
 
-/// Local and global variables. Keys come from templates a stranger wrote, so the maps use the
-/// standard library's randomly keyed SipHash: with a fixed hash (FxHash) a preset could pick
-/// thousands of colliding keys and make every lookup a scan, which the work budget (it
-/// counts bytes, not probes) would never see.
+/// Local and global variables. Keys come from templates a stranger wrote: ordered maps have no
+/// hash a preset could make collide (every lookup stays logarithmic), and they are already in
+/// the order the render result reports them in, so a render ends without sorting.
 #[derive(Debug, Default)]
 pub(crate) struct Vars {
-    local: HashMap<String, String>,
-    global: HashMap<String, String>,
+    local: BTreeMap<String, String>,
+    global: BTreeMap<String, String>,
     /// Bytes of all values, local and global.
     total: usize,
     max_value: usize,
@@ -113,10 +117,7 @@ impl Vars {
         max_value: usize,
         max_total: usize,
     ) -> Vars {
-        let copy = |m: &BTreeMap<String, String>| -> HashMap<String, String> {
-            m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
-        };
-        let (local, global) = (copy(locals), copy(globals));
+        let (local, global) = (locals.clone(), globals.clone());
         let total = local.values().chain(global.values()).map(String::len).sum();
         Vars {
             local,
@@ -140,19 +141,14 @@ impl Vars {
         }
     }
 
-    /// Reserves room for about `n` local variables (one per declaration is an upper bound).
-    pub fn reserve(&mut self, n: usize) {
-        self.local.reserve(n);
-    }
-
-    fn map(&self, scope: Scope) -> &HashMap<String, String> {
+    fn map(&self, scope: Scope) -> &BTreeMap<String, String> {
         match scope {
             Scope::Local => &self.local,
             Scope::Global => &self.global,
         }
     }
 
-    fn map_mut(&mut self, scope: Scope) -> &mut HashMap<String, String> {
+    fn map_mut(&mut self, scope: Scope) -> &mut BTreeMap<String, String> {
         match scope {
             Scope::Local => &mut self.local,
             Scope::Global => &mut self.global,
@@ -166,34 +162,30 @@ impl Vars {
     /// Bytes a value of `key` may take, given what the other values use.
     fn room(&self, scope: Scope, key: &str) -> usize {
         let old = self.map(scope).get(key).map_or(0, String::len);
-        self.max_value
-            .min(self.max_total.saturating_sub(self.total - old))
+        room(self.max_value, self.max_total, self.total, old)
     }
 
-    /// Stores `value`, cut at a UTF-8 boundary if it would cross a cap.
+    /// Stores `value`, cut at a UTF-8 boundary if it would cross a cap. One map search:
+    /// most writes declare a new variable, which needs the owned key anyway.
     pub fn set(&mut self, scope: Scope, key: &str, value: &str) -> Result<(), Capped> {
-        let kept = fit(value, self.room(scope, key));
-        let capped = kept.len() < value.len();
-        let map = self.map_mut(scope);
-        let old = match map.get_mut(key) {
-            Some(slot) => {
-                let old = slot.len();
-                if slot.capacity() >= kept.len() {
-                    slot.clear();
-                    slot.push_str(kept);
-                } else {
-                    // A fresh buffer: growing the old one would copy bytes about to go.
-                    *slot = kept.to_string();
-                }
-                old
-            }
-            None => {
-                map.insert(key.to_string(), kept.to_string());
-                0
-            }
-        };
-        self.total = self.total - old + kept.len();
-        if capped { Err(Capped) } else { Ok(()) }
+        let (total, max_value, max_total) = (self.total, self.max_value, self.max_total);
+        let slot = self.map_mut(scope).entry(key.to_string()).or_default();
+        let old = slot.len();
+        let kept = fit(value, room(max_value, max_total, total, old));
+        if slot.capacity() >= kept.len() {
+            slot.clear();
+            slot.push_str(kept);
+        } else {
+            // A fresh buffer: growing the old one would copy bytes about to go.
+            *slot = kept.to_string();
+        }
+        let kept = kept.len();
+        self.total = self.total - old + kept;
+        if kept < value.len() {
+            Err(Capped)
+        } else {
+            Ok(())
+        }
     }
 
     /// `addvar`: numeric sum when both are numbers, else string append (cut to the caps).
@@ -245,12 +237,9 @@ impl Vars {
         (self.get(scope, key).to_string(), res)
     }
 
-    /// The local and global maps, sorted, without copying their strings.
+    /// The local and global maps, as they are.
     pub fn into_maps(self) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
-        (
-            self.local.into_iter().collect(),
-            self.global.into_iter().collect(),
-        )
+        (self.local, self.global)
     }
 }
 
