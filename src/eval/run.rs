@@ -104,11 +104,22 @@ impl<'r, 'a> Run<'r, 'a> {
     }
 
     /// Counts `n` produced bytes against the work budget; false once it is spent.
+    // Called for every text piece and macro: the common case inlines to a compare and a
+    // subtraction; running out is the cold path.
+    #[inline]
     pub(super) fn charge(&mut self, n: usize) -> bool {
-        if self.eng.work_out {
-            return false;
+        if n <= self.eng.work_left && !self.eng.work_out {
+            self.eng.work_left -= n;
+            return true;
         }
-        if n > self.eng.work_left {
+        self.spent()
+    }
+
+    /// The work budget ran out (reported once); nothing more is charged.
+    #[cold]
+    #[inline(never)]
+    fn spent(&mut self) -> bool {
+        if !self.eng.work_out {
             self.eng.work_left = 0;
             self.eng.work_out = true;
             let limit = self.eng.limits.work_bytes;
@@ -117,10 +128,8 @@ impl<'r, 'a> Run<'r, 'a> {
                 Some(self.node.id),
                 format!("work budget of {limit} bytes spent: further macros render empty"),
             ));
-            return false;
         }
-        self.eng.work_left -= n;
-        true
+        false
     }
 
     pub(super) fn ctx(&self) -> &'a Context {
