@@ -275,6 +275,14 @@ fn templates(t: &mut Table) {
         ("setvar/distinct-keys", 20_000, |n| {
             (0..n).map(|i| format!("{{{{setvar::k{i}::v}}}}")).collect()
         }),
+        // Variables live in ordered maps: keys sharing a long prefix make every comparison
+        // read the prefix (a lookup costs log n of them).
+        ("setvar/shared-prefix-keys", 2_000, |n| {
+            let prefix = "p".repeat(64);
+            (0..n)
+                .map(|i| format!("{{{{setvar::{prefix}{i}::v}}}}{{{{getvar::{prefix}{i}}}}}"))
+                .collect()
+        }),
         ("setvar/long-key", 200_000, |n| {
             format!("{{{{setvar::{}::v}}}}{{{{getvar::x}}}}", "k".repeat(n))
         }),
