@@ -8,7 +8,24 @@ use super::raw::Loose;
 
 /// Where a field sits, for error messages: a prompt (by identifier or index) or a path.
 pub(super) struct At<'a> {
-    pub prompt: &'a str,
+    pub prompt: Label<'a>,
+}
+
+/// A prompt as messages name it: its identifier, or `#index` when it has none. Written out
+/// only when a message needs it (import reads every prompt; few have errors).
+#[derive(Clone, Copy)]
+pub(super) enum Label<'a> {
+    Named(&'a str),
+    Index(usize),
+}
+
+impl std::fmt::Display for Label<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Label::Named(id) => f.write_str(id),
+            Label::Index(i) => write!(f, "#{i}"),
+        }
+    }
 }
 
 impl At<'_> {
@@ -80,6 +97,11 @@ fn json_integer(lexeme: &str) -> Option<i32> {
         Some(rest) => (true, rest),
         None => (false, lexeme),
     };
+    // The common lexeme (`100`, `-4`): at most 9 digits always fit an i32.
+    if (1..=9).contains(&body.len()) && body.bytes().all(|b| b.is_ascii_digit()) {
+        let v: i32 = body.bytes().fold(0, |v, b| v * 10 + (b - b'0') as i32);
+        return Some(if negative { -v } else { v });
+    }
     let (mantissa, exponent) = match body.find(['e', 'E']) {
         Some(i) => (&body[..i], &body[i + 1..]),
         None => (body, "0"),
@@ -147,7 +169,10 @@ mod tests {
 
     fn int(v: Value) -> Result<Option<i32>, PresetError> {
         let loose: Loose = serde_json::from_value(v).unwrap();
-        At { prompt: "p" }.integer(Some(loose), "f")
+        At {
+            prompt: Label::Named("p"),
+        }
+        .integer(Some(loose), "f")
     }
 
     #[test]
@@ -174,8 +199,34 @@ mod tests {
             ("15e-1", None),
             ("1e-400", None),
             ("2.0000000000000001", None),
+            ("999999999", Some(999_999_999)),
+            ("-123456789", Some(-123_456_789)),
+            ("1000000000", Some(1_000_000_000)),
+            ("-", None),
+            ("", None),
         ] {
             assert_eq!(json_integer(lexeme), want, "{lexeme}");
+        }
+        // The short-integer path and the general one agree around their border.
+        for v in [
+            0i64,
+            9,
+            10,
+            99_999_999,
+            999_999_999,
+            1_000_000_000,
+            2_147_483_647,
+        ] {
+            for lexeme in [
+                v.to_string(),
+                format!("-{v}"),
+                format!("{v}.0"),
+                format!("{v}e0"),
+            ] {
+                let want = lexeme.parse::<f64>().unwrap() as i64;
+                let want = want.clamp(i32::MIN as i64, i32::MAX as i64) as i32;
+                assert_eq!(json_integer(&lexeme), Some(want), "{lexeme}");
+            }
         }
     }
 

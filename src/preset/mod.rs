@@ -14,7 +14,7 @@ use thiserror::Error;
 
 use crate::diagnostic::{Diagnostic, DiagnosticKind, excerpt};
 use crate::limits::Limits;
-use fields::At;
+use fields::{At, Label};
 use raw::{
     Loose, PromptEntry, Prompts, RawFile, RawOrderEntry, RawOrderItem, RawPromptOrder, raw_kind,
 };
@@ -333,16 +333,15 @@ fn prompt_manager(
                 ));
             }
         };
-        let index_name = format!("#{i}");
         let id = At {
-            prompt: &index_name,
+            prompt: Label::Index(i),
         }
         .string(p.identifier, "identifier")?;
         if let Some(id) = &id
             && id.len() > MAX_IDENTIFIER_BYTES
         {
             return Err(PresetError::Field {
-                prompt: index_name,
+                prompt: Label::Index(i).to_string(),
                 field: "identifier".into(),
                 problem: format!(
                     "{} bytes long, over the limit of {MAX_IDENTIFIER_BYTES} bytes",
@@ -350,20 +349,26 @@ fn prompt_manager(
                 ),
             });
         }
-        let label = id.clone().unwrap_or(index_name);
-        let at = At { prompt: &label };
+        let named = id.is_some();
+        let identifier = id.unwrap_or_else(|| format!("prompt_{i}"));
+        let at = At {
+            prompt: if named {
+                Label::Named(&identifier)
+            } else {
+                Label::Index(i)
+            },
+        };
         let marker = at.boolean(p.marker, "marker")?.unwrap_or(false);
         let position = at
             .integer(p.injection_position, "injection_position")?
             .unwrap_or(0);
         if position != 0 && position != 1 {
             return Err(PresetError::Field {
-                prompt: label.clone(),
+                prompt: at.prompt.to_string(),
                 field: "injection_position".into(),
                 problem: format!("must be 0 or 1, found {position}"),
             });
         }
-        let identifier = id.unwrap_or_else(|| format!("prompt_{i}"));
         let node = PresetNode {
             name: at
                 .string(p.name, "name")?
