@@ -276,7 +276,8 @@ impl Preset {
     /// The whole file as parsed, including fields stpreset does not use (sampler settings,
     /// ...). Parsed on each call: importing does not keep a second copy of the tree.
     pub fn raw(&self) -> Value {
-        // The bytes parsed once already; `Null` is unreachable but keeps this infallible.
+        // The bytes are valid JSON; `Null` only for a file nested deeper than serde_json's
+        // recursion limit in a part the importer skips (it never builds a tree of those).
         serde_json::from_slice(&self.raw).unwrap_or(Value::Null)
     }
 
