@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use super::catalog::{MacroKind, Scope, ShOp};
-use super::lexer::{TokKind, Token};
+use super::lexer::{TokKind, Token, ident_end, name_end};
 use super::tree::BlockState;
 use super::tree::{Arg, Block, BlockKind, Call, CallShape, List, Node, Span, Tree};
 use crate::diagnostic::{DiagnosticKind, Finding};
@@ -1055,28 +1055,6 @@ impl<'s> Builder<'s> {
             _ => false,
         })
     }
-}
-
-/// End of a shorthand IDENT starting at `at` (the grammar's `sh_ident`, for conditions, which
-/// the grammar sees as text): a letter, then letters, digits, `_`, `-`, without trailing `-`.
-fn ident_end(bytes: &[u8], at: usize, limit: usize) -> Option<usize> {
-    let mut end = name_end(bytes, at, limit)?;
-    while bytes[end - 1] == b'-' {
-        end -= 1;
-    }
-    Some(end)
-}
-
-/// End of an ASCII macro name starting at `at`, or `None` if no name starts there.
-fn name_end(bytes: &[u8], at: usize, limit: usize) -> Option<usize> {
-    if at >= limit || !bytes[at].is_ascii_alphabetic() {
-        return None;
-    }
-    let mut end = at + 1;
-    while end < limit && (bytes[end].is_ascii_alphanumeric() || matches!(bytes[end], b'_' | b'-')) {
-        end += 1;
-    }
-    Some(end)
 }
 
 #[cfg(test)]
