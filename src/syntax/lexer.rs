@@ -108,20 +108,38 @@ pub(crate) fn tokenize(source: &str) -> Result<Vec<Token>, ()> {
         if mark == end || mark < taken {
             continue;
         }
-        let mut span = Span::new(mark, end);
-        let kind = match (bytes[mark], end - mark) {
-            (_, 1) => TokKind::Text,
-            (b'\\', _) => TokKind::Escape(bytes[mark + 1]),
+        let kind = match (bytes[mark], bytes.get(mark + 1)) {
+            _ if end - mark == 1 => TokKind::Text,
+            (b'\\', Some(&b)) => TokKind::Escape(b),
             (b'}', _) => TokKind::Close,
-            (_, 2) => {
-                let (kind, head_end) = head(bytes, end);
+            (b'{', Some(b'{')) => {
+                let (kind, head_end) = head(bytes, mark + 2);
                 taken = head_end;
-                span = Span::new(mark, head_end);
-                kind
+                out.push(Token {
+                    kind,
+                    span: Span::new(mark, head_end),
+                });
+                // A simple tag: its text and `}}` came in this chunk (see the grammar).
+                if end - mark > 2 {
+                    let close = end - 2;
+                    if taken < close {
+                        split_text(source, Span::new(taken, close), &mut out);
+                    }
+                    if taken <= close {
+                        out.push(Token {
+                            kind: TokKind::Close,
+                            span: Span::new(close, end),
+                        });
+                    }
+                }
+                continue;
             }
             _ => TokKind::Placeholder,
         };
-        out.push(Token { kind, span });
+        out.push(Token {
+            kind,
+            span: Span::new(mark, end),
+        });
     }
     Ok(out)
 }
