@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use super::catalog::{MacroKind, Scope, ShOp};
-use super::lexer::{TokKind, Token};
+use super::lexer::{TokKind, Token, ident_end, name_end};
 use super::tree::BlockState;
 use super::tree::{Arg, Block, BlockKind, Call, CallShape, List, Node, Span, Tree};
 use crate::diagnostic::{DiagnosticKind, Finding};
@@ -184,6 +184,10 @@ impl<'s> Builder<'s> {
 
     /// Consumes the token stream and returns the finished tree parts.
     pub fn build(mut self, tokens: &[Token]) -> (Tree, Vec<Finding>) {
+        // Sized once: growing by doubling copied the items a few times per template. Live items
+        // stay close to one per token (a closed tag replaces its own), so this costs about the
+        // memory the tokens already take.
+        self.items.reserve(tokens.len());
         // Inside a tag past the tag-nesting limit: (start, depth).
         let mut literal: Option<(u32, u32)> = None;
         for tok in tokens {
@@ -1055,28 +1059,6 @@ impl<'s> Builder<'s> {
             _ => false,
         })
     }
-}
-
-/// End of a shorthand IDENT starting at `at` (the grammar's `sh_ident`, for conditions, which
-/// the grammar sees as text): a letter, then letters, digits, `_`, `-`, without trailing `-`.
-fn ident_end(bytes: &[u8], at: usize, limit: usize) -> Option<usize> {
-    let mut end = name_end(bytes, at, limit)?;
-    while bytes[end - 1] == b'-' {
-        end -= 1;
-    }
-    Some(end)
-}
-
-/// End of an ASCII macro name starting at `at`, or `None` if no name starts there.
-fn name_end(bytes: &[u8], at: usize, limit: usize) -> Option<usize> {
-    if at >= limit || !bytes[at].is_ascii_alphabetic() {
-        return None;
-    }
-    let mut end = at + 1;
-    while end < limit && (bytes[end].is_ascii_alphanumeric() || matches!(bytes[end], b'_' | b'-')) {
-        end += 1;
-    }
-    Some(end)
 }
 
 #[cfg(test)]

@@ -1,7 +1,6 @@
 //! pest pairs → flat tokens with byte spans. The only place that touches pest.
 
 use pest::Parser;
-use pest::iterators::Pair;
 
 use pest_derive::Parser;
 
@@ -85,30 +84,64 @@ impl TokKind {
 /// the caller then treats the whole source as text.
 pub(crate) fn tokenize(source: &str) -> Result<Vec<Token>, ()> {
     let pairs = TemplateGrammar::parse(Rule::template, source).map_err(|_| ())?;
+    let bytes = source.as_bytes();
     // Roughly one token per 24 bytes of typical preset text.
     let mut out = Vec::with_capacity(source.len() / 24 + 4);
+    // Bytes before `taken` belong to a tag head already emitted: a head is read past its `{{`
+    // chunk into the next one, and a TomoriBot opener takes that chunk's `}}` too.
+    let mut taken = 0usize;
     for pair in pairs {
-        let span = span_of(&pair);
-        let kind = match pair.as_rule() {
-            Rule::text => {
-                split_text(source, span, &mut out);
+        if pair.as_rule() != Rule::chunk {
+            continue;
+        }
+        let (start, end) = {
+            let s = pair.as_span();
+            (s.start(), s.end())
+        };
+        // The chunk's text holds none of `{`, `}`, `\`: its mark starts at the first one.
+        let mark =
+            memchr::memchr3(b'{', b'}', b'\\', &bytes[start..end]).map_or(end, |i| start + i);
+        let text_from = start.max(taken);
+        if text_from < mark {
+            split_text(source, Span::new(text_from, mark), &mut out);
+        }
+        if mark == end || mark < taken {
+            continue;
+        }
+        let kind = match (bytes[mark], bytes.get(mark + 1)) {
+            _ if end - mark == 1 => TokKind::Text,
+            (b'\\', Some(&b)) => TokKind::Escape(b),
+            (b'}', _) => TokKind::Close,
+            (b'{', Some(b'{')) => {
+                let (kind, head_end) = head(bytes, mark + 2);
+                taken = head_end;
+                out.push(Token {
+                    kind,
+                    span: Span::new(mark, head_end),
+                });
+                // A simple tag: its text and `}}` came in this chunk (see the grammar).
+                if end - mark > 2 {
+                    let close = end - 2;
+                    if taken < close {
+                        split_text(source, Span::new(taken, close), &mut out);
+                    }
+                    if taken <= close {
+                        out.push(Token {
+                            kind: TokKind::Close,
+                            span: Span::new(close, end),
+                        });
+                    }
+                }
                 continue;
             }
-            Rule::lone => TokKind::Text,
-            Rule::escape => TokKind::Escape(source.as_bytes()[span.start as usize + 1]),
-            Rule::close => TokKind::Close,
-            Rule::placeholder => TokKind::Placeholder,
-            Rule::tag => tag(pair),
-            _ => continue,
+            _ => TokKind::Placeholder,
         };
-        out.push(Token { kind, span });
+        out.push(Token {
+            kind,
+            span: Span::new(mark, end),
+        });
     }
     Ok(out)
-}
-
-fn span_of(pair: &Pair<'_, Rule>) -> Span {
-    let s = pair.as_span();
-    Span::new(s.start(), s.end())
 }
 
 /// Flags of a flagged tag (SPEC §11.7): `#` (keep scoped content untrimmed) and the flags
@@ -116,9 +149,9 @@ fn span_of(pair: &Pair<'_, Rule>) -> Span {
 pub(crate) const FLAG_HASH: u8 = 1;
 pub(crate) const FLAG_IGNORED: u8 = 2;
 
-fn flag_bits(text: &str) -> u8 {
+fn flag_bits(text: &[u8]) -> u8 {
     let mut bits = 0;
-    for b in text.bytes() {
+    for &b in text {
         match b {
             b'#' => bits |= FLAG_HASH,
             b'!' | b'?' | b'~' | b'>' => bits |= FLAG_IGNORED,
@@ -128,96 +161,251 @@ fn flag_bits(text: &str) -> u8 {
     bits
 }
 
-/// Classifies a `tag` by its head.
-fn tag(pair: Pair<'_, Rule>) -> TokKind {
-    let mut inner = pair.into_inner();
-    let Some(mut head) = inner.next() else {
-        return TokKind::Open;
-    };
-    let mut flags = 0;
-    if head.as_rule() == Rule::flags {
-        flags = flag_bits(head.as_str());
-        let Some(next) = inner.next() else {
-            return TokKind::Open;
-        };
-        // `{{# if x}}`, `{{!else}}`: a flag run before a directive keyword is unparsable.
-        if next.as_rule() == Rule::name
-            && ["if", "unless", "else"]
-                .iter()
-                .any(|k| next.as_str().eq_ignore_ascii_case(k))
-        {
-            return TokKind::Open;
-        }
-        head = next;
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\n')
+}
+
+fn is_flag(b: u8) -> bool {
+    matches!(b, b'!' | b'?' | b'~' | b'>' | b'#')
+}
+
+fn skip_ws(b: &[u8], mut at: usize) -> usize {
+    while b.get(at).is_some_and(|&c| is_ws(c)) {
+        at += 1;
     }
-    match head.as_rule() {
-        Rule::comment => TokKind::Comment,
-        Rule::hash_if => TokKind::HashIf,
-        Rule::hash_unless => TokKind::HashUnless,
-        Rule::close_if => TokKind::CloseIf,
-        Rule::close_unless => TokKind::CloseUnless,
-        Rule::closer => {
-            let s = span_of(&head);
-            TokKind::ScopedClose {
-                name: Span::new(s.start as usize + 1, s.end as usize),
-            }
-        }
-        Rule::value_if => TokKind::ValueIf,
-        Rule::else_kw => TokKind::Else,
-        Rule::name => TokKind::Macro {
-            name: span_of(&head),
-            flags,
-        },
-        Rule::tomori => tomori(head),
-        Rule::shorthand => {
-            let mut global = false;
-            let mut ident = Span::default();
-            for inner in head.into_inner() {
-                match inner.as_rule() {
-                    Rule::sh_scope => global = inner.as_str() == "$",
-                    Rule::sh_ident => ident = span_of(&inner),
-                    _ => {}
-                }
-            }
-            TokKind::Shorthand {
-                global,
-                ident,
-                flags,
-            }
-        }
-        Rule::time_utc => {
-            let s = span_of(&head);
-            // Skip `time_`: the argument is `UTC±N`.
+    at
+}
+
+/// Whether `b[at..]` starts with `word`, ASCII case ignored; the end of the word if so.
+fn word(b: &[u8], at: usize, word: &str) -> Option<usize> {
+    let end = at + word.len();
+    b.get(at..end)
+        .filter(|s| s.eq_ignore_ascii_case(word.as_bytes()))
+        .map(|_| end)
+}
+
+/// A directive keyword is one word: it ends at whitespace or at the end of the tag.
+fn kw_end(b: &[u8], at: usize) -> bool {
+    b.get(at).is_some_and(|&c| is_ws(c)) || b.get(at..at + 2) == Some(b"}}")
+}
+
+/// End of a macro name at `at`: an ASCII letter, then letters, digits, `_`, `-`; `None` if no
+/// name starts there.
+pub(super) fn name_end(bytes: &[u8], at: usize, limit: usize) -> Option<usize> {
+    if at >= limit || !bytes[at].is_ascii_alphabetic() {
+        return None;
+    }
+    let mut end = at + 1;
+    while end < limit && (bytes[end].is_ascii_alphanumeric() || matches!(bytes[end], b'_' | b'-')) {
+        end += 1;
+    }
+    Some(end)
+}
+
+/// End of a shorthand IDENT at `at`: a name without its trailing `-` (`.x--` is `x` then `--`:
+/// a run of `-` counts only when a letter, digit or `_` ends it).
+pub(super) fn ident_end(bytes: &[u8], at: usize, limit: usize) -> Option<usize> {
+    let mut end = name_end(bytes, at, limit)?;
+    while bytes[end - 1] == b'-' {
+        end -= 1;
+    }
+    Some(end)
+}
+
+/// The head of a tag whose `{{` ends at `at`: what kind of tag it is and where the head ends
+/// (the opener token runs from `{{` to there). Without a recognised head the tag is a plain
+/// `{{` (`{{ }}`, `{{#each x}}`) whose braces the builder keeps as literal text.
+///
+/// The head, as PEG (alternatives in order, each committed once it matches; `ws` is space, tab,
+/// CR, LF; `^"x"` ignores ASCII case):
+///
+/// ```text
+/// tag      = "{{" !"{" (time_utc | ws* head?)
+/// time_utc = ^"time_utc" ("+" | "-") DIGIT+ &"}}"           legacy, no whitespace (SPEC §11.1)
+/// head     = &("." | "$") shorthand
+///          | &"/" ("//" | "/" ^"if" kw_end | "/" ^"unless" kw_end | "/" NAME)
+///          | &"#" ("#" ^"if" kw_end | "#" ^"unless" kw_end)
+///          | &flag flags (shorthand | NAME)
+///          | &^"i" (tomori | ^"if" (kw_end | &":") | NAME)
+///          | &^"e" (^"else" kw_end | NAME)
+///          | NAME
+/// kw_end   = &(ws | "}}")
+/// tomori   = ^"if" ws+ "!"? (^"capability" | ^"tool_family" | ^"tool") ":" TB_NAME ws* "}}"
+/// shorthand = ("." | "$") ws* IDENT
+/// flags    = flag (ws* flag)* ws*            flag = "!" | "?" | "~" | ">" | "#"
+/// NAME     = ALPHA (ALNUM | "_" | "-")*
+/// IDENT    = ALPHA ("-"* (ALNUM | "_"))*
+/// TB_NAME  = ALNUM (ALNUM | "_" | "." | "-")*
+/// ```
+///
+/// None of these bytes is `{`, `}` or `\`, so a head lies inside the text of the chunk after
+/// `{{`; only a TomoriBot opener reaches further, through that chunk's `}}`.
+fn head(b: &[u8], at: usize) -> (TokKind, usize) {
+    if let Some(end) = time_utc(b, at) {
+        // Skip `time_`: the argument is `UTC±N`.
+        return (
             TokKind::TimeUtc {
-                arg: Span::new(s.start as usize + 5, s.end as usize),
+                arg: Span::new(at + 5, end),
+            },
+            end,
+        );
+    }
+    let h = skip_ws(b, at);
+    let open = (TokKind::Open, h);
+    let Some(&first) = b.get(h) else {
+        return open;
+    };
+    match first {
+        b'.' | b'$' => shorthand(b, h, 0).unwrap_or(open),
+        b'/' => slash(b, h).unwrap_or(open),
+        b'#' => {
+            if let Some(end) = word(b, h + 1, "if").filter(|&e| kw_end(b, e)) {
+                return (TokKind::HashIf, end);
+            }
+            if let Some(end) = word(b, h + 1, "unless").filter(|&e| kw_end(b, e)) {
+                return (TokKind::HashUnless, end);
+            }
+            flagged(b, h).unwrap_or(open)
+        }
+        _ if is_flag(first) => flagged(b, h).unwrap_or(open),
+        b'i' | b'I' => {
+            if let Some(found) = tomori(b, h) {
+                return found;
+            }
+            match word(b, h, "if") {
+                Some(end) if kw_end(b, end) || b.get(end) == Some(&b':') => (TokKind::ValueIf, end),
+                _ => macro_name(b, h, 0).unwrap_or(open),
             }
         }
-        _ => TokKind::Open,
+        b'e' | b'E' => match word(b, h, "else") {
+            Some(end) if kw_end(b, end) => (TokKind::Else, end),
+            _ => macro_name(b, h, 0).unwrap_or(open),
+        },
+        _ => macro_name(b, h, 0).unwrap_or(open),
     }
 }
 
-fn tomori(pair: Pair<'_, Rule>) -> TokKind {
-    let mut negate = false;
-    let mut ns = Namespace::Tool;
-    let mut name = Span::default();
-    for inner in pair.into_inner() {
-        match inner.as_rule() {
-            Rule::tb_not => negate = true,
-            Rule::tb_ns => {
-                let s = inner.as_str();
-                ns = if s.eq_ignore_ascii_case("capability") {
-                    Namespace::Capability
-                } else if s.eq_ignore_ascii_case("tool") {
-                    Namespace::Tool
-                } else {
-                    Namespace::ToolFamily
-                };
-            }
-            Rule::tb_name => name = span_of(&inner),
-            _ => {}
+fn time_utc(b: &[u8], at: usize) -> Option<usize> {
+    let sign = word(b, at, "time_utc")?;
+    if !matches!(b.get(sign), Some(b'+' | b'-')) {
+        return None;
+    }
+    let digits = sign + 1;
+    let mut end = digits;
+    while b.get(end).is_some_and(u8::is_ascii_digit) {
+        end += 1;
+    }
+    (end > digits && b.get(end..end + 2) == Some(b"}}")).then_some(end)
+}
+
+fn macro_name(b: &[u8], at: usize, flags: u8) -> Option<(TokKind, usize)> {
+    let end = name_end(b, at, b.len())?;
+    let name = Span::new(at, end);
+    Some((TokKind::Macro { name, flags }, end))
+}
+
+fn shorthand(b: &[u8], at: usize, flags: u8) -> Option<(TokKind, usize)> {
+    let global = *b.get(at)? == b'$';
+    let from = skip_ws(b, at + 1);
+    let end = ident_end(b, from, b.len())?;
+    let ident = Span::new(from, end);
+    Some((
+        TokKind::Shorthand {
+            global,
+            ident,
+            flags,
+        },
+        end,
+    ))
+}
+
+/// `{{//`, `{{/if`, `{{/unless`, `{{/NAME` (the head starts with `/` at `at`).
+fn slash(b: &[u8], at: usize) -> Option<(TokKind, usize)> {
+    let after = at + 1;
+    if b.get(after) == Some(&b'/') {
+        return Some((TokKind::Comment, after + 1));
+    }
+    if let Some(end) = word(b, after, "if").filter(|&e| kw_end(b, e)) {
+        return Some((TokKind::CloseIf, end));
+    }
+    if let Some(end) = word(b, after, "unless").filter(|&e| kw_end(b, e)) {
+        return Some((TokKind::CloseUnless, end));
+    }
+    let end = name_end(b, after, b.len())?;
+    Some((
+        TokKind::ScopedClose {
+            name: Span::new(after, end),
+        },
+        end,
+    ))
+}
+
+/// A flag run at `at`, then a shorthand or a macro name.
+fn flagged(b: &[u8], at: usize) -> Option<(TokKind, usize)> {
+    let mut end = at + 1;
+    loop {
+        let next = skip_ws(b, end);
+        match b.get(next) {
+            Some(&c) if is_flag(c) => end = next + 1,
+            _ => break,
         }
     }
-    TokKind::Tomori { negate, ns, name }
+    let flags = flag_bits(&b[at..end]);
+    let from = skip_ws(b, end);
+    if matches!(b.get(from), Some(b'.' | b'$')) {
+        return shorthand(b, from, flags);
+    }
+    let (kind, end) = macro_name(b, from, flags)?;
+    // `{{# if x}}`, `{{!else}}`: a flag run before a directive keyword is unparsable.
+    let name = &b[from..end];
+    if ["if", "unless", "else"]
+        .iter()
+        .any(|k| name.eq_ignore_ascii_case(k.as_bytes()))
+    {
+        return Some((TokKind::Open, end));
+    }
+    Some((kind, end))
+}
+
+/// TomoriBot opener, a complete tag: `{{if [!]capability:NAME}}` (also `tool:`, `tool_family:`).
+fn tomori(b: &[u8], at: usize) -> Option<(TokKind, usize)> {
+    let after_if = word(b, at, "if")?;
+    let mut p = skip_ws(b, after_if);
+    if p == after_if {
+        return None;
+    }
+    let negate = b.get(p) == Some(&b'!');
+    if negate {
+        p += 1;
+    }
+    // Tried in this order, and committed: `tool_familyx:` does not fall back to `tool`.
+    let (ns, after_ns) = [
+        ("capability", Namespace::Capability),
+        ("tool_family", Namespace::ToolFamily),
+        ("tool", Namespace::Tool),
+    ]
+    .iter()
+    .find_map(|&(w, ns)| word(b, p, w).map(|end| (ns, end)))?;
+    if b.get(after_ns) != Some(&b':') {
+        return None;
+    }
+    let name_start = after_ns + 1;
+    if !b.get(name_start).is_some_and(u8::is_ascii_alphanumeric) {
+        return None;
+    }
+    let mut name_end = name_start + 1;
+    while b
+        .get(name_end)
+        .is_some_and(|&c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
+    {
+        name_end += 1;
+    }
+    let close = skip_ws(b, name_end);
+    if b.get(close..close + 2) != Some(b"}}") {
+        return None;
+    }
+    let name = Span::new(name_start, name_end);
+    Some((TokKind::Tomori { negate, ns, name }, close + 2))
 }
 
 /// A compatibility placeholder at the start of `rest`, in any ASCII case (SPEC §11.14.1: ST
@@ -389,6 +577,36 @@ mod tests {
         let got: Vec<(&str, &str)> = k.iter().map(|(a, b)| (*a, b.as_str())).collect();
         assert_eq!(got, want);
         assert_eq!(kinds("{user}.")[0], ("ph", "{user}".to_string()));
+    }
+
+    #[test]
+    fn heads_read_past_their_chunk_only_as_far_as_the_grammar_says() {
+        // A TomoriBot opener takes its `}}`; nothing is left for a `close` token.
+        let k = kinds("a{{if tool:x }}b");
+        assert_eq!(k[1], ("tomori", "{{if tool:x }}".into()));
+        assert_eq!(k[2], ("text", "b".into()));
+        // `time_UTC±N` only right before `}}`; otherwise a plain name.
+        assert_eq!(
+            kinds("{{time_UTC+2}}")[0],
+            ("time_utc", "{{time_UTC+2".into())
+        );
+        assert_eq!(kinds("{{time_UTC+2 }}")[0], ("macro", "{{time_UTC".into()));
+        assert_eq!(kinds("{{ time_UTC+2}}")[0], ("macro", "{{ time_UTC".into()));
+        // Shorthand IDENT leaves trailing `-` to what follows.
+        assert_eq!(
+            kinds("{{. x--}}")[..2],
+            [("shorthand", "{{. x".into()), ("text", "--".into())]
+        );
+        assert_eq!(kinds("{{.}}")[0], ("open", "{{".into()));
+        // Flags: before a name, a shorthand, or (unparsable) a directive keyword.
+        assert_eq!(kinds("{{! ?x}}")[0], ("macro", "{{! ?x".into()));
+        assert_eq!(kinds("{{# .v}}")[0], ("shorthand", "{{# .v".into()));
+        assert_eq!(kinds("{{#if.x}}")[0], ("open", "{{#if".into()));
+        assert_eq!(kinds("{{#iffy}}")[0], ("macro", "{{#iffy".into()));
+        // A head that fails keeps its leading whitespace in the opener.
+        assert_eq!(kinds("{{  1}}")[0], ("open", "{{  ".into()));
+        // `tool_family` is tried before `tool` and does not fall back to it.
+        assert_eq!(kinds("{{if tool_familyx:a}}")[0].0, "if");
     }
 
     #[test]
