@@ -87,53 +87,60 @@ pub(crate) fn tokenize(source: &str) -> Result<Vec<Token>, ()> {
     let bytes = source.as_bytes();
     // Roughly one token per 24 bytes of typical preset text.
     let mut out = Vec::with_capacity(source.len() / 24 + 4);
-    // Bytes before `taken` belong to a tag head already emitted: a head is read past its `{{`
-    // chunk into the next one, and a TomoriBot opener takes that chunk's `}}` too.
+    // The `{{` of the last opener whose head has not come yet.
+    let mut open: Option<usize> = None;
+    // Bytes before `taken` belong to an opener already emitted (the whitespace of a plain
+    // `{{ `, which the next chunk's text would otherwise repeat).
     let mut taken = 0usize;
+    let plain_open = |at: usize, out: &mut Vec<Token>| {
+        let end = skip_ws(bytes, at + 2);
+        out.push(Token {
+            kind: TokKind::Open,
+            span: Span::new(at, end),
+        });
+        end
+    };
     for pair in pairs {
-        if pair.as_rule() != Rule::chunk {
-            continue;
-        }
         let (start, end) = {
             let s = pair.as_span();
             (s.start(), s.end())
         };
-        // The chunk's text holds none of `{`, `}`, `\`: its mark starts at the first one.
-        let mark =
-            memchr::memchr3(b'{', b'}', b'\\', &bytes[start..end]).map_or(end, |i| start + i);
-        let text_from = start.max(taken);
-        if text_from < mark {
-            split_text(source, Span::new(text_from, mark), &mut out);
+        let rule = pair.as_rule();
+        if !matches!(rule, Rule::chunk | Rule::opener | Rule::EOI) {
+            // A head: the grammar matches one only right after an opener.
+            if let Some(at) = open.take() {
+                let kind = classify(rule, bytes, start, end);
+                out.push(Token {
+                    kind,
+                    span: Span::new(at, end),
+                });
+                taken = end;
+            }
+            continue;
         }
-        if mark == end || mark < taken {
+        if let Some(at) = open.take() {
+            taken = plain_open(at, &mut out);
+        }
+        if rule == Rule::EOI {
+            continue;
+        }
+        // The text holds none of `{`, `}`, `\`: the mark starts at the first one.
+        let from = start.max(taken);
+        let mark = memchr::memchr3(b'{', b'}', b'\\', &bytes[from..end]).map_or(end, |i| from + i);
+        if from < mark {
+            split_text(source, Span::new(from, mark), &mut out);
+        }
+        if mark == end {
             continue;
         }
         let kind = match (bytes[mark], bytes.get(mark + 1)) {
+            _ if rule == Rule::opener => {
+                open = Some(mark);
+                continue;
+            }
             _ if end - mark == 1 => TokKind::Text,
             (b'\\', Some(&b)) => TokKind::Escape(b),
             (b'}', _) => TokKind::Close,
-            (b'{', Some(b'{')) => {
-                let (kind, head_end) = head(bytes, mark + 2);
-                taken = head_end;
-                out.push(Token {
-                    kind,
-                    span: Span::new(mark, head_end),
-                });
-                // A simple tag: its text and `}}` came in this chunk (see the grammar).
-                if end - mark > 2 {
-                    let close = end - 2;
-                    if taken < close {
-                        split_text(source, Span::new(taken, close), &mut out);
-                    }
-                    if taken <= close {
-                        out.push(Token {
-                            kind: TokKind::Close,
-                            span: Span::new(close, end),
-                        });
-                    }
-                }
-                continue;
-            }
             _ => TokKind::Placeholder,
         };
         out.push(Token {
@@ -141,7 +148,38 @@ pub(crate) fn tokenize(source: &str) -> Result<Vec<Token>, ()> {
             span: Span::new(mark, end),
         });
     }
+    if let Some(at) = open {
+        plain_open(at, &mut out);
+    }
     Ok(out)
+}
+
+/// The token of a tag head that the grammar matched as `rule` over `start..end`. The grammar
+/// decided the kind; this reads the parts a token carries from the bytes.
+fn classify(rule: Rule, b: &[u8], start: usize, end: usize) -> TokKind {
+    match rule {
+        // Skip `time_`: the argument is `UTC±N`.
+        Rule::time_utc => TokKind::TimeUtc {
+            arg: Span::new(start + 5, end),
+        },
+        Rule::tomori => tomori(b, start, end),
+        Rule::shorthand => shorthand(b, start, end, 0),
+        Rule::comment => TokKind::Comment,
+        Rule::hash_if => TokKind::HashIf,
+        Rule::hash_unless => TokKind::HashUnless,
+        Rule::close_if => TokKind::CloseIf,
+        Rule::close_unless => TokKind::CloseUnless,
+        Rule::closer => TokKind::ScopedClose {
+            name: Span::new(start + 1, end),
+        },
+        Rule::value_if => TokKind::ValueIf,
+        Rule::else_kw => TokKind::Else,
+        Rule::flagged => flagged(b, start, end),
+        _ => TokKind::Macro {
+            name: Span::new(start, end),
+            flags: 0,
+        },
+    }
 }
 
 /// Flags of a flagged tag (SPEC §11.7): `#` (keep scoped content untrimmed) and the flags
@@ -176,19 +214,6 @@ fn skip_ws(b: &[u8], mut at: usize) -> usize {
     at
 }
 
-/// Whether `b[at..]` starts with `word`, ASCII case ignored; the end of the word if so.
-fn word(b: &[u8], at: usize, word: &str) -> Option<usize> {
-    let end = at + word.len();
-    b.get(at..end)
-        .filter(|s| s.eq_ignore_ascii_case(word.as_bytes()))
-        .map(|_| end)
-}
-
-/// A directive keyword is one word: it ends at whitespace or at the end of the tag.
-fn kw_end(b: &[u8], at: usize) -> bool {
-    b.get(at).is_some_and(|&c| is_ws(c)) || b.get(at..at + 2) == Some(b"}}")
-}
-
 /// End of a macro name at `at`: an ASCII letter, then letters, digits, `_`, `-`; `None` if no
 /// name starts there.
 pub(super) fn name_end(bytes: &[u8], at: usize, limit: usize) -> Option<usize> {
@@ -212,200 +237,70 @@ pub(super) fn ident_end(bytes: &[u8], at: usize, limit: usize) -> Option<usize> 
     Some(end)
 }
 
-/// The head of a tag whose `{{` ends at `at`: what kind of tag it is and where the head ends
-/// (the opener token runs from `{{` to there). Without a recognised head the tag is a plain
-/// `{{` (`{{ }}`, `{{#each x}}`) whose braces the builder keeps as literal text.
-///
-/// The head, as PEG (alternatives in order, each committed once it matches; `ws` is space, tab,
-/// CR, LF; `^"x"` ignores ASCII case):
-///
-/// ```text
-/// tag      = "{{" !"{" (time_utc | ws* head?)
-/// time_utc = ^"time_utc" ("+" | "-") DIGIT+ &"}}"           legacy, no whitespace (SPEC §11.1)
-/// head     = &("." | "$") shorthand
-///          | &"/" ("//" | "/" ^"if" kw_end | "/" ^"unless" kw_end | "/" NAME)
-///          | &"#" ("#" ^"if" kw_end | "#" ^"unless" kw_end)
-///          | &flag flags (shorthand | NAME)
-///          | &^"i" (tomori | ^"if" (kw_end | &":") | NAME)
-///          | &^"e" (^"else" kw_end | NAME)
-///          | NAME
-/// kw_end   = &(ws | "}}")
-/// tomori   = ^"if" ws+ "!"? (^"capability" | ^"tool_family" | ^"tool") ":" TB_NAME ws* "}}"
-/// shorthand = ("." | "$") ws* IDENT
-/// flags    = flag (ws* flag)* ws*            flag = "!" | "?" | "~" | ">" | "#"
-/// NAME     = ALPHA (ALNUM | "_" | "-")*
-/// IDENT    = ALPHA ("-"* (ALNUM | "_"))*
-/// TB_NAME  = ALNUM (ALNUM | "_" | "." | "-")*
-/// ```
-///
-/// None of these bytes is `{`, `}` or `\`, so a head lies inside the text of the chunk after
-/// `{{`; only a TomoriBot opener reaches further, through that chunk's `}}`.
-fn head(b: &[u8], at: usize) -> (TokKind, usize) {
-    if let Some(end) = time_utc(b, at) {
-        // Skip `time_`: the argument is `UTC±N`.
-        return (
-            TokKind::TimeUtc {
-                arg: Span::new(at + 5, end),
-            },
-            end,
-        );
-    }
-    let h = skip_ws(b, at);
-    let open = (TokKind::Open, h);
-    let Some(&first) = b.get(h) else {
-        return open;
-    };
-    match first {
-        b'.' | b'$' => shorthand(b, h, 0).unwrap_or(open),
-        b'/' => slash(b, h).unwrap_or(open),
-        b'#' => {
-            if let Some(end) = word(b, h + 1, "if").filter(|&e| kw_end(b, e)) {
-                return (TokKind::HashIf, end);
-            }
-            if let Some(end) = word(b, h + 1, "unless").filter(|&e| kw_end(b, e)) {
-                return (TokKind::HashUnless, end);
-            }
-            flagged(b, h).unwrap_or(open)
-        }
-        _ if is_flag(first) => flagged(b, h).unwrap_or(open),
-        b'i' | b'I' => {
-            if let Some(found) = tomori(b, h) {
-                return found;
-            }
-            match word(b, h, "if") {
-                Some(end) if kw_end(b, end) || b.get(end) == Some(&b':') => (TokKind::ValueIf, end),
-                _ => macro_name(b, h, 0).unwrap_or(open),
-            }
-        }
-        b'e' | b'E' => match word(b, h, "else") {
-            Some(end) if kw_end(b, end) => (TokKind::Else, end),
-            _ => macro_name(b, h, 0).unwrap_or(open),
-        },
-        _ => macro_name(b, h, 0).unwrap_or(open),
+/// A shorthand head `.IDENT` / `$IDENT` (whitespace allowed after the sign) over `at..end`.
+fn shorthand(b: &[u8], at: usize, end: usize, flags: u8) -> TokKind {
+    TokKind::Shorthand {
+        global: b[at] == b'$',
+        ident: Span::new(skip_ws(b, at + 1), end),
+        flags,
     }
 }
 
-fn time_utc(b: &[u8], at: usize) -> Option<usize> {
-    let sign = word(b, at, "time_utc")?;
-    if !matches!(b.get(sign), Some(b'+' | b'-')) {
-        return None;
+/// A flag run, then a shorthand or a macro name, over `at..end`.
+fn flagged(b: &[u8], at: usize, end: usize) -> TokKind {
+    let from = at
+        + b[at..end]
+            .iter()
+            .take_while(|&&c| is_flag(c) || is_ws(c))
+            .count();
+    let flags = flag_bits(&b[at..from]);
+    if matches!(b[from], b'.' | b'$') {
+        return shorthand(b, from, end, flags);
     }
-    let digits = sign + 1;
-    let mut end = digits;
-    while b.get(end).is_some_and(u8::is_ascii_digit) {
-        end += 1;
-    }
-    (end > digits && b.get(end..end + 2) == Some(b"}}")).then_some(end)
-}
-
-fn macro_name(b: &[u8], at: usize, flags: u8) -> Option<(TokKind, usize)> {
-    let end = name_end(b, at, b.len())?;
-    let name = Span::new(at, end);
-    Some((TokKind::Macro { name, flags }, end))
-}
-
-fn shorthand(b: &[u8], at: usize, flags: u8) -> Option<(TokKind, usize)> {
-    let global = *b.get(at)? == b'$';
-    let from = skip_ws(b, at + 1);
-    let end = ident_end(b, from, b.len())?;
-    let ident = Span::new(from, end);
-    Some((
-        TokKind::Shorthand {
-            global,
-            ident,
-            flags,
-        },
-        end,
-    ))
-}
-
-/// `{{//`, `{{/if`, `{{/unless`, `{{/NAME` (the head starts with `/` at `at`).
-fn slash(b: &[u8], at: usize) -> Option<(TokKind, usize)> {
-    let after = at + 1;
-    if b.get(after) == Some(&b'/') {
-        return Some((TokKind::Comment, after + 1));
-    }
-    if let Some(end) = word(b, after, "if").filter(|&e| kw_end(b, e)) {
-        return Some((TokKind::CloseIf, end));
-    }
-    if let Some(end) = word(b, after, "unless").filter(|&e| kw_end(b, e)) {
-        return Some((TokKind::CloseUnless, end));
-    }
-    let end = name_end(b, after, b.len())?;
-    Some((
-        TokKind::ScopedClose {
-            name: Span::new(after, end),
-        },
-        end,
-    ))
-}
-
-/// A flag run at `at`, then a shorthand or a macro name.
-fn flagged(b: &[u8], at: usize) -> Option<(TokKind, usize)> {
-    let mut end = at + 1;
-    loop {
-        let next = skip_ws(b, end);
-        match b.get(next) {
-            Some(&c) if is_flag(c) => end = next + 1,
-            _ => break,
-        }
-    }
-    let flags = flag_bits(&b[at..end]);
-    let from = skip_ws(b, end);
-    if matches!(b.get(from), Some(b'.' | b'$')) {
-        return shorthand(b, from, flags);
-    }
-    let (kind, end) = macro_name(b, from, flags)?;
     // `{{# if x}}`, `{{!else}}`: a flag run before a directive keyword is unparsable.
     let name = &b[from..end];
     if ["if", "unless", "else"]
         .iter()
         .any(|k| name.eq_ignore_ascii_case(k.as_bytes()))
     {
-        return Some((TokKind::Open, end));
+        return TokKind::Open;
     }
-    Some((kind, end))
+    TokKind::Macro {
+        name: Span::new(from, end),
+        flags,
+    }
 }
 
-/// TomoriBot opener, a complete tag: `{{if [!]capability:NAME}}` (also `tool:`, `tool_family:`).
-fn tomori(b: &[u8], at: usize) -> Option<(TokKind, usize)> {
-    let after_if = word(b, at, "if")?;
-    let mut p = skip_ws(b, after_if);
-    if p == after_if {
-        return None;
-    }
-    let negate = b.get(p) == Some(&b'!');
+/// A TomoriBot opener `if [!]NAMESPACE:NAME }}` over `at..end`.
+fn tomori(b: &[u8], at: usize, end: usize) -> TokKind {
+    let mut p = skip_ws(b, at + 2);
+    let negate = b[p] == b'!';
     if negate {
         p += 1;
     }
-    // Tried in this order, and committed: `tool_familyx:` does not fall back to `tool`.
-    let (ns, after_ns) = [
+    // In the grammar's order: the first namespace word that matches is the one it committed to.
+    let (ns, len) = [
         ("capability", Namespace::Capability),
         ("tool_family", Namespace::ToolFamily),
         ("tool", Namespace::Tool),
     ]
     .iter()
-    .find_map(|&(w, ns)| word(b, p, w).map(|end| (ns, end)))?;
-    if b.get(after_ns) != Some(&b':') {
-        return None;
+    .find(|(w, _)| {
+        b.get(p..p + w.len())
+            .is_some_and(|s| s.eq_ignore_ascii_case(w.as_bytes()))
+    })
+    .map_or((Namespace::Tool, 4), |&(w, ns)| (ns, w.len()));
+    let name_start = p + len + 1;
+    let name_end = name_start
+        + b[name_start..end]
+            .iter()
+            .take_while(|&&c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
+            .count();
+    TokKind::Tomori {
+        negate,
+        ns,
+        name: Span::new(name_start, name_end),
     }
-    let name_start = after_ns + 1;
-    if !b.get(name_start).is_some_and(u8::is_ascii_alphanumeric) {
-        return None;
-    }
-    let mut name_end = name_start + 1;
-    while b
-        .get(name_end)
-        .is_some_and(|&c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
-    {
-        name_end += 1;
-    }
-    let close = skip_ws(b, name_end);
-    if b.get(close..close + 2) != Some(b"}}") {
-        return None;
-    }
-    let name = Span::new(name_start, name_end);
-    Some((TokKind::Tomori { negate, ns, name }, close + 2))
 }
 
 /// A compatibility placeholder at the start of `rest`, in any ASCII case (SPEC §11.14.1: ST
