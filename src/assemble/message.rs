@@ -47,10 +47,11 @@ impl<'a> Parts<'a> {
         }
     }
 
-    /// Keeps the first `len` parts (at least the first: a message has one part or more).
+    /// Keeps the first `len` parts (a single part stays: a message without parts is dropped
+    /// by whoever cut it to none).
     pub fn truncate(&mut self, len: usize) {
         if let Parts::Many(many) = self {
-            many.truncate(len.max(1));
+            many.truncate(len);
         }
     }
 }
@@ -80,6 +81,8 @@ impl<'a> Message<'a> {
     /// use stpreset::{Message, Role, Source};
     /// let m = Message::with_parts(Role::User, ["hi", " there"], Source::Tag(None));
     /// assert_eq!(m.text(), "hi there");
+    /// let none = Message::with_parts(Role::User, Vec::<String>::new(), Source::Tag(None));
+    /// assert!(none.parts().is_empty() && none.text().is_empty());
     /// ```
     pub fn text(&self) -> Cow<'_, str> {
         match self.parts() {
@@ -111,7 +114,6 @@ impl<'a> Message<'a> {
     ) -> Message<'a> {
         let mut parts: Vec<Cow<'a, str>> = parts.into_iter().map(Into::into).collect();
         let parts = match parts.len() {
-            0 => Parts::One(Cow::Borrowed("")),
             1 => Parts::One(parts.pop().unwrap_or_default()),
             _ => Parts::Many(parts),
         };
