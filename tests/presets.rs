@@ -47,6 +47,14 @@ fn texts(p: &Preset, c: &Context) -> Vec<String> {
         .collect()
 }
 
+/// Each message's parts, as owned strings.
+fn parts(out: &stpreset::Rendered<'_>) -> Vec<Vec<String>> {
+    out.messages
+        .iter()
+        .map(|m| m.parts().iter().map(|p| p.to_string()).collect())
+        .collect()
+}
+
 fn ids(p: &Preset) -> Vec<(&str, bool)> {
     p.nodes()
         .iter()
@@ -392,11 +400,7 @@ fn depth_injection_rules() {
         {"identifier": "mid", "content": "MID", "injection_position": 1, "injection_depth": 1}]}));
     let c = ctx(history);
     let out = p.compile().render(&c);
-    let got: Vec<Vec<String>> = out
-        .messages
-        .iter()
-        .map(|m| m.parts().iter().map(|p| p.to_string()).collect())
-        .collect();
+    let got = parts(&out);
     assert_eq!(
         got,
         [
@@ -449,11 +453,7 @@ fn an_output_limit_on_a_part_boundary_leaves_no_empty_part_or_message() {
     let mut c = ctx(json!([item("DIALOGUE_HISTORY", "user", "H")]));
     c.options.limits.output_bytes = 4;
     let out = p.compile().render(&c);
-    let got: Vec<Vec<String>> = out
-        .messages
-        .iter()
-        .map(|m| m.parts().iter().map(|p| p.to_string()).collect())
-        .collect();
+    let got = parts(&out);
     assert_eq!(got, [vec!["MAIN".to_string()]]);
     assert_eq!(kinds(&out.diagnostics), [DiagnosticKind::LimitReached]);
     drop(out);
