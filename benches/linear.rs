@@ -681,15 +681,11 @@ fn provider(t: &mut Table) {
         for shape in [Shape::OpenAi, Shape::Anthropic, Shape::Google] {
             let mut options = stpreset::ProviderOptions::default();
             options.shape = Some(shape);
-            options.post_processing = stpreset::PostProcessing::Strict;
+            options.post_processing = stpreset::PostProcessing::Strict.into();
             options.cache_at_depth = Some(2);
             let chat: Vec<stpreset::ChatMessage> = messages
                 .iter()
-                .map(|m| stpreset::ChatMessage {
-                    role: m.role,
-                    text: m.text().into_owned(),
-                    name: None,
-                })
+                .map(|m| stpreset::ChatMessage::new(m.role, m.text().into_owned()))
                 .collect();
             black_box(stpreset::convert(
                 &chat,

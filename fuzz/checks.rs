@@ -164,7 +164,10 @@ pub fn render(data: &[u8]) {
         options.shape = Some(shape);
         let (request, _) = a.to_request(&options);
         let size = request.to_string().len();
-        let extra = options.placeholder.len() + options.assistant_prefill.len();
+        // The prefill may be the preset's (rendered); the body also names the model.
+        let extra = options.placeholder.len()
+            + a.effective_options().assistant_prefill.len()
+            + ctx.model.len();
         assert!(size <= 4 * total + 6 * extra + 64 * a.messages.len() + 4096);
     }
 }

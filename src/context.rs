@@ -8,8 +8,9 @@ use serde::Deserialize;
 
 use crate::error::ContextError;
 use crate::options::{Budget, Injection, RenderOptions};
-use crate::provider::ProviderOptions;
+use crate::provider::{ProviderOptions, Tri};
 pub use crate::role::Role;
+use crate::settings::{PresetSettingsUse, SettingsEdit};
 use crate::tokens::{Counter, Tokenizer};
 
 /// Everything a render reads from the host. Every field has a default (SPEC §9): empty strings,
@@ -77,8 +78,10 @@ pub struct Context {
     /// How the render runs: limits, injection mode, clock, history budget.
     pub options: RenderOptions,
     /// How [`Rendered::to_request`](crate::Rendered::to_request) shapes a provider request
-    /// (context field `provider_options`, SPEC §12).
+    /// (context field `provider_options`, SPEC §12, §14.3).
     pub provider_options: ProviderOptions,
+    /// Whether the preset's settings apply, and with which edits (SPEC §14.3).
+    pub preset_settings: PresetSettingsUse,
 }
 
 impl Default for Context {
@@ -110,6 +113,7 @@ impl Default for Context {
             host: MapHost::default(),
             options: RenderOptions::default(),
             provider_options: ProviderOptions::default(),
+            preset_settings: PresetSettingsUse::Use,
         }
     }
 }
@@ -330,21 +334,59 @@ struct ContextFile {
     variables: BTreeMap<String, String>,
     items: Vec<ContextItem>,
     injection: Option<Injection>,
-    // SPEC §12: read as JSON values so that every refusal names its field.
+    // SPEC §12, §14: read as JSON values so that every refusal names its field; `null` is
+    // kept apart from a missing field.
     provider_options: Option<serde_json::Value>,
+    #[serde(deserialize_with = "present")]
     max_context_tokens: Option<serde_json::Value>,
+    #[serde(deserialize_with = "present")]
     reserve_tokens: Option<serde_json::Value>,
     tokenizer: Option<serde_json::Value>,
+    #[serde(deserialize_with = "present")]
+    preset_settings: Option<serde_json::Value>,
 }
 
-/// A u32 field (`max_context_tokens`, `reserve_tokens`): a JSON integer in `0..=4294967295`.
-fn tokens_field(field: &str, v: Option<&serde_json::Value>) -> Result<Option<u32>, ContextError> {
+/// A field that is present, `null` included (a missing one is `None` by `default`).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<serde_json::Value>, D::Error> {
+    serde_json::Value::deserialize(d).map(Some)
+}
+
+/// `preset_settings` (SPEC §14.3): `true`, `false`, or an object of settings to replace.
+fn preset_settings_field(v: Option<&serde_json::Value>) -> Result<PresetSettingsUse, ContextError> {
     match v {
-        None | Some(serde_json::Value::Null) => Ok(None),
+        None | Some(serde_json::Value::Bool(true)) => Ok(PresetSettingsUse::Use),
+        Some(serde_json::Value::Bool(false)) => Ok(PresetSettingsUse::Ignore),
+        Some(serde_json::Value::Object(map)) => {
+            let mut edit = SettingsEdit::default();
+            for (key, value) in map {
+                edit.set(key, value)
+                    .map_err(|problem| ContextError::Field {
+                        field: format!("preset_settings.{}", crate::diagnostic::excerpt(key)),
+                        problem,
+                    })?;
+            }
+            Ok(PresetSettingsUse::Edit(edit))
+        }
+        Some(other) => Err(ContextError::Field {
+            field: "preset_settings".into(),
+            problem: format!(
+                "expected true, false or an object of preset settings, found {}",
+                crate::diagnostic::excerpt(&other.to_string())
+            ),
+        }),
+    }
+}
+
+/// A u32 field (`max_context_tokens`, `reserve_tokens`): a JSON integer in `0..=4294967295`;
+/// missing is unset (the preset's applies, SPEC §14.5), `null` is none.
+fn tokens_field(field: &str, v: Option<&serde_json::Value>) -> Result<Tri<u32>, ContextError> {
+    match v {
+        None => Ok(Tri::Unset),
+        Some(serde_json::Value::Null) => Ok(Tri::Null),
         Some(v) => v
             .as_u64()
             .and_then(|n| u32::try_from(n).ok())
-            .map(Some)
+            .map(Tri::Value)
             .ok_or_else(|| ContextError::Field {
                 field: field.into(),
                 problem: format!(
@@ -447,8 +489,7 @@ impl Context {
                         "max_context_tokens",
                         file.max_context_tokens.as_ref(),
                     )?,
-                    reserve_tokens: tokens_field("reserve_tokens", file.reserve_tokens.as_ref())?
-                        .unwrap_or(0),
+                    reserve_tokens: tokens_field("reserve_tokens", file.reserve_tokens.as_ref())?,
                     counter: Counter::Builtin(tokenizer_field(file.tokenizer.as_ref())?),
                 },
                 ..RenderOptions::default().with_injection(file.injection.unwrap_or_default())
@@ -465,6 +506,7 @@ impl Context {
                     })?
                 }
             },
+            preset_settings: preset_settings_field(file.preset_settings.as_ref())?,
         })
     }
 }

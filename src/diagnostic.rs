@@ -69,6 +69,8 @@ pub enum DiagnosticKind {
     EmptyRequest,
     /// An Anthropic or Gemini request with messages but no user turn.
     NoUserTurn,
+    /// A preset setting of the wrong type or out of range (ignored, SPEC §14.1).
+    PresetSettingIgnored,
 }
 
 impl DiagnosticKind {

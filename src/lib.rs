@@ -27,12 +27,14 @@ mod eval;
 mod identity;
 mod json;
 mod limits;
+mod number;
 mod options;
 mod preset;
 mod provider;
 mod render;
 mod report;
 mod role;
+mod settings;
 mod span;
 #[cfg(feature = "store")]
 mod store;
@@ -48,9 +50,14 @@ pub use eval::Expanded;
 pub use limits::Limits;
 pub use options::{Budget, Injection, RenderOptions};
 pub use preset::{CompiledPreset, Preset, PresetError, PresetNode};
-pub use provider::{CacheTtl, ChatMessage, Names, PostProcessing, ProviderOptions, Shape, convert};
-pub use render::{Expansion, Rendered};
+pub use provider::{
+    CacheTtl, ChatMessage, Names, PostProcessing, ProviderOptions, ReasoningEffort, Shape, Tri,
+    Verbosity, convert, request,
+};
+pub use render::{Expansion, Rendered, request_options};
 pub use report::TextReport;
+pub use settings::resolve::EffectiveOptions;
+pub use settings::{PresetSettings, PresetSettingsUse, SettingsEdit};
 #[cfg(feature = "store")]
 pub use store::{Clock, PresetStore, PresetSummary, StoreError, StoreOptions, SystemClock};
 pub use template::{Template, expand};

@@ -8,6 +8,7 @@ use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::limits::Limits;
+use crate::provider::Tri;
 use crate::tokens::Counter;
 
 /// How depth nodes and tail items with a depth enter the chat history (SPEC §4.3, §9;
@@ -46,15 +47,17 @@ impl<'de> Deserialize<'de> for Injection {
 }
 
 /// The history budget (SPEC §12.4): context fields `max_context_tokens`, `reserve_tokens`,
-/// `tokenizer`. Without `max_context_tokens` there is no budget.
+/// `tokenizer`. Unset, they come from a preset's settings (SPEC §14.5: `openai_max_context`,
+/// and `openai_max_tokens` as the reserve); `null` means none. Without a window there is no
+/// budget.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct Budget {
     /// The model's context window, in tokens.
-    pub max_context_tokens: Option<u32>,
+    pub max_context_tokens: Tri<u32>,
     /// Tokens kept free: the response, and what the budget does not count (tools, provider
     /// additions such as the placeholder, a prefill, name prefixes).
-    pub reserve_tokens: u32,
+    pub reserve_tokens: Tri<u32>,
     /// How tokens are counted.
     pub counter: Counter,
 }
@@ -63,14 +66,23 @@ impl Budget {
     /// A budget of `max_context_tokens`, nothing reserved, counted by `auto`.
     pub fn tokens(max_context_tokens: u32) -> Budget {
         Budget {
-            max_context_tokens: Some(max_context_tokens),
+            max_context_tokens: Tri::Value(max_context_tokens),
+            reserve_tokens: Tri::Value(0),
+            ..Budget::default()
+        }
+    }
+
+    /// No budget, whatever a preset says (the context's `"max_context_tokens": null`).
+    pub fn none() -> Budget {
+        Budget {
+            max_context_tokens: Tri::Null,
             ..Budget::default()
         }
     }
 
     /// The same budget keeping `reserve_tokens` free.
     pub fn with_reserve(mut self, reserve_tokens: u32) -> Budget {
-        self.reserve_tokens = reserve_tokens;
+        self.reserve_tokens = Tri::Value(reserve_tokens);
         self
     }
 
@@ -100,7 +112,7 @@ pub struct RenderOptions {
     /// Read once per render when [`Context::now`](crate::Context::now) is `None`. Hosts
     /// without a system clock set `now` (or a clock of their own) instead.
     pub clock: fn() -> DateTime<Utc>,
-    /// The history budget (none by default).
+    /// The history budget (by default the preset's, SPEC §14.5).
     pub budget: Budget,
 }
 

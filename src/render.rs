@@ -7,12 +7,16 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::assemble::{self, Message, Plan};
-use crate::context::Context;
+use crate::assemble::{self, Extras, Message, Plan, Source};
+use crate::context::{Context, Tag};
 use crate::diagnostic::{Diagnostic, DiagnosticKind, Finding};
 use crate::eval::{self, EvalNode, Expanded};
+use crate::identity::convert_identities;
 use crate::limits::{Limits, OutputBudget};
-use crate::provider::{self, ChatMessage, Names, ProviderOptions};
+use crate::options::Budget;
+use crate::provider::{self, ChatMessage, Names, ProviderOptions, Tri};
+use crate::settings::resolve::{self, EffectiveOptions};
+use crate::settings::{PresetSettings, PresetSettingsUse, TEMPLATES};
 use crate::syntax::{self, Tree};
 
 /// One template compiled: its tree and parse findings, under the identifier it renders as.
@@ -38,7 +42,22 @@ impl CompiledNode {
             id: &self.id,
             tree: &self.tree,
             findings: &self.findings,
+            personality: None,
+            suppresses: true,
         }
+    }
+
+    /// A setting's template (SPEC §14.6), when it takes part in a render: present, not blank,
+    /// and not a format that changes nothing.
+    pub fn setting(key: &str, text: Option<&str>, limits: &Limits) -> Option<CompiledNode> {
+        let text = text?;
+        let identity = matches!(
+            (key, text),
+            ("personality_format", "{{personality}}")
+                | ("scenario_format", "{{scenario}}")
+                | ("wi_format", "{0}")
+        );
+        (!text.trim().is_empty() && !identity).then(|| CompiledNode::compile(key, text, limits))
     }
 }
 
@@ -60,6 +79,12 @@ pub struct Rendered<'c> {
     /// Who speaks and which model, for provider requests.
     #[serde(skip)]
     pub(crate) speakers: Speakers<'c>,
+    /// The preset's settings as request options (SPEC §14.5), for `to_request`.
+    #[serde(skip)]
+    pub(crate) preset_options: ProviderOptions,
+    /// The §12 options the render used (SPEC §14.3).
+    #[serde(skip)]
+    pub(crate) effective: EffectiveOptions,
 }
 
 /// The context's names and model, as a request needs them.
@@ -128,21 +153,113 @@ pub(crate) fn template(node: &CompiledNode, ctx: &Context) -> Expansion {
     }
 }
 
-/// Renders a compiled preset: its evaluated nodes in order, then its assembly plan (whose
-/// text indices point into `nodes`).
-pub(crate) fn preset<'c>(
-    nodes: &[CompiledNode],
-    plan: &Plan,
-    import: &[Diagnostic],
-    ctx: &'c Context,
-) -> Rendered<'c> {
-    let eval_nodes: Vec<EvalNode<'_>> = nodes.iter().map(CompiledNode::eval).collect();
+/// What a compiled preset renders: its nodes, plan and import diagnostics, its settings and
+/// their compiled templates (SPEC §14.6, in table order).
+pub(crate) struct PresetParts<'p> {
+    pub nodes: &'p [CompiledNode],
+    pub plan: &'p Plan,
+    pub import: &'p [Diagnostic],
+    pub settings: &'p PresetSettings,
+    pub templates: &'p [CompiledNode],
+}
+
+/// Renders a compiled preset: its evaluated nodes in order, then its setting templates, then
+/// its assembly plan (whose text indices point into `nodes`).
+pub(crate) fn preset<'c>(parts: &PresetParts<'_>, ctx: &'c Context) -> Rendered<'c> {
+    // Which settings apply (SPEC §14.3); an edited template is compiled for this render.
+    let edited;
+    let mut fresh = Vec::new();
+    let (settings, edits): (Option<&PresetSettings>, &[_]) = match &ctx.preset_settings {
+        PresetSettingsUse::Ignore => (None, &[]),
+        PresetSettingsUse::Edit(edit) => {
+            let mut s = parts.settings.clone();
+            s.edit(&edit.0);
+            edited = s;
+            let limits = ctx.options.limits.clamped();
+            for (key, _) in &edit.0 {
+                fresh.extend(CompiledNode::setting(key, edited.template(key), &limits));
+            }
+            (Some(&edited), edit.0.as_slice())
+        }
+        _ => (Some(parts.settings), &[]),
+    };
+    let templates: Vec<&CompiledNode> = match settings {
+        None => Vec::new(),
+        Some(_) => TEMPLATES
+            .iter()
+            .filter_map(|key| {
+                let from = if edits.iter().any(|(k, _)| k == key) {
+                    &fresh
+                } else {
+                    parts.templates
+                };
+                from.iter().find(|n| &*n.id == *key)
+            })
+            .collect(),
+    };
+    // A personality format's `{{personality}}` is the personality items (SPEC §14.6).
+    let personality = templates
+        .iter()
+        .any(|n| &*n.id == "personality_format")
+        .then(|| personality_items(ctx));
+    let mut eval_nodes: Vec<EvalNode<'_>> = parts.nodes.iter().map(CompiledNode::eval).collect();
+    eval_nodes.extend(templates.iter().map(|n| {
+        EvalNode {
+            personality: personality
+                .as_deref()
+                .filter(|_| &*n.id == "personality_format"),
+            suppresses: false,
+            ..n.eval()
+        }
+    }));
     let mut ev = eval::evaluate(&eval_nodes, ctx);
-    let mut diagnostics = Vec::with_capacity(import.len() + ev.diagnostics.len() + 4);
-    diagnostics.extend_from_slice(import);
+    let mut diagnostics = Vec::with_capacity(parts.import.len() + ev.diagnostics.len() + 4);
+    diagnostics.extend_from_slice(parts.import);
     diagnostics.extend(ev.diagnostics);
-    let (messages, prompt_tokens) =
-        assemble::assemble(plan, &mut ev.texts, ev.expanded, ctx, &mut diagnostics);
+    let template_texts = ev.texts.split_off(parts.nodes.len());
+    let mut rendered: Vec<(&str, String)> = templates
+        .iter()
+        .map(|n| &*n.id)
+        .zip(template_texts)
+        .collect();
+    let mut take = |key: &str| {
+        rendered
+            .iter_mut()
+            .find(|(k, _)| *k == key)
+            .map(|(_, text)| std::mem::take(text))
+    };
+    let prompt = |text: Option<String>| text.filter(|t| !t.is_empty());
+    let extras = Extras {
+        personality_format: take("personality_format"),
+        scenario_format: take("scenario_format"),
+        wi_format: take("wi_format"),
+        new_chat_prompt: prompt(take("new_chat_prompt")),
+        new_group_chat_prompt: prompt(take("new_group_chat_prompt")),
+        new_example_chat_prompt: prompt(take("new_example_chat_prompt")),
+        group_nudge_prompt: prompt(take("group_nudge_prompt")),
+        send_if_empty: settings
+            .and_then(|s| s.send_if_empty.clone())
+            .filter(|s| !s.is_empty()),
+    };
+    let prefill = prompt(take("assistant_prefill"));
+    let resolved = resolve_with(settings, prefill, ctx);
+    let budget = Budget {
+        max_context_tokens: resolved
+            .effective
+            .max_context_tokens
+            .map_or(Tri::Null, Tri::Value),
+        reserve_tokens: Tri::Value(resolved.effective.reserve_tokens),
+        counter: ctx.options.budget.counter.clone(),
+    };
+    let (messages, prompt_tokens) = assemble::assemble(
+        parts.plan,
+        &mut ev.texts,
+        ev.expanded,
+        ctx,
+        extras,
+        &budget,
+        &mut diagnostics,
+    );
     Rendered {
         messages,
         diagnostics,
@@ -150,7 +267,78 @@ pub(crate) fn preset<'c>(
         globals: ev.globals,
         prompt_tokens,
         speakers: Speakers::of(ctx),
+        preset_options: resolved.preset,
+        effective: resolved.effective,
     }
+}
+
+/// What a preset's settings and a context make of a request, without rendering the preset
+/// (SPEC §14.3–§14.5): the options [`request`](crate::request) takes and the effective §12
+/// options. The context's `preset_settings` applies (`false`: the preset contributes nothing;
+/// an edit replaces keys). A preset's prefill is used as written (a render renders it first).
+///
+/// ```
+/// use stpreset::{ChatMessage, Context, Names, PresetSettings, Role, request, request_options};
+/// let (settings, _) = PresetSettings::from_json(&serde_json::json!({
+///     "temperature": 1.5, "openai_max_tokens": 500, "openai_max_context": 8000}));
+/// let ctx = Context::from_json(br#"{"model": "claude-3-5-haiku", "provider_options": {"shape": "anthropic"}}"#).unwrap();
+/// let (options, effective) = request_options(&settings, &ctx);
+/// assert_eq!((effective.max_context_tokens, effective.reserve_tokens), (Some(8000), 500));
+/// let (body, _) = request(&[ChatMessage::new(Role::User, "hi")], &options, &Names::default(), &ctx.model);
+/// assert_eq!((body["temperature"].as_f64(), body["max_tokens"].as_i64()), (Some(1.0), Some(500)));
+/// ```
+pub fn request_options(
+    settings: &PresetSettings,
+    ctx: &Context,
+) -> (ProviderOptions, EffectiveOptions) {
+    let edited;
+    let settings = match &ctx.preset_settings {
+        PresetSettingsUse::Ignore => None,
+        PresetSettingsUse::Edit(edit) => {
+            let mut s = settings.clone();
+            s.edit(&edit.0);
+            edited = s;
+            Some(&edited)
+        }
+        _ => Some(settings),
+    };
+    let prefill = settings.and_then(|s| s.assistant_prefill.clone());
+    let resolved = resolve_with(settings, prefill, ctx);
+    let options = resolve::overlay(&ctx.provider_options, &resolved.preset, &ctx.model);
+    (options, resolved.effective)
+}
+
+/// The preset's contribution as options, and the effective §12 options with `ctx`.
+struct Resolved {
+    preset: ProviderOptions,
+    effective: EffectiveOptions,
+}
+
+fn resolve_with(
+    settings: Option<&PresetSettings>,
+    prefill: Option<String>,
+    ctx: &Context,
+) -> Resolved {
+    let preset = settings.map_or_else(ProviderOptions::default, |s| {
+        resolve::preset_options(s, prefill)
+    });
+    let options = resolve::overlay(&ctx.provider_options, &preset, &ctx.model);
+    let window = resolve::budget(&ctx.options.budget, &ctx.provider_options, settings);
+    Resolved {
+        effective: resolve::effective(&options, window),
+        preset,
+    }
+}
+
+/// The `SYSTEM_PERSONALITY` items' texts as placed, joined with `\n`.
+fn personality_items(ctx: &Context) -> String {
+    let texts: Vec<std::borrow::Cow<'_, str>> = ctx
+        .items
+        .iter()
+        .filter(|i| i.tag == Some(Tag::SystemPersonality))
+        .map(|i| convert_identities(&i.text, &ctx.user, &ctx.char))
+        .collect();
+    texts.join("\n")
 }
 
 impl Rendered<'_> {
@@ -164,19 +352,44 @@ impl Rendered<'_> {
             globals: self.globals,
             prompt_tokens: self.prompt_tokens,
             speakers: self.speakers.into_owned(),
+            preset_options: self.preset_options,
+            effective: self.effective,
         }
     }
 
-    /// The provider request for these messages (SPEC §12.6), with the request's diagnostics.
-    /// Names and model are the rendered context's.
+    /// The §12 options this render used, after the preset's settings (SPEC §14.3): squash,
+    /// system prompt use, prefill, post-processing and the history budget.
+    ///
+    /// ```
+    /// let p = stpreset::Preset::from_json(br#"{"openai_max_context": 4095, "openai_max_tokens": 300,
+    ///     "squash_system_messages": true, "prompts": [{"identifier": "main", "content": "Hi"}]}"#).unwrap();
+    /// let ctx = stpreset::Context::default();
+    /// let out = p.compile().render(&ctx);
+    /// let e = out.effective_options();
+    /// assert_eq!((e.max_context_tokens, e.reserve_tokens, e.squash_system), (Some(4095), 300, true));
+    /// ```
+    pub fn effective_options(&self) -> &EffectiveOptions {
+        &self.effective
+    }
+
+    /// The whole provider request body for these messages (SPEC §12.6, §14.4), with the
+    /// request's diagnostics: `options` (usually the context's `provider_options`) over the
+    /// preset's settings. Names and model are the rendered context's.
     pub fn to_request(&self, options: &ProviderOptions) -> (serde_json::Value, Vec<Diagnostic>) {
         let messages: Vec<ChatMessage> = self
             .messages
             .iter()
             .map(|m| ChatMessage {
-                role: m.role,
-                text: m.text().into_owned(),
-                name: None,
+                keep_apart: matches!(
+                    m.source,
+                    Source::Setting(
+                        "new_chat_prompt"
+                            | "new_group_chat_prompt"
+                            | "new_example_chat_prompt"
+                            | "group_nudge_prompt"
+                    )
+                ),
+                ..ChatMessage::new(m.role, m.text().into_owned())
             })
             .collect();
         let names = Names {
@@ -184,6 +397,8 @@ impl Rendered<'_> {
             char: self.speakers.char.to_string(),
             group: self.speakers.group.to_vec(),
         };
-        provider::convert(&messages, options, &names, &self.speakers.model)
+        let model = &self.speakers.model;
+        let options = resolve::overlay(options, &self.preset_options, model);
+        provider::request(&messages, &options, &names, model)
     }
 }

@@ -12,6 +12,7 @@ fn named(role: Role, text: &str, name: Option<&str>) -> ChatMessage {
         role,
         text: text.into(),
         name: name.map(String::from),
+        keep_apart: false,
     }
 }
 
@@ -22,7 +23,8 @@ fn options(shape: Shape, mode: &str) -> ProviderOptions {
         "merge" => stpreset::PostProcessing::Merge,
         "single" => stpreset::PostProcessing::Single,
         _ => stpreset::PostProcessing::None,
-    };
+    }
+    .into();
     o
 }
 
@@ -63,7 +65,7 @@ fn an_empty_name_is_no_name() {
     assert_eq!(req["contents"][1]["parts"][0]["text"], "yo");
     // squash_system: "B" with an empty name is nameless and joins "A".
     let mut o = options(Shape::OpenAi, "none");
-    o.squash_system = true;
+    o.squash_system = true.into();
     let (req, _) = convert(&list, &o, &names(), "");
     assert_eq!(
         req["messages"][0],

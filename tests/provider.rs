@@ -96,11 +96,7 @@ fn rendered(input: &Value) -> Vec<Message<'_>> {
 fn chat(messages: &[Message]) -> Vec<ChatMessage> {
     messages
         .iter()
-        .map(|m| ChatMessage {
-            role: m.role,
-            text: m.text().into_owned(),
-            name: None,
-        })
+        .map(|m| ChatMessage::new(m.role, m.text().into_owned()))
         .collect()
 }
 
@@ -138,9 +134,8 @@ fn run(case: &Value) -> Result<(), String> {
             .unwrap()
             .iter()
             .map(|m| ChatMessage {
-                role: role(&m["role"]),
-                text: text(m),
                 name: m.get("name").and_then(Value::as_str).map(String::from),
+                ..ChatMessage::new(role(&m["role"]), text(m))
             })
             .collect();
         convert(&msgs, &ctx.provider_options, &names(&ctx), &ctx.model).0

@@ -37,9 +37,10 @@ impl Budget {
         model: &str,
         output_limit: usize,
     ) -> (Vec<Diagnostic>, Option<u32>) {
-        let Some(max) = self.max_context_tokens else {
+        let Some(&max) = self.max_context_tokens.value() else {
             return (Vec::new(), None);
         };
+        let reserve = self.reserve_tokens.value().copied().unwrap_or(0);
         let mut diags = Vec::new();
         let resolved = self.counter.resolve(model);
         if let Some(vocab) = resolved.approximating {
@@ -66,7 +67,7 @@ impl Budget {
             };
             PER_MESSAGE + role + counter.count(&text) as i64
         };
-        let available = max as i64 - self.reserve_tokens as i64;
+        let available = max as i64 - reserve as i64;
         let mut used = PRIMING;
         let mut size = 0usize;
         let mut history = Vec::new();

@@ -167,6 +167,9 @@ pub enum Source {
     /// Depth injections joined into one message (separate injection mode): the source of each
     /// joined text, in order (nodes, and tail items by tag).
     Injection(Vec<Source>),
+    /// A preset setting (SPEC §14.6): a format's wrapping of a marker's contents, or a
+    /// new-chat, example-chat, `send_if_empty` or group-nudge message, by key.
+    Setting(&'static str),
 }
 
 impl Serialize for Source {
@@ -177,6 +180,7 @@ impl Serialize for Source {
             Source::Tag(tag) => m.serialize_entry("tag", tag)?,
             Source::SampleSeparator => m.serialize_entry("tag", "SAMPLE_SEPARATOR")?,
             Source::Injection(parts) => m.serialize_entry("injection", parts)?,
+            Source::Setting(key) => m.serialize_entry("setting", key)?,
         }
         m.end()
     }

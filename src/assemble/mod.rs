@@ -182,21 +182,38 @@ fn node_role(role: &str) -> Role {
     }
 }
 
+/// What a preset's settings add to the walk (SPEC §14.6), rendered. A format is `Some` when it
+/// applies (neither blank nor the identity), with its rendered text (empty: the marker emits
+/// nothing); a prompt is `Some` when it rendered to text.
+#[derive(Debug, Default)]
+pub(crate) struct Extras {
+    pub personality_format: Option<String>,
+    pub scenario_format: Option<String>,
+    pub wi_format: Option<String>,
+    pub new_chat_prompt: Option<String>,
+    pub new_group_chat_prompt: Option<String>,
+    pub new_example_chat_prompt: Option<String>,
+    pub group_nudge_prompt: Option<String>,
+    /// Verbatim, not rendered; `Some` only when non-empty.
+    pub send_if_empty: Option<String>,
+}
+
 /// Builds the message list: the stages in order. `texts` are the evaluated nodes' finished
-/// texts (moved into their messages). Returns the messages and, with a budget, the prompt's
-/// tokens.
+/// texts (moved into their messages); `budget` is the render's effective history budget.
+/// Returns the messages and, with a budget, the prompt's tokens.
 pub(crate) fn assemble<'c>(
     plan: &Plan,
     texts: &mut [String],
     expanded: Expanded,
     ctx: &'c Context,
+    extras: Extras,
+    budget: &crate::options::Budget,
     diags: &mut Vec<Diagnostic>,
 ) -> (Vec<Message<'c>>, Option<u32>) {
-    let mut assembly = place::place(plan, texts, expanded, ctx, diags);
+    let mut assembly = place::place(plan, texts, expanded, ctx, extras, diags);
     let injections = inject::collect(plan, texts, ctx);
     inject::inject(&mut assembly, injections, ctx.options.injection, diags);
     let limit = ctx.options.limits.clamped().output_bytes;
-    let budget = &ctx.options.budget;
     let (budget_diags, prompt_tokens) = budget.apply(&mut assembly.messages, &ctx.model, limit);
     diags.extend(budget_diags);
     limit_output(&mut assembly, limit, diags);

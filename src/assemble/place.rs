@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use super::{Assembly, Marker, Message, Plan, Source, Step, StepKind};
+use super::{Assembly, Extras, Marker, Message, Plan, Source, Step, StepKind};
 use crate::context::{Context, ContextItem, Role, Tag};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::eval::Expanded;
@@ -105,6 +105,52 @@ impl<'c> Buckets<'c> {
         }
     }
 
+    /// The texts `emit` would add for `tag`, joined with `\n` (`None`: already emitted or
+    /// suppressed).
+    fn joined(&self, tag: Tag) -> Option<String> {
+        let k = key(Some(tag));
+        if self.done[k] {
+            return None;
+        }
+        let (from, to) = self.ranges[k];
+        let texts: Vec<Cow<'c, str>> = self.items[from..to]
+            .iter()
+            .map(|&i| host_text(self.ctx, &self.ctx.items[i]))
+            .collect();
+        Some(texts.join("\n"))
+    }
+
+    /// How many items `emit` would add for `tag`.
+    fn pending(&self, tag: Tag) -> usize {
+        let k = key(Some(tag));
+        let (from, to) = self.ranges[k];
+        if self.done[k] { 0 } else { to - from }
+    }
+
+    /// Emits the bucket of `tag` through a format (SPEC §14.6): when the format applies and the
+    /// bucket has text, one message of `role` with `text(joined)` (nothing when that is empty)
+    /// instead of the items; otherwise the items as usual.
+    fn emit_formatted(
+        &mut self,
+        tag: Tag,
+        format: Option<(&'static str, &str)>,
+        role: Role,
+        text: impl FnOnce(&str, &str) -> String,
+        out: &mut Vec<Message<'c>>,
+    ) {
+        if let Some((setting, format)) = format
+            && let Some(joined) = self.joined(tag).filter(|j| !j.is_empty())
+        {
+            self.done[key(Some(tag))] = true;
+            let text = text(format, &joined);
+            if !text.is_empty() {
+                out.push(Message::new(role, text, Source::Setting(setting)));
+            }
+            return;
+        }
+        self.emit(Some(tag), out);
+    }
+
     /// Emits the bucket of `tag` (once); returns the range of messages it added.
     fn emit(&mut self, tag: Option<Tag>, out: &mut Vec<Message<'c>>) -> std::ops::Range<usize> {
         let start = out.len();
@@ -142,6 +188,7 @@ pub(super) fn place<'c>(
     texts: &mut [String],
     expanded: Expanded,
     ctx: &'c Context,
+    mut extras: Extras,
     diags: &mut Vec<Diagnostic>,
 ) -> Assembly<'c> {
     let mut suppressed = Vec::new();
@@ -152,10 +199,17 @@ pub(super) fn place<'c>(
         suppressed.push(Tag::SystemPersonality);
     }
     let mut buckets = Buckets::new(ctx, &suppressed);
+    let limit = ctx.options.limits.clamped().output_bytes;
+    // `wi_format` serves both lore buckets; it was rendered once.
+    let wi_format = extras.wi_format.take();
+    let lore = |buckets: &mut Buckets<'c>, tag: Tag, role: Role, out: &mut Vec<Message<'c>>| {
+        let format = wi_format.as_deref().map(|f| ("wi_format", f));
+        buckets.emit_formatted(tag, format, role, |f, lore| fill(f, lore, limit), out);
+    };
     let flush_participants = |buckets: &mut Buckets<'c>, out: &mut Vec<Message<'c>>| {
         for (tag, marked) in LORE.into_iter().zip(plan.lore_markers) {
             if !marked {
-                buckets.emit(Some(tag), out);
+                lore(buckets, tag, Role::System, out);
             }
         }
         for tag in PARTICIPANTS {
@@ -180,9 +234,25 @@ pub(super) fn place<'c>(
             }
             StepKind::Custom => node_text(step, texts, &mut out),
             StepKind::Marker(Marker::ChatHistory) => {
-                history = Some(buckets.emit(Some(Tag::DialogueHistory), &mut out));
+                history = Some(chat_history(ctx, &mut extras, &mut buckets, &mut out));
             }
-            StepKind::Marker(m) => marker(m, step, expanded, &mut buckets, &mut out, diags),
+            StepKind::Marker(m @ (Marker::WorldInfoBefore | Marker::WorldInfoAfter)) => {
+                let tag = if m == Marker::WorldInfoBefore {
+                    Tag::KnowledgeLorebookBefore
+                } else {
+                    Tag::KnowledgeLorebookAfter
+                };
+                lore(&mut buckets, tag, step.role, &mut out);
+            }
+            StepKind::Marker(m) => marker(
+                m,
+                step,
+                expanded,
+                &mut extras,
+                &mut buckets,
+                &mut out,
+                diags,
+            ),
         }
         if step.knowledge_after {
             for tag in KNOWLEDGE {
@@ -252,10 +322,72 @@ fn node_text(step: &Step, texts: &mut [String], out: &mut Vec<Message<'_>>) {
     }
 }
 
+/// The `chatHistory` marker (SPEC §4.2, §14.6): the new-chat (or new-group-chat) prompt, the
+/// history items, `send_if_empty` after a model turn, the group nudge. Returns the history's
+/// range.
+fn chat_history<'c>(
+    ctx: &'c Context,
+    extras: &mut Extras,
+    buckets: &mut Buckets<'c>,
+    out: &mut Vec<Message<'c>>,
+) -> std::ops::Range<usize> {
+    let group = !ctx.group.is_empty();
+    let opener = if group {
+        ("new_group_chat_prompt", extras.new_group_chat_prompt.take())
+    } else {
+        ("new_chat_prompt", extras.new_chat_prompt.take())
+    };
+    if let (key, Some(text)) = opener {
+        out.push(Message::new(Role::System, text, Source::Setting(key)));
+    }
+    let range = buckets.emit(Some(Tag::DialogueHistory), out);
+    if let Some(text) = extras.send_if_empty.take()
+        && range.end > range.start
+        && out[range.end - 1].role == Role::Model
+    {
+        out.push(Message::new(
+            Role::User,
+            text,
+            Source::Setting("send_if_empty"),
+        ));
+    }
+    if group && let Some(text) = extras.group_nudge_prompt.take() {
+        out.push(Message::new(
+            Role::System,
+            text,
+            Source::Setting("group_nudge_prompt"),
+        ));
+    }
+    range
+}
+
+/// `format` with each `{0}` replaced by `lore` (SPEC §14.6; not rescanned), built only up to
+/// just past `limit` bytes: a format of many `{0}` must not multiply a large lore past what
+/// the output limit would keep (it cuts the rest and reports it).
+fn fill(format: &str, lore: &str, limit: usize) -> String {
+    let mut out = String::new();
+    for (i, piece) in format.split("{0}").enumerate() {
+        if i > 0 {
+            out.push_str(lore);
+        }
+        out.push_str(piece);
+        if out.len() > limit {
+            let mut cut = limit + 1;
+            while !out.is_char_boundary(cut) {
+                cut += 1;
+            }
+            out.truncate(cut);
+            break;
+        }
+    }
+    out
+}
+
 fn marker<'c>(
     m: Marker,
     step: &Step,
     expanded: Expanded,
+    extras: &mut Extras,
     buckets: &mut Buckets<'c>,
     out: &mut Vec<Message<'c>>,
     diags: &mut Vec<Diagnostic>,
@@ -270,13 +402,44 @@ fn marker<'c>(
     };
     let tag = match m {
         Marker::CharDescription => Tag::SystemPersonaPrompt,
-        Marker::CharPersonality => Tag::SystemPersonality,
-        Marker::DialogueExamples => Tag::DialogueSample,
+        Marker::CharPersonality => {
+            let format = extras
+                .personality_format
+                .as_deref()
+                .map(|f| ("personality_format", f));
+            let text = |f: &str, _: &str| f.to_string();
+            return buckets.emit_formatted(Tag::SystemPersonality, format, step.role, text, out);
+        }
+        Marker::DialogueExamples => {
+            if let Some(text) = extras.new_example_chat_prompt.take()
+                && buckets.pending(Tag::DialogueSample) > 0
+            {
+                let source = Source::Setting("new_example_chat_prompt");
+                out.push(Message::new(Role::System, text, source));
+            }
+            Tag::DialogueSample
+        }
         Marker::ChatHistory => Tag::DialogueHistory,
         Marker::WorldInfoBefore => Tag::KnowledgeLorebookBefore,
         Marker::WorldInfoAfter => Tag::KnowledgeLorebookAfter,
         Marker::PersonaDescription => return host_text(&ctx.persona, expanded.persona, out),
-        Marker::Scenario => return host_text(&ctx.scenario, expanded.scenario, out),
+        Marker::Scenario => {
+            let scenario = convert_identities(&ctx.scenario, &ctx.user, &ctx.char);
+            if let Some(f) = extras.scenario_format.take()
+                && !expanded.scenario
+                && !scenario.is_empty()
+            {
+                if !f.is_empty() {
+                    out.push(Message::new(
+                        step.role,
+                        f,
+                        Source::Setting("scenario_format"),
+                    ));
+                }
+                return;
+            }
+            return host_text(&ctx.scenario, expanded.scenario, out);
+        }
         Marker::Unfilled => {
             let id = &*step.identifier;
             diags.push(Diagnostic::new(

@@ -182,6 +182,14 @@ impl Run<'_, '_> {
     /// placeholders), and signals when non-empty.
     fn host_value(&mut self, which: HostValue, signal: Signals, out: &mut String) {
         let ctx = self.ctx();
+        // Already identity-converted by whoever set it.
+        if let (HostValue::Personality, Some(own)) = (which, self.node.personality) {
+            if !own.is_empty() {
+                out.push_str(own);
+                self.sig.add(signal);
+            }
+            return;
+        }
         let slot = &mut self.eng.host_values[which as usize];
         let value = slot.get_or_insert_with(|| {
             let raw = match which {

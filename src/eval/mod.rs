@@ -28,6 +28,12 @@ pub(crate) struct EvalNode<'a> {
     pub id: &'a str,
     pub tree: &'a Tree,
     pub findings: &'a [Finding],
+    /// What `{{personality}}` is in this node, identity-converted, instead of the context's (a
+    /// preset's `personality_format` sees the personality items, SPEC §14.6).
+    pub personality: Option<&'a str>,
+    /// Whether the host values it expands suppress native blocks (SPEC §2.3.3; setting
+    /// templates never do, SPEC §14.6).
+    pub suppresses: bool,
 }
 
 /// What a node's body did that the assembler needs to know (SPEC §2.3.3, §4.2).
@@ -115,7 +121,9 @@ pub(crate) fn evaluate(nodes: &[EvalNode<'_>], ctx: &Context) -> Evaluation {
         let mut text = String::with_capacity(node.tree.source.len());
         run.expand(node.tree.root, Mode::Body { literal: true }, &mut text);
         let signals = run.sig;
-        all.add(signals);
+        if node.suppresses {
+            all.add(signals);
+        }
         texts.push(finish(text, signals));
     }
     let (variables, globals) = eng.vars.into_maps();

@@ -4,46 +4,9 @@
 use std::collections::BTreeMap;
 
 use crate::limits::fit;
+use crate::number::{Num, parse_number};
 
 use crate::syntax::catalog::Scope;
-
-/// A SPEC number: optional sign, digits, optional `.` and digits.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Num {
-    Int(i64),
-    Float(f64),
-}
-
-fn parse_number(s: &str) -> Option<Num> {
-    let t = s.trim();
-    let body = t.strip_prefix(['+', '-']).unwrap_or(t);
-    let (int, frac) = match body.split_once('.') {
-        Some((i, f)) => (i, Some(f)),
-        None => (body, None),
-    };
-    let digits = |d: &str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
-    if !digits(int) || frac.is_some_and(|f| !digits(f)) {
-        return None;
-    }
-    if frac.is_none()
-        && let Ok(i) = t.parse::<i64>()
-    {
-        return Some(Num::Int(i));
-    }
-    // Beyond f64's range (about 309 digits) a "number" would print `inf`: it is text instead,
-    // so `addvar` appends to it and `incvar` starts again from 0. Values stay decimal text.
-    t.parse::<f64>()
-        .ok()
-        .filter(|f| f.is_finite())
-        .map(Num::Float)
-}
-
-fn as_f64(n: Num) -> f64 {
-    match n {
-        Num::Int(i) => i as f64,
-        Num::Float(f) => f,
-    }
-}
 
 /// The sum, or `None` when it leaves f64's finite range (then the operands are text).
 fn add(a: Num, b: Num) -> Option<Num> {
@@ -52,7 +15,7 @@ fn add(a: Num, b: Num) -> Option<Num> {
             Some(s) => return Some(Num::Int(s)),
             None => x as f64 + y as f64,
         },
-        _ => as_f64(a) + as_f64(b),
+        _ => a.as_f64() + b.as_f64(),
     };
     sum.is_finite().then_some(Num::Float(sum))
 }
@@ -72,7 +35,7 @@ pub(crate) fn compare(a: &str, b: &str) -> Option<std::cmp::Ordering> {
     let (a, b) = (operand(a)?, operand(b)?);
     match (a, b) {
         (Num::Int(x), Num::Int(y)) => Some(x.cmp(&y)),
-        _ => as_f64(a).partial_cmp(&as_f64(b)),
+        _ => a.as_f64().partial_cmp(&b.as_f64()),
     }
 }
 

@@ -7,6 +7,7 @@ use crate::context::Context;
 use crate::diagnostic::Diagnostic;
 use crate::limits::Limits;
 use crate::render::{self, CompiledNode, Rendered};
+use crate::settings::{PresetSettings, TEMPLATES};
 
 /// A preset ready to render: enabled nodes are parsed once, here.
 ///
@@ -33,6 +34,9 @@ pub struct CompiledPreset {
     comment_only: Vec<Option<bool>>,
     plan: Plan,
     import_diagnostics: Vec<Diagnostic>,
+    settings: PresetSettings,
+    /// The settings' templates that take part in a render (SPEC §14.6), in table order.
+    templates: Vec<CompiledNode>,
 }
 
 impl Preset {
@@ -68,11 +72,17 @@ impl Preset {
                 });
             }
         }
+        let templates = TEMPLATES
+            .iter()
+            .filter_map(|key| CompiledNode::setting(key, self.settings.template(key), limits))
+            .collect();
         CompiledPreset {
             nodes,
             comment_only,
             plan: Plan::new(walked),
             import_diagnostics: self.diagnostics.clone(),
+            settings: self.settings.clone(),
+            templates,
         }
     }
 }
@@ -86,6 +96,18 @@ impl CompiledPreset {
 
     /// Renders against `ctx` (its options give the limits, the injection mode and the clock).
     pub fn render<'c>(&self, ctx: &'c Context) -> Rendered<'c> {
-        render::preset(&self.nodes, &self.plan, &self.import_diagnostics, ctx)
+        let parts = render::PresetParts {
+            nodes: &self.nodes,
+            plan: &self.plan,
+            import: &self.import_diagnostics,
+            settings: &self.settings,
+            templates: &self.templates,
+        };
+        render::preset(&parts, ctx)
+    }
+
+    /// The settings it renders with (SPEC §14).
+    pub fn settings(&self) -> &PresetSettings {
+        &self.settings
     }
 }

@@ -14,6 +14,7 @@ use thiserror::Error;
 
 use crate::diagnostic::{Diagnostic, DiagnosticKind, excerpt};
 use crate::limits::Limits;
+use crate::settings::{Json, PresetSettings};
 use fields::{At, Label};
 use raw::{
     Loose, PromptEntry, Prompts, RawFile, RawOrderEntry, RawOrderItem, RawPromptOrder, raw_kind,
@@ -179,6 +180,7 @@ impl PresetNode {
 pub struct Preset {
     nodes: Vec<PresetNode>,
     diagnostics: Vec<Diagnostic>,
+    settings: PresetSettings,
     /// The file as imported (valid UTF-8 JSON); parsed again only when asked for.
     raw: Box<[u8]>,
     /// The limits it was imported with: `compile` and `audit` parse with them.
@@ -215,12 +217,13 @@ impl Preset {
             column: e.column(),
             message: json_message(&e),
         })?;
-        let (prompts, prompt_order, root) = match file {
+        let (prompts, prompt_order, root, settings) = match file {
             RawFile::Object {
                 prompts,
                 prompt_order,
                 root,
-            } => (prompts, prompt_order, root),
+                settings,
+            } => (prompts, prompt_order, root, settings),
             RawFile::NotObject(kind) => {
                 return Err(PresetError::NotAPreset(format!(
                     "the file is {kind}, not an object"
@@ -239,9 +242,12 @@ impl Preset {
             }
         };
         legacy::post_history(root, &mut nodes)?;
+        let (settings, settings_diagnostics) = read_settings(&settings);
+        diagnostics.extend(settings_diagnostics);
         Ok(Preset {
             nodes,
             diagnostics,
+            settings,
             raw: bytes.into(),
             limits: limits.clone(),
         })
@@ -250,9 +256,12 @@ impl Preset {
     /// A preset as the store keeps it: nodes already resolved, and the original file.
     #[cfg(feature = "store")]
     pub(crate) fn from_stored(nodes: Vec<PresetNode>, raw: Box<[u8]>) -> Preset {
+        let text = std::str::from_utf8(&raw).unwrap_or_default();
+        let (settings, diagnostics) = read_settings(&raw::settings_only(text));
         Preset {
             nodes,
-            diagnostics: Vec::new(),
+            diagnostics,
+            settings,
             raw,
             limits: Limits::default(),
         }
@@ -268,9 +277,27 @@ impl Preset {
         &mut self.nodes
     }
 
-    /// Import diagnostics (`UnknownOrderReference`, `DuplicateIdentifier`).
+    /// Import diagnostics (`UnknownOrderReference`, `DuplicateIdentifier`, then
+    /// `PresetSettingIgnored` in settings table order).
     pub fn diagnostics(&self) -> &[Diagnostic] {
         &self.diagnostics
+    }
+
+    /// The preset's settings (SPEC §14): sampling, reasoning, context size, formats and
+    /// new-chat prompts, as the file gives them after SillyTavern's migration.
+    ///
+    /// ```
+    /// let p = stpreset::Preset::from_json(br#"{"temperature": 0.9, "openai_max_tokens": 300,
+    ///     "prompts": [{"identifier": "main", "content": "Hi"}]}"#).unwrap();
+    /// assert_eq!((p.settings().temperature, p.settings().openai_max_tokens), (Some(0.9), Some(300)));
+    /// ```
+    pub fn settings(&self) -> &PresetSettings {
+        &self.settings
+    }
+
+    /// Mutable access to the settings (to change a value before compiling).
+    pub fn settings_mut(&mut self) -> &mut PresetSettings {
+        &mut self.settings
     }
 
     /// The whole file as parsed, including fields stpreset does not use (sampler settings,
@@ -291,6 +318,15 @@ impl Preset {
 /// message source of their node, so an unbounded one would multiply the output; real presets
 /// use UUIDs and short names (58 bytes at most in the corpus).
 pub(crate) const MAX_IDENTIFIER_BYTES: usize = 256;
+
+/// SPEC §14.1 over the settings keys the reader kept.
+fn read_settings(raw: &[(String, &RawValue)]) -> (PresetSettings, Vec<Diagnostic>) {
+    let entries: Vec<(&str, Json<'_>)> = raw
+        .iter()
+        .map(|(k, v)| (k.as_str(), Json::from_raw(v)))
+        .collect();
+    crate::settings::import(&entries)
+}
 
 fn json_message(e: &serde_json::Error) -> String {
     let msg = e.to_string();

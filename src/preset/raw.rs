@@ -132,8 +132,52 @@ pub(super) enum RawFile<'de> {
         prompts: Option<Prompts>,
         prompt_order: Option<RawPromptOrder<'de>>,
         root: Map<String, Value>,
+        /// The root keys SPEC §14.1 reads (settings and migration keys), as written.
+        settings: Vec<(String, &'de RawValue)>,
     },
     NotObject(&'static str),
+}
+
+/// Whether a root key is read as a setting (SPEC §14.1): a key of the table, or one of
+/// SillyTavern's migration keys.
+fn is_setting(key: &str) -> bool {
+    crate::settings::TABLE.iter().any(|(k, _)| *k == key)
+        || [
+            "claude_use_sysprompt",
+            "use_makersuite_sysprompt",
+            "names_in_completion",
+        ]
+        .contains(&key)
+}
+
+/// Only the settings of a preset file (for presets the store kept: their nodes are stored
+/// resolved, their settings are read again from the file).
+pub(super) fn settings_only(text: &str) -> Vec<(String, &RawValue)> {
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = Vec<(String, &'de RawValue)>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a preset object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if is_setting(&key) {
+                    out.push((key, map.next_value()?));
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(out)
+        }
+    }
+    struct Settings<'de>(Vec<(String, &'de RawValue)>);
+    impl<'de> Deserialize<'de> for Settings<'de> {
+        fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_map(V).map(Settings)
+        }
+    }
+    serde_json::from_str::<Settings<'_>>(text).map_or_else(|_| Vec::new(), |s| s.0)
 }
 
 /// Root fields kept as `Value`s.
@@ -405,8 +449,11 @@ impl<'de> Visitor<'de> for FileVisitor {
         let mut prompts = None;
         let mut prompt_order = None;
         let mut root = Map::new();
+        let mut settings = Vec::new();
         while let Some(key) = map.next_key::<String>()? {
-            if key == "prompts" {
+            if is_setting(&key) {
+                settings.push((key, map.next_value()?));
+            } else if key == "prompts" {
                 // `null` means no prompts, like a missing field.
                 prompts = map.next_value::<Option<Prompts>>()?;
             } else if key == "prompt_order" {
@@ -422,6 +469,7 @@ impl<'de> Visitor<'de> for FileVisitor {
             prompts,
             prompt_order,
             root,
+            settings,
         })
     }
 }

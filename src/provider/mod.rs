@@ -6,15 +6,22 @@
 //! 2. [`squash`](process::squash_system) adjacent system messages (optional);
 //! 3. [`post-process`](process::post_process) with SillyTavern's modes (`none`, `merge`,
 //!    `semi`, `strict`, `single`);
-//! 4. [`shape`] for the provider.
+//! 4. [`shape`] for the provider;
+//! 5. the request's other [`fields`] (model, sampling, reasoning) by model family
+//!    ([`models`]), SPEC §14.4.
 
+mod fields;
+mod models;
 mod options;
 mod process;
 mod shape;
 
 use serde_json::Value;
 
-pub use options::{CacheTtl, PostProcessing, ProviderOptions, Shape};
+pub(crate) use models::gemini_low_temperature;
+pub use options::{
+    CacheTtl, PostProcessing, ProviderOptions, ReasoningEffort, Shape, Tri, Verbosity,
+};
 
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::role::Role;
@@ -29,6 +36,26 @@ pub struct ChatMessage {
     pub text: String,
     /// A speaker name (`example_user`, `example_assistant`, or a person).
     pub name: Option<String>,
+    /// Never joined with its neighbours by `squash_system` (SillyTavern's new-chat,
+    /// new-example-chat and group-nudge prompts, SPEC §14.5).
+    pub keep_apart: bool,
+}
+
+impl ChatMessage {
+    /// A nameless message that squashes like any other.
+    ///
+    /// ```
+    /// let m = stpreset::ChatMessage::new(stpreset::Role::User, "hi");
+    /// assert_eq!((m.text.as_str(), m.name, m.keep_apart), ("hi", None, false));
+    /// ```
+    pub fn new(role: Role, text: impl Into<String>) -> ChatMessage {
+        ChatMessage {
+            role,
+            text: text.into(),
+            name: None,
+            keep_apart: false,
+        }
+    }
 }
 
 /// The names the post-processing rules prefix (the context's `user`, `char` and `group`).
@@ -42,13 +69,14 @@ pub struct Names {
     pub group: Vec<String>,
 }
 
-/// Converts `messages` into the request of `options.shape` (SPEC §12.1–§12.3), with the
-/// request's diagnostics (`EmptyRequest`, `NoUserTurn`). `model` is the context's model (some
-/// shapes depend on it).
+/// Converts `messages` into the messages part of the request of `options.shape` (SPEC
+/// §12.1–§12.3), with the request's diagnostics (`EmptyRequest`, `NoUserTurn`). `model` is the
+/// context's model (some shapes and role rules depend on it). Options the context left unset
+/// take their §12 default; [`request`] adds the other fields.
 ///
 /// ```
 /// use stpreset::{ChatMessage, Names, ProviderOptions, Role, Shape, convert};
-/// let msg = |role, text: &str| ChatMessage { role, text: text.into(), name: None };
+/// let msg = |role, text: &str| ChatMessage::new(role, text);
 /// let mut options = ProviderOptions::default();
 /// options.shape = Some(Shape::Anthropic);
 /// let (request, diagnostics) = convert(
@@ -68,11 +96,21 @@ pub fn convert(
     model: &str,
 ) -> (Value, Vec<Diagnostic>) {
     let mut list = process::prepare(messages.iter().cloned());
-    if options.squash_system {
+    if options.squash_system.value() == Some(&true) {
         list = process::squash_system(list);
     }
-    let list = process::post_process(list, options.post_processing, names, &options.placeholder);
     let shape = options.shape.unwrap_or_default();
+    // o1 takes no system messages (SPEC §14.4 openai rule 3), turned before post-processing
+    // as SillyTavern does.
+    if shape == Shape::OpenAi && models::openai_o1(model) {
+        for m in &mut list {
+            if m.role == Role::System {
+                m.role = Role::User;
+            }
+        }
+    }
+    let mode = options.post_processing.value().copied().unwrap_or_default();
+    let list = process::post_process(list, mode, names, &options.placeholder);
     let request = match shape {
         Shape::OpenAi => shape::openai(list),
         Shape::Anthropic => shape::anthropic(list, options, names, model),
@@ -80,6 +118,38 @@ pub fn convert(
     };
     let diagnostics = diagnostics(&request, shape);
     (request, diagnostics)
+}
+
+/// The whole request body of `options.shape` (SPEC §14.4): [`convert`]'s messages plus the
+/// model (`openai`, `anthropic`), sampling, max tokens, seed, choices, stream, reasoning effort,
+/// verbosity and thinking as the model family takes them. Options are used as given (unset and
+/// `null` are not sent); a rendered preset fills them from its settings first
+/// ([`Rendered::to_request`](crate::Rendered::to_request)).
+///
+/// ```
+/// use stpreset::{ChatMessage, Names, ProviderOptions, ReasoningEffort, Role, Shape, request};
+/// let mut options = ProviderOptions::default();
+/// options.shape = Some(Shape::Anthropic);
+/// options.max_tokens = 8000.into();
+/// options.reasoning_effort = ReasoningEffort::Medium.into();
+/// let messages = [ChatMessage::new(Role::User, "hi")];
+/// let (body, _) = request(&messages, &options, &Names::default(), "claude-sonnet-4-5");
+/// assert_eq!(body["model"], "claude-sonnet-4-5");
+/// assert_eq!(body["max_tokens"], 8000);
+/// assert_eq!(body["thinking"]["budget_tokens"], 2000);
+/// ```
+pub fn request(
+    messages: &[ChatMessage],
+    options: &ProviderOptions,
+    names: &Names,
+    model: &str,
+) -> (Value, Vec<Diagnostic>) {
+    let (mut body, diagnostics) = convert(messages, options, names, model);
+    let shape = options.shape.unwrap_or_default();
+    if let Value::Object(map) = &mut body {
+        map.extend(fields::fields(shape, model, options));
+    }
+    (body, diagnostics)
 }
 
 /// `EmptyRequest` / `NoUserTurn` (SPEC §12.7).

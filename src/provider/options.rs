@@ -1,6 +1,8 @@
-//! `provider_options` (SPEC §12.0): read field by field, so that every refusal names its key.
+//! `provider_options` (SPEC §12.0, §14.3): read field by field, so that every refusal names its
+//! key. Most options are tri-state: a context that does not give one lets the preset's setting
+//! apply (SPEC §14.5); `null` means "the default, whatever the preset says".
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// Which request to build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -49,20 +51,170 @@ impl CacheTtl {
     }
 }
 
-/// How a rendered prompt becomes a provider request (SPEC §12.0's table).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Reasoning effort (SPEC §14.4): how hard a reasoning model thinks. `Auto` sends nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReasoningEffort {
+    /// The provider's default (no field is sent).
+    #[default]
+    Auto,
+    /// The least the model allows.
+    Min,
+    /// Low.
+    Low,
+    /// Medium.
+    Medium,
+    /// High.
+    High,
+    /// The most the model allows.
+    Max,
+}
+
+impl ReasoningEffort {
+    /// The values as presets write them, in order.
+    pub(crate) const NAMES: [&'static str; 6] = ["auto", "min", "low", "medium", "high", "max"];
+    const ALL: [ReasoningEffort; 6] = [
+        ReasoningEffort::Auto,
+        ReasoningEffort::Min,
+        ReasoningEffort::Low,
+        ReasoningEffort::Medium,
+        ReasoningEffort::High,
+        ReasoningEffort::Max,
+    ];
+
+    /// The value as presets write it.
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    pub(crate) fn parse(s: &str) -> Option<ReasoningEffort> {
+        Self::NAMES
+            .iter()
+            .position(|n| *n == s)
+            .map(|i| Self::ALL[i])
+    }
+}
+
+/// Output verbosity (SPEC §14.4). `Auto` sends nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Verbosity {
+    /// The provider's default (no field is sent).
+    #[default]
+    Auto,
+    /// Low.
+    Low,
+    /// Medium.
+    Medium,
+    /// High.
+    High,
+}
+
+impl Verbosity {
+    /// The values as presets write them, in order.
+    pub(crate) const NAMES: [&'static str; 4] = ["auto", "low", "medium", "high"];
+    const ALL: [Verbosity; 4] = [
+        Verbosity::Auto,
+        Verbosity::Low,
+        Verbosity::Medium,
+        Verbosity::High,
+    ];
+
+    /// The value as presets write it.
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    pub(crate) fn parse(s: &str) -> Option<Verbosity> {
+        Self::NAMES
+            .iter()
+            .position(|n| *n == s)
+            .map(|i| Self::ALL[i])
+    }
+}
+
+impl PostProcessing {
+    /// The mode's name (`none`, `merge`, `semi`, `strict`, `single`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PostProcessing::None => "none",
+            PostProcessing::Merge => "merge",
+            PostProcessing::Semi => "semi",
+            PostProcessing::Strict => "strict",
+            PostProcessing::Single => "single",
+        }
+    }
+}
+
+/// An option as the context gives it (SPEC §14.3): not given, so the preset's setting applies;
+/// `null`, so the default applies whatever the preset says; or a value, which wins.
+///
+/// ```
+/// use stpreset::Tri;
+/// let preset = Some(&0.7);
+/// assert_eq!(Tri::Unset.or(preset), Some(&0.7));
+/// assert_eq!(Tri::Null.or(preset), None);
+/// assert_eq!(Tri::from(1.0).or(preset), Some(&1.0));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum Tri<T> {
+    /// Not given: the preset's setting, else the default.
+    #[default]
+    Unset,
+    /// Given as `null`: the default, whatever the preset says.
+    Null,
+    /// Given: this value.
+    Value(T),
+}
+
+impl<T> Tri<T> {
+    /// The value, if one was given.
+    pub fn value(&self) -> Option<&T> {
+        match self {
+            Tri::Value(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The value that applies over `preset`: the context's value, else (when unset) the
+    /// preset's; `null` gives `None`.
+    pub fn or<'a>(&'a self, preset: Option<&'a T>) -> Option<&'a T> {
+        match self {
+            Tri::Unset => preset,
+            Tri::Null => None,
+            Tri::Value(v) => Some(v),
+        }
+    }
+}
+
+impl<T> From<T> for Tri<T> {
+    fn from(v: T) -> Self {
+        Tri::Value(v)
+    }
+}
+
+impl From<&str> for Tri<String> {
+    fn from(v: &str) -> Self {
+        Tri::Value(v.to_string())
+    }
+}
+
+/// How a rendered prompt becomes a provider request (SPEC §12.0's table, with SPEC §14.3's
+/// sampling and reasoning keys). Unset tri-state options take the preset's setting when a
+/// rendered preset is converted ([`Rendered::to_request`](crate::Rendered::to_request)), and
+/// the §12 default in [`convert`](crate::convert) and [`request`](crate::request).
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ProviderOptions {
     /// The request shape; `None` is `openai` (and the CLI prints a request only when set).
     pub shape: Option<Shape>,
-    /// Post-processing mode.
-    pub post_processing: PostProcessing,
-    /// Join adjacent nameless system messages with one newline first.
-    pub squash_system: bool,
-    /// Anthropic `system` / Gemini `systemInstruction` from the leading system messages.
-    pub use_system_prompt: bool,
-    /// Anthropic: a trailing assistant turn to continue from.
-    pub assistant_prefill: String,
+    /// Post-processing mode (default `none`).
+    pub post_processing: Tri<PostProcessing>,
+    /// Join adjacent nameless system messages with one newline first (default false).
+    pub squash_system: Tri<bool>,
+    /// Anthropic `system` / Gemini `systemInstruction` from the leading system messages
+    /// (default true).
+    pub use_system_prompt: Tri<bool>,
+    /// Anthropic: a trailing assistant turn to continue from (default none).
+    pub assistant_prefill: Tri<String>,
     /// The user turn inserted where a provider needs one (never blank).
     pub placeholder: String,
     /// Anthropic: cache the system prompt.
@@ -71,20 +223,58 @@ pub struct ProviderOptions {
     pub cache_at_depth: Option<u64>,
     /// Anthropic: cache lifetime.
     pub cache_ttl: CacheTtl,
+    /// Sampling temperature, 0..=2, sent as given (a preset's is capped per model).
+    pub temperature: Tri<f64>,
+    /// Nucleus sampling, 0..=1.
+    pub top_p: Tri<f64>,
+    /// Top-k sampling, 0..=500 (Anthropic, Gemini).
+    pub top_k: Tri<i64>,
+    /// OpenAI frequency penalty, -2..=2.
+    pub frequency_penalty: Tri<f64>,
+    /// OpenAI presence penalty, -2..=2.
+    pub presence_penalty: Tri<f64>,
+    /// The response's maximum tokens, 1..=2000000 (the preset's `openai_max_tokens`).
+    pub max_tokens: Tri<i64>,
+    /// The provider's sampling seed, -1..=2147483647 (-1: none). Unrelated to
+    /// [`Context::seed`](crate::Context::seed), the macros' random source.
+    pub seed: Tri<i64>,
+    /// OpenAI: how many choices, 1..=128.
+    pub n: Tri<i64>,
+    /// Reasoning effort.
+    pub reasoning_effort: Tri<ReasoningEffort>,
+    /// Output verbosity.
+    pub verbosity: Tri<Verbosity>,
+    /// Ask for a streamed response (only the host knows whether it reads one).
+    pub stream: bool,
+    /// Ask for the model's thoughts (Gemini `includeThoughts`, Claude summarized thinking).
+    pub include_reasoning: bool,
 }
 
 impl Default for ProviderOptions {
     fn default() -> Self {
         ProviderOptions {
             shape: None,
-            post_processing: PostProcessing::None,
-            squash_system: false,
-            use_system_prompt: true,
-            assistant_prefill: String::new(),
+            post_processing: Tri::Unset,
+            squash_system: Tri::Unset,
+            use_system_prompt: Tri::Unset,
+            assistant_prefill: Tri::Unset,
+            // SillyTavern's shipped `promptPlaceholder` (SPEC §12.0).
             placeholder: "[Start a new chat]".into(),
             cache_system_prompt: false,
             cache_at_depth: None,
             cache_ttl: CacheTtl::FiveMinutes,
+            temperature: Tri::Unset,
+            top_p: Tri::Unset,
+            top_k: Tri::Unset,
+            frequency_penalty: Tri::Unset,
+            presence_penalty: Tri::Unset,
+            max_tokens: Tri::Unset,
+            seed: Tri::Unset,
+            n: Tri::Unset,
+            reasoning_effort: Tri::Unset,
+            verbosity: Tri::Unset,
+            stream: false,
+            include_reasoning: false,
         }
     }
 }
@@ -97,73 +287,159 @@ impl ProviderOptions {
         let Value::Object(map) = value else {
             return Err((String::new(), "expected an object".into()));
         };
-        read(map, &mut o).map(|()| o)
+        for (key, v) in map {
+            read(key, v, &mut o).map_err(|problem| (key.clone(), problem))?;
+        }
+        Ok(o)
     }
 }
 
-fn read(map: &Map<String, Value>, o: &mut ProviderOptions) -> Result<(), (String, String)> {
-    for (key, v) in map {
-        let bad = |expected: &str| Err((key.clone(), format!("expected {expected}")));
-        let choice = |options: &[&str]| -> Result<usize, (String, String)> {
-            v.as_str()
-                .and_then(|s| options.iter().position(|o| *o == s))
-                .ok_or_else(|| {
-                    let list: Vec<String> = options.iter().map(|o| format!("\"{o}\"")).collect();
-                    (key.clone(), format!("expected one of {}", list.join(", ")))
-                })
+/// `expected one of "a", "b"`.
+fn one_of(options: &[&str]) -> String {
+    let list: Vec<String> = options.iter().map(|o| format!("\"{o}\"")).collect();
+    format!("expected one of {}", list.join(", "))
+}
+
+/// A tri-state value: `null`, or what `read` makes of it.
+fn tri<T>(
+    v: &Value,
+    read: impl FnOnce(&Value) -> Option<T>,
+    expected: &str,
+) -> Result<Tri<T>, String> {
+    if v.is_null() {
+        return Ok(Tri::Null);
+    }
+    read(v)
+        .map(Tri::Value)
+        .ok_or_else(|| format!("{expected}, or null"))
+}
+
+/// A JSON number in `lo..=hi` (strict: no numeric strings, SPEC §14.3).
+fn number(lo: f64, hi: f64) -> impl FnOnce(&Value) -> Option<f64> {
+    move |v| v.as_f64().filter(|f| (lo..=hi).contains(f))
+}
+
+/// A JSON number with no fractional part (`2048.0` is 2048) in `lo..=hi`.
+fn integer(lo: i64, hi: i64) -> impl FnOnce(&Value) -> Option<i64> {
+    move |v| {
+        let i = match v.as_i64() {
+            Some(i) => i,
+            // Whole floats only; the bound keeps the cast exact (every range here is small).
+            None => v
+                .as_f64()
+                .filter(|f| f.fract() == 0.0 && f.abs() < 1e15)
+                .map(|f| f as i64)?,
         };
-        let flag = || {
-            v.as_bool()
-                .ok_or_else(|| (key.clone(), "expected true or false".into()))
-        };
-        match key.as_str() {
-            "shape" => {
-                o.shape = Some(
-                    [Shape::OpenAi, Shape::Anthropic, Shape::Google]
-                        [choice(&["openai", "anthropic", "google"])?],
-                )
-            }
-            "post_processing" => {
-                use PostProcessing::*;
-                let names = [
-                    "none",
-                    "merge",
-                    "semi",
-                    "strict",
-                    "single",
-                    "claude",
-                    "merge_tools",
-                    "semi_tools",
-                    "strict_tools",
-                ];
-                let modes = [
-                    None, Merge, Semi, Strict, Single, Merge, Merge, Semi, Strict,
-                ];
-                o.post_processing = modes[choice(&names)?];
-            }
-            "squash_system" => o.squash_system = flag()?,
-            "use_system_prompt" => o.use_system_prompt = flag()?,
-            "cache_system_prompt" => o.cache_system_prompt = flag()?,
-            "assistant_prefill" => match v.as_str() {
-                Some(s) => o.assistant_prefill = s.to_string(),
-                None => return bad("a string"),
-            },
-            "placeholder" => match v.as_str() {
-                Some(s) if !s.trim().is_empty() => o.placeholder = s.to_string(),
-                _ => return bad("a non-blank string"),
-            },
-            "cache_at_depth" => match v {
-                Value::Null => o.cache_at_depth = None,
-                _ => match v.as_u64() {
-                    Some(d) => o.cache_at_depth = Some(d),
-                    None => return bad("an integer from 0, or null"),
-                },
-            },
-            "cache_ttl" => {
-                o.cache_ttl = [CacheTtl::FiveMinutes, CacheTtl::OneHour][choice(&["5m", "1h"])?]
-            }
-            _ => return Err((key.clone(), "unknown provider option".into())),
+        (lo..=hi).contains(&i).then_some(i)
+    }
+}
+
+fn read(key: &str, v: &Value, o: &mut ProviderOptions) -> Result<(), String> {
+    let flag = |v: &Value| {
+        v.as_bool()
+            .ok_or_else(|| "expected true or false".to_string())
+    };
+    let choice = |options: &[&str]| -> Result<usize, String> {
+        v.as_str()
+            .and_then(|s| options.iter().position(|o| *o == s))
+            .ok_or_else(|| one_of(options))
+    };
+    match key {
+        "shape" => {
+            o.shape = Some(
+                [Shape::OpenAi, Shape::Anthropic, Shape::Google]
+                    [choice(&["openai", "anthropic", "google"])?],
+            )
         }
+        "post_processing" => {
+            use PostProcessing::*;
+            let names = [
+                "none",
+                "merge",
+                "semi",
+                "strict",
+                "single",
+                "claude",
+                "merge_tools",
+                "semi_tools",
+                "strict_tools",
+            ];
+            let modes = [
+                None, Merge, Semi, Strict, Single, Merge, Merge, Semi, Strict,
+            ];
+            o.post_processing = tri(
+                v,
+                |v| {
+                    v.as_str()
+                        .and_then(|s| names.iter().position(|n| *n == s))
+                        .map(|i| modes[i])
+                },
+                &one_of(&names),
+            )?;
+        }
+        "squash_system" => o.squash_system = tri(v, Value::as_bool, "expected true or false")?,
+        "use_system_prompt" => {
+            o.use_system_prompt = tri(v, Value::as_bool, "expected true or false")?
+        }
+        "assistant_prefill" => {
+            o.assistant_prefill = tri(v, |v| v.as_str().map(str::to_string), "expected a string")?
+        }
+        "cache_system_prompt" => o.cache_system_prompt = flag(v)?,
+        "placeholder" => match v.as_str() {
+            Some(s) if !s.trim().is_empty() => o.placeholder = s.to_string(),
+            _ => return Err("expected a non-blank string".into()),
+        },
+        "cache_at_depth" => match v {
+            Value::Null => o.cache_at_depth = Option::None,
+            _ => match v.as_u64() {
+                Some(d) => o.cache_at_depth = Some(d),
+                Option::None => return Err("expected an integer from 0, or null".into()),
+            },
+        },
+        "cache_ttl" => {
+            o.cache_ttl = [CacheTtl::FiveMinutes, CacheTtl::OneHour][choice(&["5m", "1h"])?]
+        }
+        "temperature" => o.temperature = tri(v, number(0.0, 2.0), "expected a number in 0..=2")?,
+        "top_p" => o.top_p = tri(v, number(0.0, 1.0), "expected a number in 0..=1")?,
+        "frequency_penalty" => {
+            o.frequency_penalty = tri(v, number(-2.0, 2.0), "expected a number in -2..=2")?
+        }
+        "presence_penalty" => {
+            o.presence_penalty = tri(v, number(-2.0, 2.0), "expected a number in -2..=2")?
+        }
+        "top_k" => o.top_k = tri(v, integer(0, 500), "expected an integer in 0..=500")?,
+        "max_tokens" => {
+            o.max_tokens = tri(
+                v,
+                integer(1, 2_000_000),
+                "expected an integer in 1..=2000000",
+            )?
+        }
+        "seed" => {
+            o.seed = tri(
+                v,
+                integer(-1, 2_147_483_647),
+                "expected an integer in -1..=2147483647",
+            )?
+        }
+        "n" => o.n = tri(v, integer(1, 128), "expected an integer in 1..=128")?,
+        "reasoning_effort" => {
+            o.reasoning_effort = tri(
+                v,
+                |v| v.as_str().and_then(ReasoningEffort::parse),
+                &one_of(&ReasoningEffort::NAMES),
+            )?
+        }
+        "verbosity" => {
+            o.verbosity = tri(
+                v,
+                |v| v.as_str().and_then(Verbosity::parse),
+                &one_of(&Verbosity::NAMES),
+            )?
+        }
+        "stream" => o.stream = flag(v)?,
+        "include_reasoning" => o.include_reasoning = flag(v)?,
+        _ => return Err("unknown provider option".into()),
     }
     Ok(())
 }

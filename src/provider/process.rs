@@ -76,15 +76,18 @@ pub(super) fn any_name(m: ChatMessage, names: &Names) -> String {
     }
 }
 
-/// §12.2.1: consecutive nameless system messages joined with one newline.
+/// §12.2.1: consecutive nameless system messages joined with one newline; a message kept apart
+/// (SPEC §14.5) joins nothing and nothing joins it.
 pub(super) fn squash_system(list: Vec<ChatMessage>) -> Vec<ChatMessage> {
     let mut out: Vec<ChatMessage> = Vec::with_capacity(list.len());
     for m in list {
         if let Some(last) = out.last_mut()
             && m.role == Role::System
             && m.name.is_none()
+            && !m.keep_apart
             && last.role == Role::System
             && last.name.is_none()
+            && !last.keep_apart
         {
             last.text.push('\n');
             last.text.push_str(&m.text);
@@ -107,11 +110,7 @@ fn push_merged(out: &mut Vec<ChatMessage>, m: ChatMessage) {
 }
 
 fn placeholder(text: &str) -> ChatMessage {
-    ChatMessage {
-        role: Role::User,
-        text: text.to_string(),
-        name: None,
-    }
+    ChatMessage::new(Role::User, text)
 }
 
 /// §12.2, algorithm M (every mode but `none`, which passes the list unchanged).
@@ -142,14 +141,7 @@ pub(super) fn post_process(
             };
             role = Role::User;
         }
-        push_merged(
-            &mut out,
-            ChatMessage {
-                role,
-                text,
-                name: None,
-            },
-        );
+        push_merged(&mut out, ChatMessage::new(role, text));
     }
     if out.is_empty() {
         out.push(placeholder(placeholder_text));
@@ -190,9 +182,8 @@ mod tests {
             group: Vec::new(),
         };
         let msg = |role, name: &str| ChatMessage {
-            role,
-            text: "hi".into(),
             name: Some(name.into()),
+            ..ChatMessage::new(role, "hi")
         };
         let out = post_process(
             vec![

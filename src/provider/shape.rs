@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::models;
 use super::process::{any_name, example_names};
 use super::{ChatMessage, Names, ProviderOptions};
 use crate::role::Role;
@@ -36,13 +37,6 @@ fn text_block(text: String) -> Value {
     json!({"type": "text", "text": text})
 }
 
-/// Models that refuse an assistant prefill (SPEC §12.3 anthropic step 6).
-fn refuses_prefill(model: &str) -> bool {
-    ["claude-opus-4-6", "claude-sonnet-4-6", "claude-opus-4-7"]
-        .iter()
-        .any(|m| model.starts_with(m))
-}
-
 /// `{"system"?: [blocks], "messages": [{"role", "content": [blocks]}]}`.
 pub(super) fn anthropic(
     list: Vec<ChatMessage>,
@@ -56,8 +50,9 @@ pub(super) fn anthropic(
         .filter(|m| !m.text.trim().is_empty())
         .collect();
     // 1. The leading system run becomes `system`.
+    let use_system_prompt = options.use_system_prompt.value() != Some(&false);
     let mut system = Vec::new();
-    if options.use_system_prompt {
+    if use_system_prompt {
         while list.front().is_some_and(|m| m.role == Role::System) {
             if let Some(m) = list.pop_front() {
                 let text = example_names(m, names);
@@ -65,11 +60,7 @@ pub(super) fn anthropic(
             }
         }
         if list.is_empty() {
-            list.push_back(ChatMessage {
-                role: Role::User,
-                text: options.placeholder.clone(),
-                name: None,
-            });
+            list.push_back(ChatMessage::new(Role::User, &options.placeholder));
         }
     }
     // 2. Roles and names; 3. prefill; 4. same-role turns concatenate their blocks.
@@ -88,8 +79,9 @@ pub(super) fn anthropic(
         };
         push(role, text_block(text));
     }
-    if !options.assistant_prefill.trim().is_empty() {
-        let prefill = options.assistant_prefill.trim_end().to_string();
+    let prefill = options.assistant_prefill.value().map_or("", String::as_str);
+    if !prefill.trim().is_empty() {
+        let prefill = prefill.trim_end().to_string();
         push(Role::Model, text_block(prefill));
     }
     // 5. Caching, in SillyTavern's order.
@@ -123,8 +115,9 @@ pub(super) fn anthropic(
             }
         }
     }
-    // 6. A trailing assistant turn on a model that refuses prefills is sent as the user's.
-    if refuses_prefill(model)
+    // 6. A trailing assistant turn on a model that refuses prefills, or that thinks (SPEC
+    // §14.4 anthropic rule 5), is sent as the user's.
+    if (models::claude_adaptive(model) || super::fields::claude_thinks(model, options))
         && let Some((role, _)) = turns.last_mut()
         && *role == Role::Model
     {
@@ -135,7 +128,7 @@ pub(super) fn anthropic(
         .map(|(role, content)| json!({"role": role_name(role), "content": content}))
         .collect();
     let mut request = Map::new();
-    if options.use_system_prompt && !system.is_empty() {
+    if use_system_prompt && !system.is_empty() {
         request.insert("system".into(), Value::Array(system));
     }
     request.insert("messages".into(), Value::Array(messages));
@@ -151,7 +144,7 @@ pub(super) fn google(
 ) -> Value {
     let mut list: std::collections::VecDeque<ChatMessage> = list.into();
     let mut system = Vec::new();
-    if options.use_system_prompt && !model.contains("gemma-3") {
+    if options.use_system_prompt.value() != Some(&false) && !models::gemini_no_system(model) {
         while list.len() > 1 && list.front().is_some_and(|m| m.role == Role::System) {
             if let Some(m) = list.pop_front() {
                 system.push(json!({"text": example_names(m, names)}));

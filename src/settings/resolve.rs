@@ -1,0 +1,187 @@
+//! Precedence (SPEC §14.3) and the §12 defaults a preset supplies (§14.5): the context's
+//! explicit value wins over its `preset_settings` edit, which wins over the preset file, which
+//! wins over the default. The preset's contribution is written as a [`ProviderOptions`] of its
+//! own, so one overlay serves every option.
+
+use serde::Serialize;
+
+use super::PresetSettings;
+use crate::options::Budget;
+use crate::provider::{self, PostProcessing, ProviderOptions, Shape, Tri};
+
+/// The §12 options a render and its request use once the preset's settings are applied (SPEC
+/// §14.3 "Observable"): `render --format json` prints them under `"effective"`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct EffectiveOptions {
+    /// Squash consecutive system messages.
+    pub squash_system: bool,
+    /// Provider system prompt fields.
+    pub use_system_prompt: bool,
+    /// The Anthropic prefill (a preset's rendered, a context's verbatim).
+    pub assistant_prefill: String,
+    /// Post-processing mode (aliases normalised).
+    #[serde(serialize_with = "mode_name")]
+    pub post_processing: PostProcessing,
+    /// The history budget's window (`None`: no budget).
+    pub max_context_tokens: Option<u32>,
+    /// Tokens the budget keeps free.
+    pub reserve_tokens: u32,
+}
+
+fn mode_name<S: serde::Serializer>(m: &PostProcessing, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(m.as_str())
+}
+
+fn tri<T: Clone>(v: &Option<T>) -> Tri<T> {
+    v.clone().map_or(Tri::Unset, Tri::Value)
+}
+
+/// The preset's contribution to a request, as options (SPEC §14.2 "ours" column): sampling,
+/// max tokens, seed, effort, verbosity and the §12 defaults. Host-only settings (`n`,
+/// `stream_openai`, `show_thoughts`) and the not-applied ones contribute nothing. `prefill` is
+/// the preset's `assistant_prefill` as rendered (SPEC §14.5).
+pub(crate) fn preset_options(s: &PresetSettings, prefill: Option<String>) -> ProviderOptions {
+    ProviderOptions {
+        temperature: tri(&s.temperature),
+        top_p: tri(&s.top_p),
+        top_k: tri(&s.top_k),
+        frequency_penalty: tri(&s.frequency_penalty),
+        presence_penalty: tri(&s.presence_penalty),
+        max_tokens: tri(&s.openai_max_tokens),
+        seed: tri(&s.seed),
+        reasoning_effort: tri(&s.reasoning_effort),
+        verbosity: tri(&s.verbosity),
+        squash_system: tri(&s.squash_system_messages),
+        use_system_prompt: tri(&s.use_sysprompt),
+        post_processing: tri(&s.custom_prompt_post_processing),
+        assistant_prefill: tri(&prefill),
+        ..ProviderOptions::default()
+    }
+}
+
+/// `context` over `preset`: each tri-state option the context left unset takes the preset's
+/// value; `null` stays unset (the default). A preset's temperature is capped for the shape and
+/// model (SPEC §14.4); the context's is sent as given.
+pub(crate) fn overlay(
+    context: &ProviderOptions,
+    preset: &ProviderOptions,
+    model: &str,
+) -> ProviderOptions {
+    fn pick<T: Clone>(c: &Tri<T>, p: &Tri<T>) -> Tri<T> {
+        match c {
+            Tri::Unset => p.clone(),
+            Tri::Null => Tri::Unset,
+            v => v.clone(),
+        }
+    }
+    let mut o = context.clone();
+    let cap = match context.shape.unwrap_or_default() {
+        Shape::Anthropic => 1.0,
+        Shape::Google if provider::gemini_low_temperature(model) => 1.0,
+        _ => 2.0,
+    };
+    o.temperature = match (&context.temperature, &preset.temperature) {
+        (Tri::Unset, Tri::Value(t)) => Tri::Value(t.min(cap)),
+        (c, p) => pick(c, p),
+    };
+    o.top_p = pick(&context.top_p, &preset.top_p);
+    o.top_k = pick(&context.top_k, &preset.top_k);
+    o.frequency_penalty = pick(&context.frequency_penalty, &preset.frequency_penalty);
+    o.presence_penalty = pick(&context.presence_penalty, &preset.presence_penalty);
+    o.max_tokens = pick(&context.max_tokens, &preset.max_tokens);
+    o.seed = pick(&context.seed, &preset.seed);
+    o.reasoning_effort = pick(&context.reasoning_effort, &preset.reasoning_effort);
+    o.verbosity = pick(&context.verbosity, &preset.verbosity);
+    o.squash_system = pick(&context.squash_system, &preset.squash_system);
+    o.use_system_prompt = pick(&context.use_system_prompt, &preset.use_system_prompt);
+    o.post_processing = pick(&context.post_processing, &preset.post_processing);
+    o.assistant_prefill = pick(&context.assistant_prefill, &preset.assistant_prefill);
+    o
+}
+
+/// The history budget's window and reserve (SPEC §14.5): the context's `max_context_tokens`,
+/// else the preset's `openai_max_context`; the reserve is the context's, else — only when the
+/// window came from the preset — the effective max tokens (the context's `max_tokens`, else the
+/// preset's `openai_max_tokens`), else 0.
+pub(crate) fn budget(
+    context: &Budget,
+    options: &ProviderOptions,
+    preset: Option<&PresetSettings>,
+) -> (Option<u32>, u32) {
+    let from_preset = |v: Option<i64>| v.and_then(|v| u32::try_from(v).ok());
+    let preset_window = preset.and_then(|p| from_preset(p.openai_max_context));
+    let (window, window_from_preset) = match context.max_context_tokens {
+        Tri::Value(w) => (Some(w), false),
+        Tri::Null => (None, false),
+        Tri::Unset => (preset_window, preset_window.is_some()),
+    };
+    let reserve = match context.reserve_tokens {
+        Tri::Value(r) => r,
+        Tri::Null => 0,
+        Tri::Unset if window_from_preset => {
+            let preset_max = preset.and_then(|p| p.openai_max_tokens);
+            from_preset(options.max_tokens.or(preset_max.as_ref()).copied()).unwrap_or(0)
+        }
+        Tri::Unset => 0,
+    };
+    (window, reserve)
+}
+
+/// The observable §12 options of resolved request options and budget.
+pub(crate) fn effective(o: &ProviderOptions, budget: (Option<u32>, u32)) -> EffectiveOptions {
+    EffectiveOptions {
+        squash_system: o.squash_system.value() == Some(&true),
+        use_system_prompt: o.use_system_prompt.value() != Some(&false),
+        assistant_prefill: o.assistant_prefill.value().cloned().unwrap_or_default(),
+        post_processing: o.post_processing.value().copied().unwrap_or_default(),
+        max_context_tokens: budget.0,
+        reserve_tokens: budget.1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn context_null_ignores_the_preset_and_unset_takes_it() {
+        let preset = ProviderOptions {
+            temperature: 1.5.into(),
+            top_p: 0.9.into(),
+            ..ProviderOptions::default()
+        };
+        let mut ctx = ProviderOptions {
+            shape: Some(Shape::Anthropic),
+            top_p: Tri::Null,
+            ..ProviderOptions::default()
+        };
+        let o = overlay(&ctx, &preset, "claude-3-5-haiku");
+        assert_eq!(o.temperature, Tri::Value(1.0));
+        assert_eq!(o.top_p, Tri::Unset);
+        ctx.temperature = 1.5.into();
+        assert_eq!(overlay(&ctx, &preset, "").temperature, Tri::Value(1.5));
+    }
+
+    #[test]
+    fn the_reserve_follows_the_window() {
+        let preset = PresetSettings {
+            openai_max_context: Some(16000),
+            openai_max_tokens: Some(4000),
+            ..PresetSettings::default()
+        };
+        let ctx = Budget::default();
+        let none = ProviderOptions::default();
+        assert_eq!(budget(&ctx, &none, Some(&preset)), (Some(16000), 4000));
+        let host_max = ProviderOptions {
+            max_tokens: Tri::Null,
+            ..ProviderOptions::default()
+        };
+        assert_eq!(budget(&ctx, &host_max, Some(&preset)), (Some(16000), 0));
+        assert_eq!(
+            budget(&Budget::tokens(32000), &none, Some(&preset)),
+            (Some(32000), 0)
+        );
+        assert_eq!(budget(&ctx, &none, None), (None, 0));
+    }
+}
