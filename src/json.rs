@@ -12,6 +12,7 @@ use crate::diagnostic::Diagnostic;
 use crate::preset::Preset;
 use crate::provider::ProviderOptions;
 use crate::render::{Expansion, Rendered};
+use crate::settings::resolve::EffectiveOptions;
 
 /// `expand --format json`.
 #[derive(Serialize)]
@@ -27,6 +28,7 @@ struct RequestDoc<'a> {
     request: &'a serde_json::Value,
     diagnostics: &'a [Diagnostic],
     prompt_tokens: Option<u32>,
+    effective: &'a EffectiveOptions,
     variables: &'a BTreeMap<String, String>,
     globals: &'a BTreeMap<String, String>,
 }
@@ -52,7 +54,8 @@ fn string(doc: &impl Serialize) -> String {
 }
 
 impl Rendered<'_> {
-    /// `{"messages", "diagnostics", "variables", "globals"}` (SPEC §9).
+    /// `{"messages", "diagnostics", "variables", "globals", "prompt_tokens", "effective"}`
+    /// (SPEC §9, §12.6, §14.3).
     ///
     /// ```
     /// let p = stpreset::Preset::from_json(br#"{"prompts": [{"identifier": "main", "content": "Hi"}]}"#).unwrap();
@@ -71,7 +74,7 @@ impl Rendered<'_> {
 
 impl Rendered<'_> {
     /// The provider request document of SPEC §12.6: `{"request", "diagnostics" (the render's,
-    /// then the request's), "prompt_tokens", "variables", "globals"}`.
+    /// then the request's), "prompt_tokens", "effective", "variables", "globals"}`.
     ///
     /// ```
     /// let p = stpreset::Preset::from_json(br#"{"prompts": [{"identifier": "main", "content": "Hi"}]}"#).unwrap();
@@ -101,6 +104,7 @@ impl Rendered<'_> {
             request: &request,
             diagnostics: &diagnostics,
             prompt_tokens: self.prompt_tokens,
+            effective: self.effective_options(),
             variables: &self.variables,
             globals: &self.globals,
         })

@@ -82,8 +82,7 @@ pub struct Rendered<'c> {
     /// The preset's settings as request options (SPEC §14.5), for `to_request`.
     #[serde(skip)]
     pub(crate) preset_options: ProviderOptions,
-    /// The §12 options the render used (SPEC §14.3).
-    #[serde(skip)]
+    /// The §12 options the render used (SPEC §14.3), JSON `"effective"`.
     pub(crate) effective: EffectiveOptions,
 }
 

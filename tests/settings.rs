@@ -186,3 +186,233 @@ fn every_settings_vector_passes() {
     );
     eprintln!("{} settings vectors pass", cases.len());
 }
+
+/// A non-prompt case through `stpreset render --format json` with its preset given a main
+/// node and a history: request fields, effective options, the settings' warnings, exit codes.
+fn cli_case(case: &Value) -> Result<(), String> {
+    let input = &case["input"];
+    let expect = &case["expect"];
+    let mut preset = input["preset"].clone();
+    preset["prompts"] = json!([
+        {"identifier": "main", "content": "You are {{char}}."},
+        {"identifier": "chatHistory", "marker": true}
+    ]);
+    let mut ctx = context_json(input);
+    ctx["user"] = json!("User");
+    ctx["char"] = json!("Char");
+    ctx["items"] = json!([{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "User: hi"}]);
+    let name = case["name"]
+        .as_str()
+        .unwrap_or("case")
+        .replace(['/', ' ', ':'], "_");
+    let p = support::temp(
+        &format!("{name}.preset.json"),
+        preset.to_string().as_bytes(),
+    );
+    let c = support::temp(&format!("{name}.ctx.json"), ctx.to_string().as_bytes());
+    let out = support::stpreset(
+        &[
+            "render",
+            support::arg(&p),
+            "--context",
+            support::arg(&c),
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    if let Some(key) = expect.get("error").and_then(Value::as_str) {
+        let stderr = support::text(&out.stderr);
+        return match out.status.code() {
+            Some(1) if stderr.contains(key) => Ok(()),
+            code => Err(format!("exit {code:?}, stderr {stderr:?} (wanted `{key}`)")),
+        };
+    }
+    if !out.status.success() {
+        return Err(format!(
+            "exit {:?}: {}",
+            out.status,
+            support::text(&out.stderr)
+        ));
+    }
+    let doc: Value = serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?;
+    if !same(&doc["effective"], &expect["effective"]) {
+        return Err(format!(
+            "effective {} != {}",
+            doc["effective"], expect["effective"]
+        ));
+    }
+    let warnings: Value = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["kind"] == "PresetSettingIgnored")
+        .map(|d| json!({"severity": d["severity"], "kind": d["kind"], "message": d["message"]}))
+        .collect();
+    if warnings != expect["diagnostics"] {
+        return Err(format!(
+            "diagnostics {warnings} != {}",
+            expect["diagnostics"]
+        ));
+    }
+    if let Some(want) = expect.get("request")
+        && !same(&fields(&doc["request"]), want)
+    {
+        return Err(format!("request {} != {want}", fields(&doc["request"])));
+    }
+    Ok(())
+}
+
+#[test]
+fn a_sample_of_the_vectors_through_the_cli() {
+    let Some(cases) = cases() else { return };
+    let sample: Vec<&Value> = cases
+        .iter()
+        .filter(|c| c["category"] != "prompt")
+        .enumerate()
+        .filter(|(i, c)| i % 4 == 0 || c["category"] == "corpus" || c["category"] == "error")
+        .map(|(_, c)| c)
+        .collect();
+    let failures: Vec<String> = sample
+        .iter()
+        .filter_map(|c| cli_case(c).err().map(|e| format!("{}: {e}", c["name"])))
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    eprintln!("{} settings vectors pass through the CLI", sample.len());
+}
+
+fn render_json(preset: Value, ctx: Value) -> (Value, Value) {
+    let preset = Preset::from_json(preset.to_string().as_bytes()).unwrap();
+    let ctx = Context::from_json(ctx.to_string().as_bytes()).unwrap();
+    let out = preset.compile().render(&ctx);
+    let messages: Value = out
+        .messages
+        .iter()
+        .map(|m| json!([serde_json::to_value(m.role).unwrap(), m.text(), m.source]))
+        .collect();
+    let doc: Value = serde_json::from_str(&out.to_json()).unwrap();
+    (messages, doc)
+}
+
+fn walk(order: &[&str]) -> Value {
+    let prompts: Vec<Value> = order
+        .iter()
+        .map(|id| match *id {
+            "main" => json!({"identifier": "main", "content": "MAIN"}),
+            id => json!({"identifier": id, "marker": true}),
+        })
+        .collect();
+    json!({ "prompts": prompts })
+}
+
+#[test]
+fn a_personality_format_sees_the_items_and_suppresses_nothing() {
+    let mut preset = walk(&["main", "charPersonality", "chatHistory"]);
+    preset["personality_format"] = json!("[{{char}}: {{personality}}]");
+    let ctx = json!({"char": "Tomori", "personality": "the context's, unused",
+        "items": [{"tag": "SYSTEM_PERSONALITY", "role": "system", "text": "kind to {{user}}"},
+                  {"tag": "SYSTEM_PERSONALITY", "role": "system", "text": "witty"}]});
+    let (messages, _) = render_json(preset.clone(), ctx);
+    assert_eq!(
+        messages,
+        json!([["system", "MAIN", {"node": "main"}],
+               ["system", "[Tomori: kind to User\nwitty]", {"setting": "personality_format"}]])
+    );
+    // No personality items: the marker emits nothing, the format is not used.
+    let (messages, _) = render_json(preset, json!({"personality": "kind"}));
+    assert_eq!(messages, json!([["system", "MAIN", {"node": "main"}]]));
+}
+
+#[test]
+fn a_format_of_many_placeholders_stops_at_the_output_limit() {
+    let mut preset = walk(&["main", "worldInfoBefore", "chatHistory"]);
+    preset["wi_format"] = json!("{0}".repeat(200_000));
+    let lore = "x".repeat(100_000);
+    let ctx =
+        json!({"items": [{"tag": "KNOWLEDGE_LOREBOOK_BEFORE", "role": "system", "text": lore}]});
+    let (messages, doc) = render_json(preset, ctx);
+    // 20 GB if built whole; the output limit (8 MiB) keeps its share and says so.
+    let lore_len = messages[1][1].as_str().unwrap().len();
+    assert!(lore_len <= 8 << 20, "{lore_len}");
+    assert!(
+        doc["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["kind"] == "LimitReached")
+    );
+}
+
+#[test]
+fn setting_templates_run_declarations_name_their_node_and_follow_edits() {
+    let mut preset = walk(&["main", "chatHistory"]);
+    preset["new_chat_prompt"] = json!("{{setvar::opened::yes}}[Start, {{char}}]{{#if x}}");
+    preset["new_group_chat_prompt"] = json!("{{setvar::group_prompt::ran}}");
+    let ctx = json!({"char": "Tomori"});
+    let (messages, doc) = render_json(preset.clone(), ctx);
+    assert_eq!(
+        messages[1],
+        json!(["system", "[Start, Tomori]", {"setting": "new_chat_prompt"}])
+    );
+    // Both ran (used or not), in table order.
+    assert_eq!(
+        doc["variables"],
+        json!({"group_prompt": "ran", "opened": "yes"})
+    );
+    let unclosed = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["kind"] == "UnclosedBlock")
+        .expect("the template's own diagnostic");
+    assert_eq!(unclosed["node"], "new_chat_prompt");
+    // A context edit replaces the template for this render.
+    let ctx = json!({"char": "Tomori", "preset_settings": {"new_chat_prompt": "Hello {{char}}"}});
+    let (messages, _) = render_json(preset.clone(), ctx);
+    assert_eq!(messages[1][1], "Hello Tomori");
+    let ctx = json!({"preset_settings": {"new_chat_prompt": null}});
+    let (messages, _) = render_json(preset, ctx);
+    assert_eq!(messages.as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn a_preset_alone_gives_a_budget_and_a_host_null_removes_it() {
+    let mut preset = walk(&["main", "chatHistory"]);
+    preset["openai_max_context"] = json!(600);
+    preset["openai_max_tokens"] = json!(500);
+    let items: Vec<Value> = (0..20)
+        .map(|i| json!({"tag": "DIALOGUE_HISTORY", "role": "user", "text": format!("message {i} with a few words")}))
+        .collect();
+    let ctx = json!({"tokenizer": "words", "items": items});
+    let (messages, doc) = render_json(preset.clone(), ctx.clone());
+    assert!(messages.as_array().unwrap().len() < 21);
+    assert_eq!(doc["effective"]["reserve_tokens"], 500);
+    let trimmed = &doc["diagnostics"].as_array().unwrap()[0];
+    assert_eq!(trimmed["kind"], "HistoryTrimmed");
+    let mut ctx = ctx;
+    ctx["max_context_tokens"] = Value::Null;
+    let (messages, doc) = render_json(preset, ctx);
+    assert_eq!(messages.as_array().unwrap().len(), 21);
+    assert_eq!(doc["prompt_tokens"], Value::Null);
+}
+
+#[test]
+fn stored_presets_keep_their_settings() {
+    let mut preset = walk(&["main", "chatHistory"]);
+    preset["temperature"] = json!("0.5");
+    preset["top_k"] = json!(true);
+    let store = stpreset::PresetStore::open_in_memory().unwrap();
+    let id = store.import(7, "p", preset.to_string().as_bytes()).unwrap();
+    store.activate(7, id).unwrap();
+    let active = store.active(7).unwrap().unwrap();
+    let ctx = Context::default();
+    let out = active.render(&ctx);
+    assert_eq!(out.effective_options().max_context_tokens, None);
+    let (body, _) = out.to_request(&stpreset::ProviderOptions::default());
+    assert_eq!(body["temperature"], 0.5);
+    assert!(
+        out.diagnostics
+            .iter()
+            .any(|d| d.message == "preset setting top_k ignored: expected an integer")
+    );
+}

@@ -70,6 +70,7 @@ fn source_name(source: &Source) -> String {
             .unwrap_or_default(),
         Source::Tag(None) => "untagged".into(),
         Source::SampleSeparator => "SAMPLE_SEPARATOR".into(),
+        Source::Setting(key) => format!("setting {key}"),
         Source::Injection(parts) => {
             let parts: Vec<String> = parts.iter().map(source_name).collect();
             format!("injected: {}", parts.join(", "))
