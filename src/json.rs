@@ -12,6 +12,7 @@ use crate::diagnostic::Diagnostic;
 use crate::preset::Preset;
 use crate::provider::ProviderOptions;
 use crate::render::{Expansion, Rendered};
+use crate::settings::PresetSettings;
 use crate::settings::resolve::EffectiveOptions;
 
 /// `expand --format json`.
@@ -108,6 +109,19 @@ impl Rendered<'_> {
             variables: &self.variables,
             globals: &self.globals,
         })
+    }
+}
+
+impl PresetSettings {
+    /// The present settings as one JSON object, keys sorted (what `preset.settings` is in the
+    /// Node and Python packages).
+    ///
+    /// ```
+    /// let (s, _) = stpreset::PresetSettings::from_json(&serde_json::json!({"seed": " 7 ", "wi_format": "{0}"}));
+    /// assert_eq!(s.to_json(), r#"{"seed":7,"wi_format":"{0}"}"#);
+    /// ```
+    pub fn to_json(&self) -> String {
+        string(self)
     }
 }
 

@@ -91,8 +91,49 @@ export interface Rendered {
   diagnostics: Diagnostic[];
   variables: Record<string, string>;
   globals: Record<string, string>;
-  /** Tokens the history budget counted (null without `max_context_tokens`). */
+  /** Tokens the history budget counted (null without a budget). */
   prompt_tokens: number | null;
+  /** The §12 options the render used, after the preset's settings (SPEC §14.3). */
+  effective: Effective;
+}
+
+/** The §12 options a render uses once the preset's settings apply (SPEC §14.3). */
+export interface Effective {
+  squash_system: boolean;
+  use_system_prompt: boolean;
+  assistant_prefill: string;
+  post_processing: 'none' | 'merge' | 'semi' | 'strict' | 'single';
+  max_context_tokens: number | null;
+  reserve_tokens: number;
+}
+
+/** A preset's settings (SPEC §14.2): only the keys the file has with valid values. */
+export interface PresetSettings {
+  temperature?: number;
+  top_p?: number;
+  top_k?: number;
+  frequency_penalty?: number;
+  presence_penalty?: number;
+  openai_max_tokens?: number;
+  openai_max_context?: number;
+  seed?: number;
+  n?: number;
+  stream_openai?: boolean;
+  reasoning_effort?: 'auto' | 'min' | 'low' | 'medium' | 'high' | 'max';
+  verbosity?: 'auto' | 'low' | 'medium' | 'high';
+  use_sysprompt?: boolean;
+  squash_system_messages?: boolean;
+  custom_prompt_post_processing?: '' | 'merge' | 'semi' | 'strict' | 'single';
+  assistant_prefill?: string;
+  personality_format?: string;
+  scenario_format?: string;
+  wi_format?: string;
+  new_chat_prompt?: string;
+  new_group_chat_prompt?: string;
+  new_example_chat_prompt?: string;
+  send_if_empty?: string;
+  group_nudge_prompt?: string;
+  [key: string]: unknown;
 }
 
 export interface Expansion {
@@ -119,11 +160,14 @@ export interface RequestResult {
   request: Record<string, unknown>;
   diagnostics: Diagnostic[];
   prompt_tokens: number | null;
+  effective: Effective;
   variables: Record<string, string>;
   globals: Record<string, string>;
 }
 
 export declare class CompiledPreset {
+  /** The settings it renders with (SPEC §14). */
+  readonly settings: PresetSettings;
   render(context?: Context | string): Rendered;
   /** Renders and shapes the request `context.provider_options` asks for (SPEC §12). */
   request(context?: Context | string): RequestResult;
@@ -135,6 +179,8 @@ export declare class Preset {
   static fromJson(text: string | Buffer): Preset;
   compile(): CompiledPreset;
   audit(): Audit;
+  /** The preset's settings (SPEC §14), after SillyTavern's migration. */
+  readonly settings: PresetSettings;
 }
 
 export declare class Template {

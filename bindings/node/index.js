@@ -58,14 +58,19 @@ class CompiledPreset {
   constructor(inner) {
     this._inner = inner;
   }
-  /** `{ messages, diagnostics, variables, globals }` (SPEC §9). */
+  /** The settings it renders with (SPEC §14): `{ temperature, openai_max_tokens, ... }`. */
+  get settings() {
+    return JSON.parse(this._inner.settingsJson());
+  }
+  /** `{ messages, diagnostics, variables, globals, prompt_tokens, effective }` (SPEC §9, §14.3). */
   render(context) {
     const json = contextJson(context);
     return call(() => this._inner.render(json));
   }
   /**
-   * The provider request the context's `provider_options` ask for (default shape `openai`):
-   * `{ request, diagnostics, prompt_tokens, variables, globals }` (SPEC §12.6).
+   * The provider request the context's `provider_options` ask for (default shape `openai`),
+   * over the preset's settings (SPEC §14: model, sampling, max tokens, reasoning):
+   * `{ request, diagnostics, prompt_tokens, effective, variables, globals }` (SPEC §12.6).
    */
   request(context) {
     const json = contextJson(context);
@@ -93,6 +98,13 @@ class Preset {
   /** Parses every enabled node once. */
   compile() {
     return new CompiledPreset(this._inner.compile());
+  }
+  /**
+   * The preset's settings (SPEC §14): the keys the file has, after SillyTavern's migration;
+   * ignored values are left out (see `audit()` for why).
+   */
+  get settings() {
+    return JSON.parse(this._inner.settingsJson());
   }
   /** `{ nodes, enabled, diagnostics }`: findings for preset authors, with line and column. */
   audit() {

@@ -58,6 +58,9 @@ pub(crate) struct ContextArgs {
     /// Overrides the context file's `now` (RFC 3339).
     #[arg(long, value_name = "RFC3339")]
     now: Option<DateTime<Utc>>,
+    /// Overrides the context file's `model` (`{{model}}`, and the model a request is for).
+    #[arg(long)]
+    model: Option<String>,
 }
 
 impl ContextArgs {
@@ -72,6 +75,9 @@ impl ContextArgs {
         }
         if let Some(now) = self.now {
             ctx.now = Some(now);
+        }
+        if let Some(model) = &self.model {
+            ctx.model = model.clone();
         }
         Ok(ctx)
     }

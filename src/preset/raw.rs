@@ -152,6 +152,7 @@ fn is_setting(key: &str) -> bool {
 
 /// Only the settings of a preset file (for presets the store kept: their nodes are stored
 /// resolved, their settings are read again from the file).
+#[cfg(feature = "store")]
 pub(super) fn settings_only(text: &str) -> Vec<(String, &RawValue)> {
     struct V;
     impl<'de> Visitor<'de> for V {

@@ -51,6 +51,12 @@ impl Preset {
     pub fn audit_json(&self) -> String {
         self.inner.audit_json()
     }
+
+    /// The preset's settings (SPEC §14) as a JSON object of the keys it has.
+    #[napi]
+    pub fn settings_json(&self) -> String {
+        self.inner.settings().to_json()
+    }
 }
 
 /// A compiled preset: render it as often as you like.
@@ -68,9 +74,15 @@ impl CompiledPreset {
         Ok(self.inner.render(&ctx).to_json())
     }
 
+    /// The settings it renders with (SPEC §14) as a JSON object.
+    #[napi]
+    pub fn settings_json(&self) -> String {
+        self.inner.settings().to_json()
+    }
+
     /// Renders against a context file's JSON and shapes the provider request its
-    /// `provider_options` ask for (SPEC §12.6): `{"request", "diagnostics", "prompt_tokens",
-    /// "variables", "globals"}` as JSON.
+    /// `provider_options` ask for over the preset's settings (SPEC §12.6, §14): `{"request",
+    /// "diagnostics", "prompt_tokens", "effective", "variables", "globals"}` as JSON.
     #[napi]
     pub fn request_json(&self, context_json: String) -> Result<String> {
         let ctx = context(&context_json)?;
@@ -80,7 +92,7 @@ impl CompiledPreset {
             .to_request_json(&ctx.provider_options))
     }
 
-    /// Renders and returns only the provider request body (SPEC §12.3) as UTF-8 JSON bytes,
+    /// Renders and returns only the provider request body (SPEC §12.3, §14.4) as UTF-8 JSON bytes,
     /// ready to POST. A Buffer crosses as one copy, where JS strings of the same text cost N-API
     /// several times the render (V8 decodes non-ASCII UTF-8 at about 4 ns a byte).
     #[napi]

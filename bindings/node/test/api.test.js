@@ -110,3 +110,21 @@ test('requestBody is the request JSON as bytes', () => {
   assert.ok(Buffer.isBuffer(body));
   assert.deepStrictEqual(JSON.parse(body.toString('utf8')), compiled.request(ctx).request);
 });
+
+test('settings are readable and reach the request', () => {
+  const preset = s.Preset.fromJson(JSON.stringify({
+    temperature: 1.5,
+    openai_max_tokens: ' 400 ',
+    top_k: 'x',
+    prompts: [{ identifier: 'main', content: 'Hi' }],
+  }));
+  assert.deepStrictEqual(preset.settings, { openai_max_tokens: 400, temperature: 1.5 });
+  const compiled = preset.compile();
+  assert.deepStrictEqual(compiled.settings, preset.settings);
+  const out = compiled.request({ model: 'claude-haiku-4-5', provider_options: { shape: 'anthropic' } });
+  assert.deepStrictEqual([out.request.model, out.request.max_tokens, out.request.temperature], ['claude-haiku-4-5', 400, 1]);
+  assert.ok(out.diagnostics.some((d) => d.kind === 'PresetSettingIgnored'));
+  assert.strictEqual(out.effective.use_system_prompt, true);
+  const body = JSON.parse(compiled.requestBody({ preset_settings: false }));
+  assert.strictEqual(body.temperature, undefined);
+});

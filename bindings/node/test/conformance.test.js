@@ -62,3 +62,44 @@ test('own render vectors (injection modes)', () => {
     }
   }
 });
+
+function same(a, b) {
+  if (typeof a === 'number' && typeof b === 'number') return a === b;
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => same(x, b[i]));
+  if (a && b && typeof a === 'object' && typeof b === 'object') {
+    const ka = Object.keys(a).sort();
+    const kb = Object.keys(b).sort();
+    return same(ka, kb) && ka.every((k) => same(a[k], b[k]));
+  }
+  return a === b;
+}
+
+const settings = vectors('settings.json');
+test('a sample of the settings vectors (SPEC §14)', { skip: settings ? false : `SKIPPED: ${shared} not found` }, () => {
+  const cases = settings.cases.filter((c) => c.category !== 'prompt');
+  const sample = cases.filter((c, i) => i % 3 === 1 || c.category === 'corpus' || c.category === 'error');
+  const failures = [];
+  for (const c of sample) {
+    const { input, expect } = c;
+    const preset = { ...input.preset, prompts: [{ identifier: 'main', content: 'You are {{char}}.' }, { identifier: 'chatHistory', marker: true }] };
+    const ctx = { ...(input.context || {}), model: input.model };
+    ctx.provider_options = { ...((input.context || {}).provider_options || {}), shape: input.shape };
+    ctx.items = [{ tag: 'DIALOGUE_HISTORY', role: 'user', text: 'User: hi' }];
+    const compiled = Preset.fromJson(JSON.stringify(preset)).compile();
+    if (expect.error) {
+      try {
+        compiled.request(ctx);
+        failures.push(`${c.name}: context accepted`);
+      } catch (e) {
+        if (!e.message.includes(expect.error)) failures.push(`${c.name}: ${e.message}`);
+      }
+      continue;
+    }
+    const out = compiled.request(ctx);
+    const body = { ...out.request };
+    for (const k of ['messages', 'system', 'contents', 'systemInstruction']) delete body[k];
+    if (!same(out.effective, expect.effective)) failures.push(`${c.name}: effective ${JSON.stringify(out.effective)}`);
+    else if (expect.request && !same(body, expect.request)) failures.push(`${c.name}: request ${JSON.stringify(body)}`);
+  }
+  assert.deepStrictEqual(failures, [], `${failures.length} of ${sample.length} fail`);
+});

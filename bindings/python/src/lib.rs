@@ -51,6 +51,10 @@ impl Preset {
     fn audit_json(&self, py: Python<'_>) -> String {
         py.detach(|| self.inner.audit_json())
     }
+
+    fn settings_json(&self) -> String {
+        self.inner.settings().to_json()
+    }
 }
 
 /// A compiled preset; renders from any thread.
@@ -61,6 +65,10 @@ struct CompiledPreset {
 
 #[pymethods]
 impl CompiledPreset {
+    fn settings_json(&self) -> String {
+        self.inner.settings().to_json()
+    }
+
     fn render_json(&self, py: Python<'_>, context_json: &str) -> PyResult<String> {
         py.detach(|| Ok(self.inner.render(&context(context_json)?).to_json()))
     }

@@ -32,6 +32,14 @@ def test_render_returns_dicts_in_the_spec_shape():
         "variables": {"n": "1", "turn": "5"},
         "globals": {},
         "prompt_tokens": None,
+        "effective": {
+            "squash_system": False,
+            "use_system_prompt": True,
+            "assistant_prefill": "",
+            "post_processing": "none",
+            "max_context_tokens": None,
+            "reserve_tokens": 0,
+        },
     }
 
 
@@ -123,3 +131,24 @@ def test_request_body_is_the_request_json_as_bytes():
     body = compiled.request_body(ctx)
     assert isinstance(body, bytes)
     assert json.loads(body) == compiled.render_request(ctx)["request"]
+
+
+def test_settings_are_readable_and_reach_the_request():
+    preset = stpreset.Preset.from_json(
+        json.dumps(
+            {
+                "temperature": 1.5,
+                "openai_max_tokens": " 400 ",
+                "top_k": "x",
+                "prompts": [{"identifier": "main", "content": "Hi"}],
+            }
+        )
+    )
+    assert preset.settings == {"openai_max_tokens": 400, "temperature": 1.5}
+    compiled = preset.compile()
+    assert compiled.settings == preset.settings
+    out = compiled.render_request({"model": "claude-haiku-4-5", "provider_options": {"shape": "anthropic"}})
+    body = out["request"]
+    assert (body["model"], body["max_tokens"], body["temperature"]) == ("claude-haiku-4-5", 400, 1.0)
+    assert any(d["kind"] == "PresetSettingIgnored" for d in out["diagnostics"])
+    assert json.loads(compiled.request_body({"preset_settings": False}))["messages"][0]["content"] == "Hi"

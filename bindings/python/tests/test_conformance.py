@@ -51,3 +51,44 @@ def test_own_render_vectors():
         assert [[m["role"], "".join(m["parts"])] for m in out["messages"]] == c["expect_messages"], c["name"]
         if "expect_sources" in c:
             assert [m["source"] for m in out["messages"]] == c["expect_sources"], c["name"]
+
+
+def _same(a, b):
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool):
+        return float(a) == float(b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def test_a_sample_of_the_settings_vectors():
+    """SPEC §14 through the package: every third request case, the corpus and error cases."""
+    cases = [c for c in vectors("settings.json")["cases"] if c["category"] != "prompt"]
+    sample = [c for i, c in enumerate(cases) if i % 3 == 0 or c["category"] in ("corpus", "error")]
+    failures = []
+    for c in sample:
+        i, expect = c["input"], c["expect"]
+        preset = dict(i["preset"])
+        preset["prompts"] = [{"identifier": "main", "content": "You are {{char}}."}, {"identifier": "chatHistory", "marker": True}]
+        ctx = dict(i.get("context", {}))
+        ctx["model"] = i["model"]
+        ctx["provider_options"] = dict(ctx.get("provider_options", {}), shape=i["shape"])
+        ctx["items"] = [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "User: hi"}]
+        compiled = stpreset.Preset.from_json(json.dumps(preset)).compile()
+        if "error" in expect:
+            try:
+                compiled.render_request(ctx)
+                failures.append(f"{c['name']}: context accepted")
+            except stpreset.ContextError as e:
+                if expect["error"] not in str(e):
+                    failures.append(f"{c['name']}: error {e} does not name {expect['error']}")
+            continue
+        out = compiled.render_request(ctx)
+        body = {k: v for k, v in out["request"].items() if k not in ("messages", "system", "contents", "systemInstruction")}
+        if not _same(out["effective"], expect["effective"]):
+            failures.append(f"{c['name']}: effective {out['effective']} != {expect['effective']}")
+        elif "request" in expect and not _same(body, expect["request"]):
+            failures.append(f"{c['name']}: request {body} != {expect['request']}")
+    assert failures == [], "\n".join(failures)

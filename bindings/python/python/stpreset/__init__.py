@@ -82,14 +82,22 @@ class CompiledPreset:
     def __init__(self, inner) -> None:
         self._inner = inner
 
+    @property
+    def settings(self) -> dict:
+        """The settings it renders with (SPEC §14)."""
+        return _json.loads(self._inner.settings_json())
+
     def render(self, context=None) -> dict:
-        """``{"messages", "diagnostics", "variables", "globals"}`` (SPEC §9)."""
+        """``{"messages", "diagnostics", "variables", "globals", "prompt_tokens", "effective"}``
+        (SPEC §9, §14.3)."""
         # Built natively from the same serializer as the JSON text: half the cost of loads().
         return _call(self._inner.render, _context_json(context))
 
     def render_request(self, context=None) -> dict:
         """The provider request the context's ``provider_options`` ask for (default shape
-        ``openai``): ``{"request", "diagnostics", "prompt_tokens", "variables", "globals"}``."""
+        ``openai``), over the preset's settings (SPEC §14: model, sampling, max tokens,
+        reasoning): ``{"request", "diagnostics", "prompt_tokens", "effective", "variables",
+        "globals"}``."""
         return _json.loads(_call(self._inner.request_json, _context_json(context)))
 
     def request_body(self, context=None) -> bytes:
@@ -122,6 +130,12 @@ class Preset:
     def audit(self) -> dict:
         """``{"nodes", "enabled", "diagnostics"}``: findings for preset authors, with line and column."""
         return _json.loads(self._inner.audit_json())
+
+    @property
+    def settings(self) -> dict:
+        """The preset's settings (SPEC §14): the keys the file has, after SillyTavern's
+        migration; ignored values are left out (``audit()`` says why)."""
+        return _json.loads(self._inner.settings_json())
 
 
 class Template:

@@ -17,17 +17,27 @@ class Message(TypedDict):
     parts: List[str]
     source: Dict[str, Any]
 
+class Effective(TypedDict):
+    squash_system: bool
+    use_system_prompt: bool
+    assistant_prefill: str
+    post_processing: Literal["none", "merge", "semi", "strict", "single"]
+    max_context_tokens: Optional[int]
+    reserve_tokens: int
+
 class Rendered(TypedDict):
     messages: List[Message]
     diagnostics: List[Diagnostic]
     variables: Dict[str, str]
     globals: Dict[str, str]
     prompt_tokens: Optional[int]
+    effective: Effective
 
 class RequestResult(TypedDict):
     request: Dict[str, Any]
     diagnostics: List[Diagnostic]
     prompt_tokens: Optional[int]
+    effective: Effective
     variables: Dict[str, str]
     globals: Dict[str, str]
 
@@ -54,6 +64,8 @@ class ContextError(StpresetError): ...
 class TemplateError(StpresetError): ...
 
 class CompiledPreset:
+    @property
+    def settings(self) -> Dict[str, Any]: ...
     def render(self, context: _Ctx = ...) -> Rendered: ...
     def render_request(self, context: _Ctx = ...) -> RequestResult: ...
     def request_body(self, context: _Ctx = ...) -> bytes: ...
@@ -63,6 +75,8 @@ class Preset:
     def from_json(cls, text: _Text) -> Preset: ...
     def compile(self) -> CompiledPreset: ...
     def audit(self) -> Audit: ...
+    @property
+    def settings(self) -> Dict[str, Any]: ...
 
 class Template:
     def __init__(self, source: _Text) -> None: ...
