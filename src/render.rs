@@ -3,6 +3,7 @@
 //! → limit) → output. `Template` and `CompiledPreset` only hold what they compiled; every
 //! setting comes from the context's [`RenderOptions`](crate::RenderOptions).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -166,22 +167,17 @@ pub(crate) struct PresetParts<'p> {
 /// its assembly plan (whose text indices point into `nodes`).
 pub(crate) fn preset<'c>(parts: &PresetParts<'_>, ctx: &'c Context) -> Rendered<'c> {
     // Which settings apply (SPEC §14.3); an edited template is compiled for this render.
-    let edited;
-    let mut fresh = Vec::new();
-    let (settings, edits): (Option<&PresetSettings>, &[_]) = match &ctx.preset_settings {
-        PresetSettingsUse::Ignore => (None, &[]),
-        PresetSettingsUse::Edit(edit) => {
-            let mut s = parts.settings.clone();
-            s.edit(&edit.0);
-            edited = s;
-            let limits = ctx.options.limits.clamped();
-            for (key, _) in &edit.0 {
-                fresh.extend(CompiledNode::setting(key, edited.template(key), &limits));
-            }
-            (Some(&edited), edit.0.as_slice())
-        }
-        _ => (Some(parts.settings), &[]),
+    let applied = applied(parts.settings, ctx);
+    let settings = applied.as_deref();
+    let edits = match &ctx.preset_settings {
+        PresetSettingsUse::Edit(edit) => edit.0.as_slice(),
+        _ => &[],
     };
+    let limits = ctx.options.limits.clamped();
+    let fresh: Vec<CompiledNode> = edits
+        .iter()
+        .filter_map(|(key, _)| CompiledNode::setting(key, settings?.template(key), &limits))
+        .collect();
     let templates: Vec<&CompiledNode> = match settings {
         None => Vec::new(),
         Some(_) => TEMPLATES
@@ -305,6 +301,20 @@ pub fn request_options(
     let resolved = resolve_with(settings, prefill, ctx);
     let options = resolve::overlay(&ctx.provider_options, &resolved.preset, &ctx.model);
     (options, resolved.effective)
+}
+
+/// The settings that apply with `ctx` (SPEC §14.3): the preset's, none, or the preset's with
+/// the context's edits.
+fn applied<'s>(settings: &'s PresetSettings, ctx: &Context) -> Option<Cow<'s, PresetSettings>> {
+    match &ctx.preset_settings {
+        PresetSettingsUse::Ignore => None,
+        PresetSettingsUse::Edit(edit) => {
+            let mut s = settings.clone();
+            s.edit(&edit.0);
+            Some(Cow::Owned(s))
+        }
+        _ => Some(Cow::Borrowed(settings)),
+    }
 }
 
 /// The preset's contribution as options, and the effective §12 options with `ctx`.

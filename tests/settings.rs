@@ -416,3 +416,51 @@ fn stored_presets_keep_their_settings() {
             .any(|d| d.message == "preset setting top_k ignored: expected an integer")
     );
 }
+
+/// Every corpus preset's request for each shape can be POSTed as it is: the model (OpenAI,
+/// Anthropic), max tokens and, where the model takes them, sampling fields.
+#[test]
+fn corpus_requests_are_complete() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/presets");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        eprintln!("SKIPPED: {} not found", dir.display());
+        return;
+    };
+    let mut checked = 0;
+    for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+        let preset = Preset::from_json(&std::fs::read(&path).unwrap()).unwrap();
+        let compiled = preset.compile();
+        let s = preset.settings();
+        for (shape, model) in [
+            ("openai", "gpt-4.1"),
+            ("anthropic", "claude-3-5-sonnet-20241022"),
+            ("google", "gemini-2.0-flash"),
+        ] {
+            let ctx = json!({"model": model, "max_context_tokens": 32000,
+                "provider_options": {"shape": shape},
+                "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}]});
+            let ctx = Context::from_json(ctx.to_string().as_bytes()).unwrap();
+            let (body, _) = compiled.render(&ctx).to_request(&ctx.provider_options);
+            let name = format!("{} / {shape}", path.display());
+            let (max, temperature) = match shape {
+                "google" => (
+                    &body["generationConfig"]["maxOutputTokens"],
+                    &body["generationConfig"]["temperature"],
+                ),
+                _ => (&body["max_tokens"], &body["temperature"]),
+            };
+            if shape != "google" {
+                assert_eq!(body["model"], model, "{name}");
+            }
+            if shape == "anthropic" || s.openai_max_tokens.is_some() {
+                assert!(max.is_number(), "{name}: no max tokens");
+            }
+            if let Some(t) = s.temperature {
+                let cap = if shape == "anthropic" { 1.0 } else { 2.0 };
+                assert_eq!(temperature.as_f64(), Some(t.min(cap)), "{name}");
+            }
+            checked += 1;
+        }
+    }
+    eprintln!("{checked} corpus requests are complete");
+}
