@@ -54,6 +54,8 @@ pub use report::TextReport;
 #[cfg(feature = "store")]
 pub use store::{Clock, PresetStore, PresetSummary, StoreError, StoreOptions, SystemClock};
 pub use template::{Template, expand};
+#[doc(hidden)]
+pub use tokens::clear_count_caches;
 pub use tokens::{Counter, TokenCounter, Tokenizer};
 
 /// The README's examples run as doctests.

@@ -52,11 +52,10 @@ impl Budget {
                 ),
             ));
         }
-        let counter = &*resolved.counter;
-        let role_words = ["system", "user", "assistant"].map(|w| counter.count(w) as i64);
+        let role_words =
+            ["system", "user", "assistant"].map(|w| resolved.count_parts(&[w.into()]) as i64);
         let cost = |m: &Message<'_>| -> i64 {
-            let text = m.text();
-            if text.is_empty() {
+            if m.is_empty() {
                 return 0;
             }
             let role = match m.role {
@@ -64,7 +63,7 @@ impl Budget {
                 Role::User => role_words[1],
                 Role::Model => role_words[2],
             };
-            PER_MESSAGE + role + counter.count(&text) as i64
+            PER_MESSAGE + role + resolved.count_parts(m.parts()) as i64
         };
         let available = max as i64 - self.reserve_tokens as i64;
         let mut used = PRIMING;
