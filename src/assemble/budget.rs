@@ -6,6 +6,7 @@
 use super::{Message, Source};
 use crate::context::{Role, Tag};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
+use crate::limits::OutputBudget;
 use crate::options::Budget;
 
 /// Reply priming SillyTavern reserves on every request.
@@ -19,8 +20,10 @@ fn is_history(m: &Message<'_>) -> bool {
 
 impl Budget {
     /// Drops the oldest history items of `messages` until the prompt fits (SPEC §12.4) and
-    /// `output_limit` bytes hold it; returns the diagnostics (in order) and the prompt's tokens.
-    /// Without `max_context_tokens` nothing changes and there are no prompt tokens.
+    /// `output_limit` bytes hold it, then cuts the list at `output_limit` (§8); returns the
+    /// diagnostics (in order) and the prompt's tokens. Both describe the list as cut: history
+    /// items the limit removed count as dropped, and the tokens count only what is left.
+    /// Without `max_context_tokens` only the limit applies and there are no prompt tokens.
     ///
     /// ```
     /// use stpreset::{Budget, Counter, Message, Role, Source, Tag, Tokenizer};
@@ -37,10 +40,11 @@ impl Budget {
         model: &str,
         output_limit: usize,
     ) -> (Vec<Diagnostic>, Option<u32>) {
-        let Some(max) = self.max_context_tokens else {
-            return (Vec::new(), None);
-        };
         let mut diags = Vec::new();
+        let Some(max) = self.max_context_tokens else {
+            diags.extend(limit_output(messages, output_limit).map(|cut| cut.diagnostic));
+            return (diags, None);
+        };
         let resolved = self.counter.resolve(model);
         if let Some(vocab) = resolved.approximating {
             diags.push(Diagnostic::new(
@@ -66,6 +70,8 @@ impl Budget {
             PER_MESSAGE + role + resolved.count_parts(m.parts()) as i64
         };
         let available = max as i64 - self.reserve_tokens as i64;
+        // Each message's cost, once counted (fixed and kept items; 0 for the rest).
+        let mut costs = vec![0i64; messages.len()];
         let mut used = PRIMING;
         let mut size = 0usize;
         let mut history = Vec::new();
@@ -73,7 +79,8 @@ impl Budget {
             if is_history(m) {
                 history.push(i);
             } else {
-                used += cost(m);
+                costs[i] = cost(m);
+                used += costs[i];
                 size = size.saturating_add(m.len());
             }
         }
@@ -90,6 +97,7 @@ impl Budget {
             if shielded
                 || (used + c <= available && size.checked_add(b).is_some_and(|s| s <= output_limit))
             {
+                costs[i] = c;
                 used += c;
                 size = size.saturating_add(b);
             } else {
@@ -98,17 +106,39 @@ impl Budget {
             }
         }
         let dropped = &history[..keep_from];
-        let dropped_count = dropped.iter().filter(|i| non_empty(i)).count();
+        let mut dropped_count = dropped.iter().filter(|i| non_empty(i)).count();
         if !dropped.is_empty() {
-            // `dropped` is ascending: one cursor walks it beside the retain.
+            // `dropped` is ascending: one cursor walks it beside the retain (of the messages
+            // and, in step, of their costs).
             let mut next = 0;
             let mut index = 0;
+            let mut keep = Vec::with_capacity(messages.len());
             messages.retain(|_| {
                 let drop = dropped.get(next) == Some(&index);
                 next += drop as usize;
                 index += 1;
+                keep.push(!drop);
                 !drop
             });
+            let mut flags = keep.into_iter();
+            costs.retain(|_| flags.next().unwrap_or(false));
+        }
+        // The output limit cuts only when the fixed messages and the protected item exceed it
+        // (the walk kept nothing else that would not fit); what it removes or cuts is not sent,
+        // so the counts and the diagnostics follow what is left.
+        let cut = limit_output(messages, output_limit);
+        if let Some(cut) = &cut {
+            dropped_count += cut.removed_history;
+            costs.truncate(messages.len());
+            if cut.shortened
+                && let (Some(last), Some(m)) = (costs.last_mut(), messages.last())
+            {
+                let was_sent = *last > 0;
+                *last = cost(m);
+                // Cut to nothing: nothing of the item is sent.
+                dropped_count += (was_sent && *last == 0 && is_history(m)) as usize;
+            }
+            used = PRIMING + costs.iter().sum::<i64>();
         }
         if used > available {
             diags.push(Diagnostic::new(
@@ -125,6 +155,206 @@ impl Budget {
                 format!("dropped {dropped_count} of {total} history items"),
             ));
         }
+        diags.extend(cut.map(|cut| cut.diagnostic));
         (diags, Some(used.clamp(0, u32::MAX as i64) as u32))
+    }
+}
+
+/// What the output limit took.
+pub(crate) struct Cut {
+    /// The `LimitReached` diagnostic.
+    pub diagnostic: Diagnostic,
+    /// History items with text that it removed whole.
+    pub removed_history: usize,
+    /// Whether the last message left was shortened.
+    pub shortened: bool,
+}
+
+/// The output limit (SPEC §8): cuts the message that crosses `limit` bytes at a UTF-8
+/// boundary and drops everything after it. A cut that lands on a part boundary leaves no empty
+/// part, and no message without parts. When the newest history item with text is cut or
+/// removed, the diagnostic says so: a bot would otherwise answer a message it never sent.
+pub(crate) fn limit_output(messages: &mut Vec<Message<'_>>, limit: usize) -> Option<Cut> {
+    // Before any part is cut: the newest history item with text (one pass; the cut changes
+    // the emptiness this reads).
+    let newest = messages
+        .iter()
+        .rposition(|m| is_history(m) && !m.is_empty());
+    let mut budget = OutputBudget::new(limit);
+    for mi in 0..messages.len() {
+        let parts = messages[mi].parts_mut();
+        let Some(pi) = parts
+            .as_mut_slice()
+            .iter_mut()
+            .position(|p| !budget.spend_part(p))
+        else {
+            continue;
+        };
+        // A cut that leaves the crossing part empty keeps nothing of it.
+        let keep = if parts.as_slice()[pi].is_empty() {
+            pi
+        } else {
+            pi + 1
+        };
+        parts.truncate(keep);
+        let left = if keep > 0 { mi + 1 } else { mi };
+        let removed = messages.split_off(left);
+        // The crossing message, when removed, had text (it crossed the limit) but is cut empty.
+        let crossing_removed = keep == 0;
+        let removed_history = removed
+            .iter()
+            .enumerate()
+            .filter(|(j, m)| is_history(m) && ((*j == 0 && crossing_removed) || !m.is_empty()))
+            .count();
+        let mut message = format!("rendered output cut at the limit of {limit} bytes");
+        match newest {
+            Some(n) if n >= left || messages[n].is_empty() => {
+                message.push_str("; the newest history message was dropped")
+            }
+            Some(n) if n == mi => message.push_str("; the newest history message was cut"),
+            _ => {}
+        }
+        return Some(Cut {
+            diagnostic: Diagnostic::new(DiagnosticKind::LimitReached, None, message),
+            removed_history,
+            shortened: keep > 0,
+        });
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokens::{Counter, Tokenizer};
+
+    fn fixed(text: &str) -> Message<'_> {
+        Message::with_parts(Role::System, [text], Source::Node("main".into()))
+    }
+
+    fn history<'a>(parts: &[&'a str]) -> Message<'a> {
+        Message::with_parts(
+            Role::User,
+            parts.iter().copied(),
+            Source::Tag(Some(Tag::DialogueHistory)),
+        )
+    }
+
+    fn words(max: u32) -> Budget {
+        Budget::tokens(max).with_counter(Counter::Builtin(Tokenizer::Words))
+    }
+
+    fn texts(messages: &[Message<'_>]) -> Vec<String> {
+        messages.iter().map(|m| m.text().into_owned()).collect()
+    }
+
+    fn messages(diags: &[Diagnostic]) -> Vec<(DiagnosticKind, &str)> {
+        diags.iter().map(|d| (d.kind, d.message.as_str())).collect()
+    }
+
+    #[test]
+    fn a_cut_newest_item_is_counted_as_sent_and_named() {
+        // 16 fixed bytes, limit 20: the newest item (protected) is cut to 4 bytes, the older
+        // one is dropped by the walk.
+        let mut list = vec![
+            fixed("0123456789 abcde"),
+            history(&["old"]),
+            history(&["newest", "\n[System: be kind]"]),
+        ];
+        let (diags, tokens) = words(1000).apply(&mut list, "", 20);
+        assert_eq!(texts(&list), ["0123456789 abcde", "newe"]);
+        // 3 + (4 + 1 + 2) + (4 + 1 + 1): the cut text, not the whole item.
+        assert_eq!(tokens, Some(16));
+        assert_eq!(
+            messages(&diags),
+            [
+                (
+                    DiagnosticKind::HistoryTrimmed,
+                    "dropped 1 of 2 history items"
+                ),
+                (
+                    DiagnosticKind::LimitReached,
+                    "rendered output cut at the limit of 20 bytes; the newest history message was cut"
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn history_the_limit_removes_counts_as_dropped() {
+        // The fixed message fills the limit: neither history item is sent.
+        let mut list = vec![
+            fixed("0123456789 abcdefghi"),
+            history(&["old"]),
+            history(&["newest"]),
+        ];
+        let (diags, tokens) = words(1000).apply(&mut list, "", 20);
+        assert_eq!(texts(&list), ["0123456789 abcdefghi"]);
+        assert_eq!(tokens, Some(3 + 7));
+        assert_eq!(
+            messages(&diags),
+            [
+                (
+                    DiagnosticKind::HistoryTrimmed,
+                    "dropped 2 of 2 history items"
+                ),
+                (
+                    DiagnosticKind::LimitReached,
+                    "rendered output cut at the limit of 20 bytes; the newest history message was dropped"
+                ),
+            ]
+        );
+        // A cut inside the fixed message: the same, and the fixed text counts as cut.
+        let mut list = vec![fixed("0123456789 abcdefghi xyz"), history(&["newest"])];
+        let (diags, tokens) = words(1000).apply(&mut list, "", 20);
+        assert_eq!(texts(&list), ["0123456789 abcdefghi"]);
+        assert_eq!(tokens, Some(3 + 7));
+        assert_eq!(diags[0].message, "dropped 1 of 1 history items");
+    }
+
+    #[test]
+    fn the_overflow_reports_what_is_sent() {
+        // Before the cut the prompt needs 3 + 7 + 8 = 18; the limit leaves "newe" (3 + 7 + 6).
+        let mut list = vec![fixed("0123456789 abcde"), history(&["newest", " two"])];
+        let (diags, tokens) = words(5).apply(&mut list, "", 20);
+        assert_eq!(tokens, Some(16));
+        assert_eq!(
+            diags[0].message,
+            "prompt needs 16 tokens, 5 available; dropped 0 of 1 history items"
+        );
+        // An item cut to nothing (its first part empty) is not sent: dropped.
+        let mut list = vec![fixed("0123456789 abcdefghi"), history(&["", "x"])];
+        let (diags, tokens) = words(1000).apply(&mut list, "", 20);
+        assert_eq!(tokens, Some(10));
+        assert_eq!(diags[0].message, "dropped 1 of 1 history items");
+        assert!(
+            diags[1]
+                .message
+                .ends_with("the newest history message was dropped")
+        );
+    }
+
+    #[test]
+    fn without_a_budget_the_limit_still_names_the_newest_item() {
+        let mut list = vec![fixed("0123456789"), history(&["a"]), history(&["newest"])];
+        let (diags, tokens) = Budget::default().apply(&mut list, "", 12);
+        assert_eq!(
+            (texts(&list), tokens),
+            (vec!["0123456789".into(), "a".into(), "n".into()], None)
+        );
+        assert_eq!(
+            messages(&diags),
+            [(
+                DiagnosticKind::LimitReached,
+                "rendered output cut at the limit of 12 bytes; the newest history message was cut"
+            )]
+        );
+        // A cut before any history says nothing about history.
+        let mut list = vec![fixed("0123456789"), fixed("more")];
+        let (diags, _) = Budget::default().apply(&mut list, "", 12);
+        assert_eq!(
+            diags[0].message,
+            "rendered output cut at the limit of 12 bytes"
+        );
     }
 }
