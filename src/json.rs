@@ -51,6 +51,21 @@ fn string(doc: &impl Serialize) -> String {
     serde_json::to_string(doc).unwrap_or_default()
 }
 
+/// `{"messages", "diagnostics", "variables", "globals", "prompt_tokens"}`: by hand, because
+/// `prompt_tokens` is counted over the messages when it is written.
+impl Serialize for Rendered<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut doc = s.serialize_struct("Rendered", 5)?;
+        doc.serialize_field("messages", &self.messages)?;
+        doc.serialize_field("diagnostics", &self.diagnostics)?;
+        doc.serialize_field("variables", &self.variables)?;
+        doc.serialize_field("globals", &self.globals)?;
+        doc.serialize_field("prompt_tokens", &self.prompt_tokens())?;
+        doc.end()
+    }
+}
+
 impl Rendered<'_> {
     /// `{"messages", "diagnostics", "variables", "globals"}` (SPEC §9).
     ///
@@ -100,7 +115,7 @@ impl Rendered<'_> {
         f(&RequestDoc {
             request: &request,
             diagnostics: &diagnostics,
-            prompt_tokens: self.prompt_tokens,
+            prompt_tokens: self.prompt_tokens(),
             variables: &self.variables,
             globals: &self.globals,
         })

@@ -5,9 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-
-use crate::assemble::{self, Message, Plan};
+use crate::assemble::{self, Message, Plan, PromptTokens};
 use crate::context::Context;
 use crate::diagnostic::{Diagnostic, DiagnosticKind, Finding};
 use crate::eval::{self, EvalNode, Expanded};
@@ -44,7 +42,10 @@ impl CompiledNode {
 
 /// The result of rendering a preset. Its messages borrow the context's text where they pass
 /// it through unchanged (chat history, most host items); [`Rendered::into_owned`] detaches it.
-#[derive(Debug, Clone, Serialize)]
+///
+/// Serialized by hand (`json.rs`: `prompt_tokens` is counted when written); a new field goes
+/// there too.
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Rendered<'c> {
     /// The ordered messages for the model provider.
@@ -55,10 +56,9 @@ pub struct Rendered<'c> {
     pub variables: BTreeMap<String, String>,
     /// Global variables after the render.
     pub globals: BTreeMap<String, String>,
-    /// The prompt's tokens as the history budget counted them (`None` without a budget).
-    pub prompt_tokens: Option<u32>,
+    /// The prompt's tokens ([`Rendered::prompt_tokens`]), counted when first asked for.
+    pub(crate) tokens: Option<PromptTokens>,
     /// Who speaks and which model, for provider requests.
-    #[serde(skip)]
     pub(crate) speakers: Speakers<'c>,
 }
 
@@ -141,14 +141,14 @@ pub(crate) fn preset<'c>(
     let mut diagnostics = Vec::with_capacity(import.len() + ev.diagnostics.len() + 4);
     diagnostics.extend_from_slice(import);
     diagnostics.extend(ev.diagnostics);
-    let (messages, prompt_tokens) =
+    let (messages, tokens) =
         assemble::assemble(plan, &mut ev.texts, ev.expanded, ctx, &mut diagnostics);
     Rendered {
         messages,
         diagnostics,
         variables: ev.variables,
         globals: ev.globals,
-        prompt_tokens,
+        tokens,
         speakers: Speakers::of(ctx),
     }
 }
@@ -162,9 +162,17 @@ impl Rendered<'_> {
             diagnostics: self.diagnostics,
             variables: self.variables,
             globals: self.globals,
-            prompt_tokens: self.prompt_tokens,
+            tokens: self.tokens,
             speakers: self.speakers.into_owned(),
         }
+    }
+
+    /// The prompt's tokens under the history budget (SPEC §12.4): 3 + the cost of every
+    /// message in [`messages`](Self::messages); `None` without a budget. Counted on the first
+    /// call (the budget decides with upper bounds where they suffice; most texts come from the
+    /// count cache) and kept, so change `messages` after asking, if at all.
+    pub fn prompt_tokens(&self) -> Option<u32> {
+        self.tokens.as_ref().map(|t| t.get(&self.messages))
     }
 
     /// The provider request for these messages (SPEC §12.6), with the request's diagnostics.

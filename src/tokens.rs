@@ -151,6 +151,7 @@ impl Vocab {
 }
 
 /// A resolved counter, and the vocabulary it stands in for when that one is not built in.
+#[derive(Clone)]
 pub(crate) struct Resolved {
     pub counter: Arc<dyn TokenCounter>,
     pub approximating: Option<Vocab>,
@@ -161,6 +162,16 @@ pub(crate) struct Resolved {
 }
 
 impl Resolved {
+    /// Whether a text's count is at most its length in bytes, and costly enough that a
+    /// budget walks with that bound first: tiktoken's tokens are each at least one byte (and
+    /// the pre-split of SPEC §12.5 only splits). A host's counter promises no such bound.
+    pub fn bounded_by_bytes(&self) -> bool {
+        #[cfg(feature = "tiktoken")]
+        return self.cache.is_some();
+        #[cfg(not(feature = "tiktoken"))]
+        false
+    }
+
     /// Tokens of the concatenation of `parts` (counted as one string).
     pub fn count_parts(&self, parts: &[Cow<'_, str>]) -> u32 {
         #[cfg(feature = "tiktoken")]

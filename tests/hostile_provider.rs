@@ -183,7 +183,7 @@ fn the_output_limit_after_the_budget_is_reported_as_sent() {
     let out = preset.render(&ctx);
     let texts: Vec<String> = out.messages.iter().map(|m| m.text().into_owned()).collect();
     assert_eq!(texts, [main, "the newest"]);
-    assert_eq!(out.prompt_tokens, Some(3 + (4 + 1 + 10) + (4 + 1 + 2)));
+    assert_eq!(out.prompt_tokens(), Some(3 + (4 + 1 + 10) + (4 + 1 + 2)));
     let diags: Vec<&str> = out.diagnostics.iter().map(|d| d.message.as_str()).collect();
     let limit = ctx.options.limits.output_bytes;
     assert_eq!(
@@ -199,7 +199,7 @@ fn the_output_limit_after_the_budget_is_reported_as_sent() {
     ctx.options.limits.output_bytes = main.len();
     let out = preset.render(&ctx);
     assert_eq!(out.messages.len(), 1);
-    assert_eq!(out.prompt_tokens, Some(3 + 15));
+    assert_eq!(out.prompt_tokens(), Some(3 + 15));
     assert_eq!(out.diagnostics[0].message, "dropped 2 of 2 history items");
     assert!(
         out.diagnostics[1]

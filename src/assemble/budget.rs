@@ -3,11 +3,15 @@
 //! newest non-empty history item is never dropped. Runs before the output limit, so that limit
 //! never cuts the newest history while older history remains.
 
+use std::fmt;
+use std::sync::OnceLock;
+
 use super::{Message, Source};
 use crate::context::{Role, Tag};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::limits::OutputBudget;
 use crate::options::Budget;
+use crate::tokens::Resolved;
 
 /// Reply priming SillyTavern reserves on every request.
 const PRIMING: i64 = 3;
@@ -16,6 +20,77 @@ const PER_MESSAGE: i64 = 4;
 
 fn is_history(m: &Message<'_>) -> bool {
     m.source == Source::Tag(Some(Tag::DialogueHistory))
+}
+
+/// Costs of messages under one counter (SPEC §12.4): exact, or an upper bound.
+struct Costs<'r> {
+    resolved: &'r Resolved,
+    /// `system`, `user`, `assistant`.
+    roles: [i64; 3],
+}
+
+impl<'r> Costs<'r> {
+    fn new(resolved: &'r Resolved) -> Costs<'r> {
+        let roles =
+            ["system", "user", "assistant"].map(|w| resolved.count_parts(&[w.into()]) as i64);
+        Costs { resolved, roles }
+    }
+
+    fn role(&self, m: &Message<'_>) -> i64 {
+        match m.role {
+            Role::System => self.roles[0],
+            Role::User => self.roles[1],
+            Role::Model => self.roles[2],
+        }
+    }
+
+    /// 0 for an empty text, else 4 + role word + text (counted once, as one string).
+    fn exact(&self, m: &Message<'_>) -> i64 {
+        if m.is_empty() {
+            return 0;
+        }
+        PER_MESSAGE + self.role(m) + self.resolved.count_parts(m.parts()) as i64
+    }
+
+    /// At least [`exact`](Self::exact) when the counter is bounded by bytes: the text's
+    /// length stands for its count. Positive exactly when the text is not empty.
+    fn bound(&self, m: &Message<'_>) -> i64 {
+        if m.is_empty() {
+            return 0;
+        }
+        PER_MESSAGE + self.role(m) + m.len().min(i64::MAX as usize / 2) as i64
+    }
+}
+
+/// A render's prompt tokens (SPEC §12.4: 3 + Σ cost of what is sent): known when the budget
+/// had to count exactly, else counted over the final messages when first asked.
+#[derive(Clone)]
+pub(crate) struct PromptTokens {
+    resolved: Resolved,
+    known: OnceLock<u32>,
+}
+
+impl fmt::Debug for PromptTokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PromptTokens")
+            .field("known", &self.known.get())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PromptTokens {
+    /// The tokens of `messages`, the list the budget produced (counted once, then kept).
+    pub fn get(&self, messages: &[Message<'_>]) -> u32 {
+        *self.known.get_or_init(|| {
+            let costs = Costs::new(&self.resolved);
+            let used = PRIMING + messages.iter().map(|m| costs.exact(m)).sum::<i64>();
+            clamp(used)
+        })
+    }
+}
+
+fn clamp(used: i64) -> u32 {
+    used.clamp(0, u32::MAX as i64) as u32
 }
 
 impl Budget {
@@ -40,6 +115,25 @@ impl Budget {
         model: &str,
         output_limit: usize,
     ) -> (Vec<Diagnostic>, Option<u32>) {
+        let (diags, tokens) = self.apply_lazy(messages, model, output_limit);
+        (diags, tokens.map(|t| t.get(messages)))
+    }
+
+    /// [`apply`](Self::apply), with the prompt tokens counted only when asked for.
+    ///
+    /// With tiktoken the walk first adds upper bounds (a token is at least one byte, so a
+    /// message costs at most 4 + role word + its bytes) and counts exactly only from the first
+    /// item whose bound does not fit: counting is the render's dominant cost (a large preset
+    /// injects kilobytes into the newest history items, new text every turn), while a bound
+    /// that fits proves the exact walk keeps the item too. The decisions are those of the
+    /// exact walk: exact counting starts before the first decision a bound cannot prove, and
+    /// covers the diagnostics whenever the bounds exceed the budget.
+    pub(crate) fn apply_lazy(
+        &self,
+        messages: &mut Vec<Message<'_>>,
+        model: &str,
+        output_limit: usize,
+    ) -> (Vec<Diagnostic>, Option<PromptTokens>) {
         let mut diags = Vec::new();
         let Some(max) = self.max_context_tokens else {
             diags.extend(limit_output(messages, output_limit).map(|cut| cut.diagnostic));
@@ -56,21 +150,18 @@ impl Budget {
                 ),
             ));
         }
-        let role_words =
-            ["system", "user", "assistant"].map(|w| resolved.count_parts(&[w.into()]) as i64);
-        let cost = |m: &Message<'_>| -> i64 {
-            if m.is_empty() {
-                return 0;
+        let costs_of = Costs::new(&resolved);
+        let mut exact = !resolved.bounded_by_bytes();
+        let cost = |m: &Message<'_>, exact: bool| {
+            if exact {
+                costs_of.exact(m)
+            } else {
+                costs_of.bound(m)
             }
-            let role = match m.role {
-                Role::System => role_words[0],
-                Role::User => role_words[1],
-                Role::Model => role_words[2],
-            };
-            PER_MESSAGE + role + resolved.count_parts(m.parts()) as i64
         };
         let available = max as i64 - self.reserve_tokens as i64;
-        // Each message's cost, once counted (fixed and kept items; 0 for the rest).
+        // Each message's cost (exact, or its bound before the walk turns exact), once counted:
+        // fixed and kept items; 0 for the rest.
         let mut costs = vec![0i64; messages.len()];
         let mut used = PRIMING;
         let mut size = 0usize;
@@ -79,7 +170,7 @@ impl Budget {
             if is_history(m) {
                 history.push(i);
             } else {
-                costs[i] = cost(m);
+                costs[i] = cost(m, exact);
                 used += costs[i];
                 size = size.saturating_add(m.len());
             }
@@ -91,12 +182,27 @@ impl Budget {
         let mut keep_from = 0;
         for (k, &i) in history.iter().enumerate().rev() {
             let m = &messages[i];
-            let c = cost(m);
             let b = m.len();
             let shielded = protected.is_some_and(|p| k >= p);
-            if shielded
-                || (used + c <= available && size.checked_add(b).is_some_and(|s| s <= output_limit))
-            {
+            let size_fits = size.checked_add(b).is_some_and(|s| s <= output_limit);
+            let mut c = cost(m, exact);
+            if !shielded && size_fits && !exact && used + c > available {
+                // The bounds prove no more: count what is kept so far, exactly, once.
+                exact = true;
+                used = PRIMING;
+                for (j, fixed) in messages.iter().enumerate() {
+                    if !is_history(fixed) {
+                        costs[j] = costs_of.exact(fixed);
+                        used += costs[j];
+                    }
+                }
+                for &j in &history[k + 1..] {
+                    costs[j] = costs_of.exact(&messages[j]);
+                    used += costs[j];
+                }
+                c = costs_of.exact(m);
+            }
+            if shielded || (size_fits && used + c <= available) {
                 costs[i] = c;
                 used += c;
                 size = size.saturating_add(b);
@@ -134,13 +240,18 @@ impl Budget {
                 && let (Some(last), Some(m)) = (costs.last_mut(), messages.last())
             {
                 let was_sent = *last > 0;
-                *last = cost(m);
+                *last = cost(m, exact);
                 // Cut to nothing: nothing of the item is sent.
-                dropped_count += (was_sent && *last == 0 && is_history(m)) as usize;
+                dropped_count += (was_sent && m.is_empty() && is_history(m)) as usize;
             }
             used = PRIMING + costs.iter().sum::<i64>();
         }
-        if used > available {
+        // Bounds within the budget prove the prompt fits; beyond it, only a count can tell.
+        if !exact && used > available {
+            exact = true;
+            used = PRIMING + messages.iter().map(|m| costs_of.exact(m)).sum::<i64>();
+        }
+        if exact && used > available {
             diags.push(Diagnostic::new(
                 DiagnosticKind::ContextOverflow,
                 None,
@@ -156,7 +267,11 @@ impl Budget {
             ));
         }
         diags.extend(cut.map(|cut| cut.diagnostic));
-        (diags, Some(used.clamp(0, u32::MAX as i64) as u32))
+        let known = OnceLock::new();
+        if exact {
+            let _ = known.set(clamp(used));
+        }
+        (diags, Some(PromptTokens { resolved, known }))
     }
 }
 
@@ -356,5 +471,81 @@ mod tests {
             diags[0].message,
             "rendered output cut at the limit of 12 bytes"
         );
+    }
+
+    /// The walk with upper bounds (o200k, cached) decides exactly as the exact walk (the same
+    /// vocabulary as a host counter, which gets no bounds), reports the same diagnostics and,
+    /// when asked, the same tokens; on lists and budgets where the switch to exact counting
+    /// falls anywhere in the walk, with and without the output limit cutting.
+    #[cfg(feature = "tiktoken")]
+    #[test]
+    fn bounds_decide_exactly_as_counts() {
+        let exact = Counter::Custom(Counter::Builtin(Tokenizer::O200k).resolve("").counter);
+        let words = [
+            "Alice:",
+            "the",
+            "shrine",
+            "雨",
+            "  ",
+            "\n",
+            "!!",
+            "12345",
+            "é",
+            "\n[System: x]",
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for case in 0..300 {
+            let texts: Vec<Vec<String>> = (0..1 + next(8))
+                .map(|_| {
+                    (0..1 + next(2))
+                        .map(|_| (0..next(6)).map(|_| words[next(words.len())]).collect())
+                        .collect()
+                })
+                .collect();
+            let list: Vec<Message<'_>> = texts
+                .iter()
+                .map(|parts| {
+                    let source = if next(3) == 0 {
+                        Source::Node("n".into())
+                    } else {
+                        Source::Tag(Some(Tag::DialogueHistory))
+                    };
+                    let role = [Role::System, Role::User, Role::Model][next(3)];
+                    Message::with_parts(role, parts.iter().map(String::as_str), source)
+                })
+                .collect();
+            let full = Budget::tokens(u32::MAX)
+                .with_counter(exact.clone())
+                .apply(&mut list.clone(), "", usize::MAX)
+                .1
+                .unwrap_or(0);
+            let bytes: usize = list.iter().map(|m| m.len()).sum();
+            let max = next(full as usize + 8) as u32;
+            let limit = if next(3) == 0 {
+                next(bytes + 2)
+            } else {
+                usize::MAX
+            };
+            let reserve = next(4) as u32;
+            let mut a = list.clone();
+            let (da, ta) = Budget::tokens(max)
+                .with_reserve(reserve)
+                .with_counter(exact.clone())
+                .apply(&mut a, "", limit);
+            let mut b = list.clone();
+            let (db, tb) = Budget::tokens(max)
+                .with_reserve(reserve)
+                .with_counter(Counter::Builtin(Tokenizer::O200k))
+                .apply_lazy(&mut b, "", limit);
+            assert_eq!(a, b, "case {case}");
+            assert_eq!(messages(&da), messages(&db), "case {case}");
+            assert_eq!(ta, tb.map(|t| t.get(&b)), "case {case}");
+        }
     }
 }

@@ -18,6 +18,7 @@ mod place;
 use std::ops::Range;
 use std::sync::Arc;
 
+pub(crate) use budget::PromptTokens;
 pub use message::{Message, Source};
 
 use crate::context::{Context, Role};
@@ -184,21 +185,22 @@ fn node_role(role: &str) -> Role {
 
 /// Builds the message list: the stages in order. `texts` are the evaluated nodes' finished
 /// texts (moved into their messages). Returns the messages and, with a budget, the prompt's
-/// tokens.
+/// tokens (counted when asked for).
 pub(crate) fn assemble<'c>(
     plan: &Plan,
     texts: &mut [String],
     expanded: Expanded,
     ctx: &'c Context,
     diags: &mut Vec<Diagnostic>,
-) -> (Vec<Message<'c>>, Option<u32>) {
+) -> (Vec<Message<'c>>, Option<PromptTokens>) {
     let mut assembly = place::place(plan, texts, expanded, ctx, diags);
     let injections = inject::collect(plan, texts, ctx);
     inject::inject(&mut assembly, injections, ctx.options.injection, diags);
     let limit = ctx.options.limits.clamped().output_bytes;
     let budget = &ctx.options.budget;
     // The budget ends with the output limit, so its counts describe what is sent.
-    let (budget_diags, prompt_tokens) = budget.apply(&mut assembly.messages, &ctx.model, limit);
+    let (budget_diags, prompt_tokens) =
+        budget.apply_lazy(&mut assembly.messages, &ctx.model, limit);
     diags.extend(budget_diags);
     (assembly.messages, prompt_tokens)
 }
