@@ -172,6 +172,12 @@ impl Resolved {
         false
     }
 
+    /// Whether the count cache holds the text of `parts` (tests of what a walk counted).
+    #[cfg(all(test, feature = "tiktoken"))]
+    pub fn cached(&self, parts: &[Cow<'_, str>]) -> bool {
+        self.cache.is_some_and(|c| c.contains(parts))
+    }
+
     /// Tokens of the concatenation of `parts` (counted as one string).
     pub fn count_parts(&self, parts: &[Cow<'_, str>]) -> u32 {
         #[cfg(feature = "tiktoken")]

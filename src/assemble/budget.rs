@@ -548,4 +548,47 @@ mod tests {
             assert_eq!(ta, tb.map(|t| t.get(&b)), "case {case}");
         }
     }
+
+    /// Within the budget a walk under tiktoken counts nothing new: the bounds decide, and the
+    /// tokens are counted when asked (then the texts are in the cache). A budget that the
+    /// bounds exceed counts what it keeps, not what it drops.
+    #[cfg(feature = "tiktoken")]
+    #[test]
+    fn bounds_spare_counting_until_the_tokens_are_asked_for() {
+        let o200k = Counter::Builtin(Tokenizer::O200k);
+        let resolved = o200k.resolve("");
+        let unique = format!("{:?}", std::time::Instant::now());
+        let texts: Vec<String> = (0..4).map(|i| format!("{unique} message {i}")).collect();
+        let list = || -> Vec<Message<'_>> { texts.iter().map(|t| history(&[t])).collect() };
+        let cached = |i: usize| resolved.cached(&[texts[i].as_str().into()]);
+        let mut sent = list();
+        let (_, tokens) = Budget::tokens(1_000_000)
+            .with_counter(o200k.clone())
+            .apply_lazy(&mut sent, "", usize::MAX);
+        assert!((0..4).all(|i| !cached(i)));
+        let tokens = tokens.map(|t| t.get(&sent));
+        assert!((0..4).all(cached));
+        assert_eq!(
+            tokens,
+            Budget::tokens(1_000_000)
+                .with_counter(o200k.clone())
+                .apply(&mut list(), "", usize::MAX)
+                .1
+        );
+        // Room for the two newest by count, not by bounds: the walk turns exact at the second
+        // newest; the third is counted to be dropped; the oldest is never counted.
+        let texts: Vec<String> = (0..4).map(|i| format!("{unique} again {i}")).collect();
+        // Counted here: the newest, which the walk counts anyway.
+        let each = Costs::new(&resolved).exact(&history(&[&texts[3]]));
+        let mut sent: Vec<Message<'_>> = texts.iter().map(|t| history(&[t])).collect();
+        let (diags, _) = Budget::tokens(3 + 2 * each as u32 + 1)
+            .with_counter(o200k)
+            .apply_lazy(&mut sent, "", usize::MAX);
+        assert_eq!(diags[0].message, "dropped 2 of 4 history items");
+        let cached = |i: usize| resolved.cached(&[texts[i].as_str().into()]);
+        assert_eq!(
+            (0..4).map(cached).collect::<Vec<_>>(),
+            [false, true, true, true]
+        );
+    }
 }

@@ -134,6 +134,14 @@ impl CountCache {
         self.maps.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Whether the text of `parts` has a count here.
+    #[cfg(test)]
+    pub fn contains(&self, parts: &[Cow<'_, str>]) -> bool {
+        let key = self.key(parts);
+        let maps = self.lock();
+        maps.young.contains_key(&key) || maps.old.contains_key(&key)
+    }
+
     /// Forgets every count.
     pub fn clear(&self) {
         *self.lock() = Generations::default();
