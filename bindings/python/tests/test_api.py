@@ -123,3 +123,23 @@ def test_request_body_is_the_request_json_as_bytes():
     body = compiled.request_body(ctx)
     assert isinstance(body, bytes)
     assert json.loads(body) == compiled.render_request(ctx)["request"]
+
+
+def test_preload_tokenizer_loads_up_front_and_refuses_unknown_names():
+    stpreset.preload_tokenizer("o200k")
+    stpreset.preload_tokenizer()
+    stpreset.preload_tokenizer("words")
+    with pytest.raises(ValueError, match='unknown tokenizer "gpt2"'):
+        stpreset.preload_tokenizer("gpt2")
+    with pytest.raises(TypeError):
+        stpreset.preload_tokenizer(7)
+    compiled = stpreset.Preset.from_json(PRESET).compile()
+    out = compiled.render(
+        {
+            "max_context_tokens": 1000,
+            "tokenizer": "o200k",
+            "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "Hello world"}],
+        }
+    )
+    # What `stpreset render --format json` counts for the same preset and context.
+    assert out["prompt_tokens"] == 25
