@@ -54,6 +54,22 @@ fn string(doc: &impl Serialize) -> String {
     serde_json::to_string(doc).unwrap_or_default()
 }
 
+/// `{"messages", "diagnostics", "variables", "globals", "prompt_tokens", "effective"}`: by
+/// hand, because `prompt_tokens` is counted over the messages when it is written.
+impl Serialize for Rendered<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut doc = s.serialize_struct("Rendered", 6)?;
+        doc.serialize_field("messages", &self.messages)?;
+        doc.serialize_field("diagnostics", &self.diagnostics)?;
+        doc.serialize_field("variables", &self.variables)?;
+        doc.serialize_field("globals", &self.globals)?;
+        doc.serialize_field("prompt_tokens", &self.prompt_tokens())?;
+        doc.serialize_field("effective", self.effective_options())?;
+        doc.end()
+    }
+}
+
 impl Rendered<'_> {
     /// `{"messages", "diagnostics", "variables", "globals", "prompt_tokens", "effective"}`
     /// (SPEC §9, §12.6, §14.3).
@@ -104,7 +120,7 @@ impl Rendered<'_> {
         f(&RequestDoc {
             request: &request,
             diagnostics: &diagnostics,
-            prompt_tokens: self.prompt_tokens,
+            prompt_tokens: self.prompt_tokens(),
             effective: self.effective_options(),
             variables: &self.variables,
             globals: &self.globals,

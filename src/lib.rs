@@ -61,6 +61,8 @@ pub use settings::{PresetSettings, PresetSettingsUse, SettingsEdit};
 #[cfg(feature = "store")]
 pub use store::{Clock, PresetStore, PresetSummary, StoreError, StoreOptions, SystemClock};
 pub use template::{Template, expand};
+#[doc(hidden)]
+pub use tokens::clear_count_caches;
 pub use tokens::{Counter, TokenCounter, Tokenizer};
 
 /// The README's examples run as doctests.

@@ -6,9 +6,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-
-use crate::assemble::{self, Extras, Message, Plan, Source};
+use crate::assemble::{self, Extras, Message, Plan, PromptTokens, Source};
 use crate::context::{Context, Tag};
 use crate::diagnostic::{Diagnostic, DiagnosticKind, Finding};
 use crate::eval::{self, EvalNode, Expanded};
@@ -64,7 +62,10 @@ impl CompiledNode {
 
 /// The result of rendering a preset. Its messages borrow the context's text where they pass
 /// it through unchanged (chat history, most host items); [`Rendered::into_owned`] detaches it.
-#[derive(Debug, Clone, Serialize)]
+///
+/// Serialized by hand (`json.rs`: `prompt_tokens` is counted when written); a new field goes
+/// there too.
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Rendered<'c> {
     /// The ordered messages for the model provider.
@@ -75,13 +76,11 @@ pub struct Rendered<'c> {
     pub variables: BTreeMap<String, String>,
     /// Global variables after the render.
     pub globals: BTreeMap<String, String>,
-    /// The prompt's tokens as the history budget counted them (`None` without a budget).
-    pub prompt_tokens: Option<u32>,
+    /// The prompt's tokens ([`Rendered::prompt_tokens`]), counted when first asked for.
+    pub(crate) tokens: Option<PromptTokens>,
     /// Who speaks and which model, for provider requests.
-    #[serde(skip)]
     pub(crate) speakers: Speakers<'c>,
     /// The preset's settings as request options (SPEC §14.5), for `to_request`.
-    #[serde(skip)]
     pub(crate) preset_options: ProviderOptions,
     /// The §12 options the render used (SPEC §14.3), JSON `"effective"`.
     pub(crate) effective: EffectiveOptions,
@@ -246,7 +245,7 @@ pub(crate) fn preset<'c>(parts: &PresetParts<'_>, ctx: &'c Context) -> Rendered<
         reserve_tokens: Tri::Value(resolved.effective.reserve_tokens),
         counter: ctx.options.budget.counter.clone(),
     };
-    let (messages, prompt_tokens) = assemble::assemble(
+    let (messages, tokens) = assemble::assemble(
         parts.plan,
         &mut ev.texts,
         ev.expanded,
@@ -260,7 +259,7 @@ pub(crate) fn preset<'c>(parts: &PresetParts<'_>, ctx: &'c Context) -> Rendered<
         diagnostics,
         variables: ev.variables,
         globals: ev.globals,
-        prompt_tokens,
+        tokens,
         speakers: Speakers::of(ctx),
         preset_options: resolved.preset,
         effective: resolved.effective,
@@ -359,11 +358,19 @@ impl Rendered<'_> {
             diagnostics: self.diagnostics,
             variables: self.variables,
             globals: self.globals,
-            prompt_tokens: self.prompt_tokens,
+            tokens: self.tokens,
             speakers: self.speakers.into_owned(),
             preset_options: self.preset_options,
             effective: self.effective,
         }
+    }
+
+    /// The prompt's tokens under the history budget (SPEC §12.4): 3 + the cost of every
+    /// message in [`messages`](Self::messages); `None` without a budget. Counted on the first
+    /// call (the budget decides with upper bounds where they suffice; most texts come from the
+    /// count cache) and kept, so change `messages` after asking, if at all.
+    pub fn prompt_tokens(&self) -> Option<u32> {
+        self.tokens.as_ref().map(|t| t.get(&self.messages))
     }
 
     /// The §12 options this render used, after the preset's settings (SPEC §14.3): squash,

@@ -2,6 +2,10 @@
 //! o200k and cl100k vocabularies (cargo feature `tiktoken`, compiled in), SillyTavern's byte
 //! estimate and a word counter for readable tests.
 
+#[cfg(feature = "tiktoken")]
+mod cache;
+
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
@@ -39,6 +43,37 @@ pub enum Tokenizer {
     Approx,
     /// Runs of non-whitespace characters (tests, readable vectors).
     Words,
+}
+
+impl Tokenizer {
+    /// Loads the vocabulary now rather than at the first render that counts with it: about
+    /// 0.3–0.4 s and 35 MB per vocabulary, once per process. `auto` loads both `o200k` and
+    /// `cl100k` (the model decides per render); `approx` and `words` load nothing, nor does
+    /// anything without the `tiktoken` feature. Call it at start-up, or on a thread of its own.
+    ///
+    /// ```
+    /// stpreset::Tokenizer::Words.preload(); // nothing to load
+    /// ```
+    pub fn preload(self) {
+        let vocabs: &[Vocab] = match self {
+            Tokenizer::Auto => &[Vocab::O200k, Vocab::Cl100k],
+            Tokenizer::O200k => &[Vocab::O200k],
+            Tokenizer::Cl100k => &[Vocab::Cl100k],
+            Tokenizer::Approx | Tokenizer::Words => &[],
+        };
+        for &vocab in vocabs {
+            vocab.load();
+        }
+    }
+}
+
+/// Empties the process-wide token count caches (benchmarks measure a first render with it).
+#[doc(hidden)]
+pub fn clear_count_caches() {
+    #[cfg(feature = "tiktoken")]
+    for vocab in [Vocab::O200k, Vocab::Cl100k] {
+        cache::CountCache::of(vocab).clear();
+    }
 }
 
 /// The counter a render uses: a built-in one (default `auto`), or the host's.
@@ -80,6 +115,19 @@ impl Vocab {
         }
     }
 
+    /// The vocabulary, loaded on first use (once per process).
+    #[cfg(feature = "tiktoken")]
+    fn load(self) -> &'static tiktoken_rs::CoreBPE {
+        match self {
+            Vocab::O200k => tiktoken_rs::o200k_base_singleton(),
+            Vocab::Cl100k => tiktoken_rs::cl100k_base_singleton(),
+        }
+    }
+
+    /// Nothing to load without the `tiktoken` feature.
+    #[cfg(not(feature = "tiktoken"))]
+    fn load(self) {}
+
     /// SillyTavern's choice for `auto`: its list of o200k models (case-sensitive), else cl100k.
     fn for_model(model: &str) -> Vocab {
         const O200K: [&str; 10] = [
@@ -103,21 +151,51 @@ impl Vocab {
 }
 
 /// A resolved counter, and the vocabulary it stands in for when that one is not built in.
+#[derive(Clone)]
 pub(crate) struct Resolved {
     pub counter: Arc<dyn TokenCounter>,
     pub approximating: Option<Vocab>,
+    /// The process-wide count cache of a built-in tiktoken vocabulary. The estimates are
+    /// cheaper than a lookup, and a host's counter may change its answers.
+    #[cfg(feature = "tiktoken")]
+    cache: Option<&'static cache::CountCache>,
+}
+
+impl Resolved {
+    /// Whether a text's count is at most its length in bytes, and costly enough that a
+    /// budget walks with that bound first: tiktoken's tokens are each at least one byte (and
+    /// the pre-split of SPEC §12.5 only splits). A host's counter promises no such bound.
+    pub fn bounded_by_bytes(&self) -> bool {
+        #[cfg(feature = "tiktoken")]
+        return self.cache.is_some();
+        #[cfg(not(feature = "tiktoken"))]
+        false
+    }
+
+    /// Whether the count cache holds the text of `parts` (tests of what a walk counted).
+    #[cfg(all(test, feature = "tiktoken"))]
+    pub fn cached(&self, parts: &[Cow<'_, str>]) -> bool {
+        self.cache.is_some_and(|c| c.contains(parts))
+    }
+
+    /// Tokens of the concatenation of `parts` (counted as one string).
+    pub fn count_parts(&self, parts: &[Cow<'_, str>]) -> u32 {
+        #[cfg(feature = "tiktoken")]
+        if let Some(cache) = self.cache {
+            return cache.count(parts, &*self.counter);
+        }
+        match parts {
+            [one] => self.counter.count(one),
+            _ => self.counter.count(&parts.concat()),
+        }
+    }
 }
 
 impl Counter {
     /// The counter for `model`.
     pub(crate) fn resolve(&self, model: &str) -> Resolved {
         let tokenizer = match self {
-            Counter::Custom(c) => {
-                return Resolved {
-                    counter: c.clone(),
-                    approximating: None,
-                };
-            }
+            Counter::Custom(c) => return uncached(c.clone()),
             Counter::Builtin(t) => *t,
         };
         let vocab = match tokenizer {
@@ -132,15 +210,25 @@ impl Counter {
 }
 
 fn builtin(c: impl TokenCounter + 'static) -> Resolved {
+    uncached(Arc::new(c))
+}
+
+fn uncached(counter: Arc<dyn TokenCounter>) -> Resolved {
     Resolved {
-        counter: Arc::new(c),
+        counter,
         approximating: None,
+        #[cfg(feature = "tiktoken")]
+        cache: None,
     }
 }
 
 #[cfg(feature = "tiktoken")]
 fn vocab_counter(vocab: Vocab) -> Resolved {
-    builtin(Tiktoken(vocab))
+    Resolved {
+        counter: Arc::new(Tiktoken(vocab)),
+        approximating: None,
+        cache: Some(cache::CountCache::of(vocab)),
+    }
 }
 
 #[cfg(not(feature = "tiktoken"))]
@@ -183,10 +271,7 @@ struct Tiktoken(Vocab);
 #[cfg(feature = "tiktoken")]
 impl TokenCounter for Tiktoken {
     fn count(&self, text: &str) -> u32 {
-        let bpe = match self.0 {
-            Vocab::O200k => tiktoken_rs::o200k_base_singleton(),
-            Vocab::Cl100k => tiktoken_rs::cl100k_base_singleton(),
-        };
+        let bpe = self.0.load();
         let mut total = 0u32;
         for piece in pieces(text) {
             total = total.saturating_add(bpe.encode_ordinary(piece).len() as u32);

@@ -155,3 +155,57 @@ fn long_runs_of_any_whitespace_count_without_panicking() {
         }
     }
 }
+
+/// The output limit runs after the budget: when the fixed messages fill it, the newest history
+/// item and its depth-0 injection are cut. The diagnostics and `prompt_tokens` describe what is
+/// left (before, `HistoryTrimmed` said "dropped 1 of 2" and the tokens counted the whole item).
+#[test]
+fn the_output_limit_after_the_budget_is_reported_as_sent() {
+    let preset = stpreset::Preset::from_json(
+        br#"{"prompts": [
+            {"identifier": "main", "content": "one two three four five six seven eight nine ten"},
+            {"identifier": "chatHistory", "marker": true},
+            {"identifier": "nudge", "content": "Stay calm.", "injection_position": 1, "injection_depth": 0}
+        ]}"#,
+    )
+    .unwrap()
+    .compile();
+    let mut ctx = stpreset::Context::default();
+    for text in ["an older message", "the newest message"] {
+        ctx.items.push(stpreset::ContextItem::new(
+            Some(Tag::DialogueHistory),
+            Role::User,
+            text,
+        ));
+    }
+    ctx.options.budget = Budget::tokens(1000).with_counter(Counter::Builtin(Tokenizer::Words));
+    let main = "one two three four five six seven eight nine ten";
+    // Room for `main` and "the newest": the injection part and the older item are not sent.
+    ctx.options.limits.output_bytes = main.len() + "the newest".len();
+    let out = preset.render(&ctx);
+    let texts: Vec<String> = out.messages.iter().map(|m| m.text().into_owned()).collect();
+    assert_eq!(texts, [main, "the newest"]);
+    assert_eq!(out.prompt_tokens(), Some(3 + (4 + 1 + 10) + (4 + 1 + 2)));
+    let diags: Vec<&str> = out.diagnostics.iter().map(|d| d.message.as_str()).collect();
+    let limit = ctx.options.limits.output_bytes;
+    assert_eq!(
+        diags,
+        [
+            "dropped 1 of 2 history items".to_string(),
+            format!(
+                "rendered output cut at the limit of {limit} bytes; the newest history message was cut"
+            ),
+        ]
+    );
+    // Room for `main` only: both items are gone, and say so.
+    ctx.options.limits.output_bytes = main.len();
+    let out = preset.render(&ctx);
+    assert_eq!(out.messages.len(), 1);
+    assert_eq!(out.prompt_tokens(), Some(3 + 15));
+    assert_eq!(out.diagnostics[0].message, "dropped 2 of 2 history items");
+    assert!(
+        out.diagnostics[1]
+            .message
+            .ends_with("the newest history message was dropped")
+    );
+}

@@ -188,4 +188,10 @@ export declare class Template {
   render(context?: Context | string): Expansion;
 }
 
+/**
+ * Loads a tokenizer's vocabulary now (0.3–0.4 s each, once per process) rather than in the
+ * first budgeted render: `'auto'` (default) loads both `o200k` and `cl100k`.
+ */
+export declare function preloadTokenizer(name?: 'auto' | 'o200k' | 'cl100k' | 'approx' | 'words'): void;
+
 export declare function expand(source: string | Buffer, context?: Context | string): Expansion;

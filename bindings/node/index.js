@@ -128,6 +128,16 @@ class Template {
   }
 }
 
+/**
+ * Loads a tokenizer's vocabulary now rather than in the first render that counts with it
+ * (0.3–0.4 s per vocabulary, once per process): `'o200k'`, `'cl100k'`, `'auto'` (both, the
+ * default), `'approx'`/`'words'` (nothing to load). Blocks while it loads: call it at start-up.
+ */
+function preloadTokenizer(name = 'auto') {
+  if (typeof name !== 'string') throw new TypeError('the tokenizer name must be a string');
+  native.preloadTokenizer(name);
+}
+
 /** Compiles and renders one template. */
 function expand(source, context) {
   return Template.compile(source).render(context);
@@ -138,6 +148,7 @@ module.exports = {
   CompiledPreset,
   Template,
   expand,
+  preloadTokenizer,
   StpresetError,
   PresetError,
   ContextError,

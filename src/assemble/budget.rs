@@ -3,10 +3,15 @@
 //! newest non-empty history item is never dropped. Runs before the output limit, so that limit
 //! never cuts the newest history while older history remains.
 
+use std::fmt;
+use std::sync::OnceLock;
+
 use super::{Message, Source};
 use crate::context::{Role, Tag};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
+use crate::limits::OutputBudget;
 use crate::options::Budget;
+use crate::tokens::Resolved;
 
 /// Reply priming SillyTavern reserves on every request.
 const PRIMING: i64 = 3;
@@ -17,10 +22,83 @@ fn is_history(m: &Message<'_>) -> bool {
     m.source == Source::Tag(Some(Tag::DialogueHistory))
 }
 
+/// Costs of messages under one counter (SPEC §12.4): exact, or an upper bound.
+struct Costs<'r> {
+    resolved: &'r Resolved,
+    /// `system`, `user`, `assistant`.
+    roles: [i64; 3],
+}
+
+impl<'r> Costs<'r> {
+    fn new(resolved: &'r Resolved) -> Costs<'r> {
+        let roles =
+            ["system", "user", "assistant"].map(|w| resolved.count_parts(&[w.into()]) as i64);
+        Costs { resolved, roles }
+    }
+
+    fn role(&self, m: &Message<'_>) -> i64 {
+        match m.role {
+            Role::System => self.roles[0],
+            Role::User => self.roles[1],
+            Role::Model => self.roles[2],
+        }
+    }
+
+    /// 0 for an empty text, else 4 + role word + text (counted once, as one string).
+    fn exact(&self, m: &Message<'_>) -> i64 {
+        if m.is_empty() {
+            return 0;
+        }
+        PER_MESSAGE + self.role(m) + self.resolved.count_parts(m.parts()) as i64
+    }
+
+    /// At least [`exact`](Self::exact) when the counter is bounded by bytes: the text's
+    /// length stands for its count. Positive exactly when the text is not empty.
+    fn bound(&self, m: &Message<'_>) -> i64 {
+        if m.is_empty() {
+            return 0;
+        }
+        PER_MESSAGE + self.role(m) + m.len().min(i64::MAX as usize / 2) as i64
+    }
+}
+
+/// A render's prompt tokens (SPEC §12.4: 3 + Σ cost of what is sent): known when the budget
+/// had to count exactly, else counted over the final messages when first asked.
+#[derive(Clone)]
+pub(crate) struct PromptTokens {
+    resolved: Resolved,
+    known: OnceLock<u32>,
+}
+
+impl fmt::Debug for PromptTokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PromptTokens")
+            .field("known", &self.known.get())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PromptTokens {
+    /// The tokens of `messages`, the list the budget produced (counted once, then kept).
+    pub fn get(&self, messages: &[Message<'_>]) -> u32 {
+        *self.known.get_or_init(|| {
+            let costs = Costs::new(&self.resolved);
+            let used = PRIMING + messages.iter().map(|m| costs.exact(m)).sum::<i64>();
+            clamp(used)
+        })
+    }
+}
+
+fn clamp(used: i64) -> u32 {
+    used.clamp(0, u32::MAX as i64) as u32
+}
+
 impl Budget {
     /// Drops the oldest history items of `messages` until the prompt fits (SPEC §12.4) and
-    /// `output_limit` bytes hold it; returns the diagnostics (in order) and the prompt's tokens.
-    /// Without `max_context_tokens` nothing changes and there are no prompt tokens.
+    /// `output_limit` bytes hold it, then cuts the list at `output_limit` (§8); returns the
+    /// diagnostics (in order) and the prompt's tokens. Both describe the list as cut: history
+    /// items the limit removed count as dropped, and the tokens count only what is left.
+    /// Without `max_context_tokens` only the limit applies and there are no prompt tokens.
     ///
     /// ```
     /// use stpreset::{Budget, Counter, Message, Role, Source, Tag, Tokenizer};
@@ -37,11 +115,31 @@ impl Budget {
         model: &str,
         output_limit: usize,
     ) -> (Vec<Diagnostic>, Option<u32>) {
+        let (diags, tokens) = self.apply_lazy(messages, model, output_limit);
+        (diags, tokens.map(|t| t.get(messages)))
+    }
+
+    /// [`apply`](Self::apply), with the prompt tokens counted only when asked for.
+    ///
+    /// With tiktoken the walk first adds upper bounds (a token is at least one byte, so a
+    /// message costs at most 4 + role word + its bytes) and counts exactly only from the first
+    /// item whose bound does not fit: counting is the render's dominant cost (a large preset
+    /// injects kilobytes into the newest history items, new text every turn), while a bound
+    /// that fits proves the exact walk keeps the item too. The decisions are those of the
+    /// exact walk: exact counting starts before the first decision a bound cannot prove, and
+    /// covers the diagnostics whenever the bounds exceed the budget.
+    pub(crate) fn apply_lazy(
+        &self,
+        messages: &mut Vec<Message<'_>>,
+        model: &str,
+        output_limit: usize,
+    ) -> (Vec<Diagnostic>, Option<PromptTokens>) {
+        let mut diags = Vec::new();
         let Some(&max) = self.max_context_tokens.value() else {
-            return (Vec::new(), None);
+            diags.extend(limit_output(messages, output_limit).map(|cut| cut.diagnostic));
+            return (diags, None);
         };
         let reserve = self.reserve_tokens.value().copied().unwrap_or(0);
-        let mut diags = Vec::new();
         let resolved = self.counter.resolve(model);
         if let Some(vocab) = resolved.approximating {
             diags.push(Diagnostic::new(
@@ -53,21 +151,19 @@ impl Budget {
                 ),
             ));
         }
-        let counter = &*resolved.counter;
-        let role_words = ["system", "user", "assistant"].map(|w| counter.count(w) as i64);
-        let cost = |m: &Message<'_>| -> i64 {
-            let text = m.text();
-            if text.is_empty() {
-                return 0;
+        let costs_of = Costs::new(&resolved);
+        let mut exact = !resolved.bounded_by_bytes();
+        let cost = |m: &Message<'_>, exact: bool| {
+            if exact {
+                costs_of.exact(m)
+            } else {
+                costs_of.bound(m)
             }
-            let role = match m.role {
-                Role::System => role_words[0],
-                Role::User => role_words[1],
-                Role::Model => role_words[2],
-            };
-            PER_MESSAGE + role + counter.count(&text) as i64
         };
         let available = max as i64 - reserve as i64;
+        // Each message's cost (exact, or its bound before the walk turns exact), once counted:
+        // fixed and kept items; 0 for the rest.
+        let mut costs = vec![0i64; messages.len()];
         let mut used = PRIMING;
         let mut size = 0usize;
         let mut history = Vec::new();
@@ -75,7 +171,8 @@ impl Budget {
             if is_history(m) {
                 history.push(i);
             } else {
-                used += cost(m);
+                costs[i] = cost(m, exact);
+                used += costs[i];
                 size = size.saturating_add(m.len());
             }
         }
@@ -86,12 +183,28 @@ impl Budget {
         let mut keep_from = 0;
         for (k, &i) in history.iter().enumerate().rev() {
             let m = &messages[i];
-            let c = cost(m);
             let b = m.len();
             let shielded = protected.is_some_and(|p| k >= p);
-            if shielded
-                || (used + c <= available && size.checked_add(b).is_some_and(|s| s <= output_limit))
-            {
+            let size_fits = size.checked_add(b).is_some_and(|s| s <= output_limit);
+            let mut c = cost(m, exact);
+            if !shielded && size_fits && !exact && used + c > available {
+                // The bounds prove no more: count what is kept so far, exactly, once.
+                exact = true;
+                used = PRIMING;
+                for (j, fixed) in messages.iter().enumerate() {
+                    if !is_history(fixed) {
+                        costs[j] = costs_of.exact(fixed);
+                        used += costs[j];
+                    }
+                }
+                for &j in &history[k + 1..] {
+                    costs[j] = costs_of.exact(&messages[j]);
+                    used += costs[j];
+                }
+                c = costs_of.exact(m);
+            }
+            if shielded || (size_fits && used + c <= available) {
+                costs[i] = c;
                 used += c;
                 size = size.saturating_add(b);
             } else {
@@ -100,19 +213,46 @@ impl Budget {
             }
         }
         let dropped = &history[..keep_from];
-        let dropped_count = dropped.iter().filter(|i| non_empty(i)).count();
+        let mut dropped_count = dropped.iter().filter(|i| non_empty(i)).count();
         if !dropped.is_empty() {
-            // `dropped` is ascending: one cursor walks it beside the retain.
+            // `dropped` is ascending: one cursor walks it beside the retain (of the messages
+            // and, in step, of their costs).
             let mut next = 0;
             let mut index = 0;
+            let mut keep = Vec::with_capacity(messages.len());
             messages.retain(|_| {
                 let drop = dropped.get(next) == Some(&index);
                 next += drop as usize;
                 index += 1;
+                keep.push(!drop);
                 !drop
             });
+            let mut flags = keep.into_iter();
+            costs.retain(|_| flags.next().unwrap_or(false));
         }
-        if used > available {
+        // The output limit cuts only when the fixed messages and the protected item exceed it
+        // (the walk kept nothing else that would not fit); what it removes or cuts is not sent,
+        // so the counts and the diagnostics follow what is left.
+        let cut = limit_output(messages, output_limit);
+        if let Some(cut) = &cut {
+            dropped_count += cut.removed_history;
+            costs.truncate(messages.len());
+            if cut.shortened
+                && let (Some(last), Some(m)) = (costs.last_mut(), messages.last())
+            {
+                let was_sent = *last > 0;
+                *last = cost(m, exact);
+                // Cut to nothing: nothing of the item is sent.
+                dropped_count += (was_sent && m.is_empty() && is_history(m)) as usize;
+            }
+            used = PRIMING + costs.iter().sum::<i64>();
+        }
+        // Bounds within the budget prove the prompt fits; beyond it, only a count can tell.
+        if !exact && used > available {
+            exact = true;
+            used = PRIMING + messages.iter().map(|m| costs_of.exact(m)).sum::<i64>();
+        }
+        if exact && used > available {
             diags.push(Diagnostic::new(
                 DiagnosticKind::ContextOverflow,
                 None,
@@ -127,6 +267,329 @@ impl Budget {
                 format!("dropped {dropped_count} of {total} history items"),
             ));
         }
-        (diags, Some(used.clamp(0, u32::MAX as i64) as u32))
+        diags.extend(cut.map(|cut| cut.diagnostic));
+        let known = OnceLock::new();
+        if exact {
+            let _ = known.set(clamp(used));
+        }
+        (diags, Some(PromptTokens { resolved, known }))
+    }
+}
+
+/// What the output limit took.
+pub(crate) struct Cut {
+    /// The `LimitReached` diagnostic.
+    pub diagnostic: Diagnostic,
+    /// History items with text that it removed whole.
+    pub removed_history: usize,
+    /// Whether the last message left was shortened.
+    pub shortened: bool,
+}
+
+/// The output limit (SPEC §8): cuts the message that crosses `limit` bytes at a UTF-8
+/// boundary and drops everything after it. A cut that lands on a part boundary leaves no empty
+/// part, and no message without parts. When the newest history item with text is cut or
+/// removed, the diagnostic says so: a bot would otherwise answer a message it never sent.
+pub(crate) fn limit_output(messages: &mut Vec<Message<'_>>, limit: usize) -> Option<Cut> {
+    // Before any part is cut: the newest history item with text (one pass; the cut changes
+    // the emptiness this reads).
+    let newest = messages
+        .iter()
+        .rposition(|m| is_history(m) && !m.is_empty());
+    let mut budget = OutputBudget::new(limit);
+    for mi in 0..messages.len() {
+        let parts = messages[mi].parts_mut();
+        let Some(pi) = parts
+            .as_mut_slice()
+            .iter_mut()
+            .position(|p| !budget.spend_part(p))
+        else {
+            continue;
+        };
+        // A cut that leaves the crossing part empty keeps nothing of it.
+        let keep = if parts.as_slice()[pi].is_empty() {
+            pi
+        } else {
+            pi + 1
+        };
+        parts.truncate(keep);
+        let left = if keep > 0 { mi + 1 } else { mi };
+        let removed = messages.split_off(left);
+        // The crossing message, when removed, had text (it crossed the limit) but is cut empty.
+        let crossing_removed = keep == 0;
+        let removed_history = removed
+            .iter()
+            .enumerate()
+            .filter(|(j, m)| is_history(m) && ((*j == 0 && crossing_removed) || !m.is_empty()))
+            .count();
+        let mut message = format!("rendered output cut at the limit of {limit} bytes");
+        match newest {
+            Some(n) if n >= left || messages[n].is_empty() => {
+                message.push_str("; the newest history message was dropped")
+            }
+            Some(n) if n == mi => message.push_str("; the newest history message was cut"),
+            _ => {}
+        }
+        return Some(Cut {
+            diagnostic: Diagnostic::new(DiagnosticKind::LimitReached, None, message),
+            removed_history,
+            shortened: keep > 0,
+        });
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokens::{Counter, Tokenizer};
+
+    fn fixed(text: &str) -> Message<'_> {
+        Message::with_parts(Role::System, [text], Source::Node("main".into()))
+    }
+
+    fn history<'a>(parts: &[&'a str]) -> Message<'a> {
+        Message::with_parts(
+            Role::User,
+            parts.iter().copied(),
+            Source::Tag(Some(Tag::DialogueHistory)),
+        )
+    }
+
+    fn words(max: u32) -> Budget {
+        Budget::tokens(max).with_counter(Counter::Builtin(Tokenizer::Words))
+    }
+
+    fn texts(messages: &[Message<'_>]) -> Vec<String> {
+        messages.iter().map(|m| m.text().into_owned()).collect()
+    }
+
+    fn messages(diags: &[Diagnostic]) -> Vec<(DiagnosticKind, &str)> {
+        diags.iter().map(|d| (d.kind, d.message.as_str())).collect()
+    }
+
+    #[test]
+    fn a_cut_newest_item_is_counted_as_sent_and_named() {
+        // 16 fixed bytes, limit 20: the newest item (protected) is cut to 4 bytes, the older
+        // one is dropped by the walk.
+        let mut list = vec![
+            fixed("0123456789 abcde"),
+            history(&["old"]),
+            history(&["newest", "\n[System: be kind]"]),
+        ];
+        let (diags, tokens) = words(1000).apply(&mut list, "", 20);
+        assert_eq!(texts(&list), ["0123456789 abcde", "newe"]);
+        // 3 + (4 + 1 + 2) + (4 + 1 + 1): the cut text, not the whole item.
+        assert_eq!(tokens, Some(16));
+        assert_eq!(
+            messages(&diags),
+            [
+                (
+                    DiagnosticKind::HistoryTrimmed,
+                    "dropped 1 of 2 history items"
+                ),
+                (
+                    DiagnosticKind::LimitReached,
+                    "rendered output cut at the limit of 20 bytes; the newest history message was cut"
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn history_the_limit_removes_counts_as_dropped() {
+        // The fixed message fills the limit: neither history item is sent.
+        let mut list = vec![
+            fixed("0123456789 abcdefghi"),
+            history(&["old"]),
+            history(&["newest"]),
+        ];
+        let (diags, tokens) = words(1000).apply(&mut list, "", 20);
+        assert_eq!(texts(&list), ["0123456789 abcdefghi"]);
+        assert_eq!(tokens, Some(3 + 7));
+        assert_eq!(
+            messages(&diags),
+            [
+                (
+                    DiagnosticKind::HistoryTrimmed,
+                    "dropped 2 of 2 history items"
+                ),
+                (
+                    DiagnosticKind::LimitReached,
+                    "rendered output cut at the limit of 20 bytes; the newest history message was dropped"
+                ),
+            ]
+        );
+        // A cut inside the fixed message: the same, and the fixed text counts as cut.
+        let mut list = vec![fixed("0123456789 abcdefghi xyz"), history(&["newest"])];
+        let (diags, tokens) = words(1000).apply(&mut list, "", 20);
+        assert_eq!(texts(&list), ["0123456789 abcdefghi"]);
+        assert_eq!(tokens, Some(3 + 7));
+        assert_eq!(diags[0].message, "dropped 1 of 1 history items");
+    }
+
+    #[test]
+    fn the_overflow_reports_what_is_sent() {
+        // Before the cut the prompt needs 3 + 7 + 8 = 18; the limit leaves "newe" (3 + 7 + 6).
+        let mut list = vec![fixed("0123456789 abcde"), history(&["newest", " two"])];
+        let (diags, tokens) = words(5).apply(&mut list, "", 20);
+        assert_eq!(tokens, Some(16));
+        assert_eq!(
+            diags[0].message,
+            "prompt needs 16 tokens, 5 available; dropped 0 of 1 history items"
+        );
+        // An item cut to nothing (its first part empty) is not sent: dropped.
+        let mut list = vec![fixed("0123456789 abcdefghi"), history(&["", "x"])];
+        let (diags, tokens) = words(1000).apply(&mut list, "", 20);
+        assert_eq!(tokens, Some(10));
+        assert_eq!(diags[0].message, "dropped 1 of 1 history items");
+        assert!(
+            diags[1]
+                .message
+                .ends_with("the newest history message was dropped")
+        );
+    }
+
+    #[test]
+    fn without_a_budget_the_limit_still_names_the_newest_item() {
+        let mut list = vec![fixed("0123456789"), history(&["a"]), history(&["newest"])];
+        let (diags, tokens) = Budget::default().apply(&mut list, "", 12);
+        assert_eq!(
+            (texts(&list), tokens),
+            (vec!["0123456789".into(), "a".into(), "n".into()], None)
+        );
+        assert_eq!(
+            messages(&diags),
+            [(
+                DiagnosticKind::LimitReached,
+                "rendered output cut at the limit of 12 bytes; the newest history message was cut"
+            )]
+        );
+        // A cut before any history says nothing about history.
+        let mut list = vec![fixed("0123456789"), fixed("more")];
+        let (diags, _) = Budget::default().apply(&mut list, "", 12);
+        assert_eq!(
+            diags[0].message,
+            "rendered output cut at the limit of 12 bytes"
+        );
+    }
+
+    /// The walk with upper bounds (o200k, cached) decides exactly as the exact walk (the same
+    /// vocabulary as a host counter, which gets no bounds), reports the same diagnostics and,
+    /// when asked, the same tokens; on lists and budgets where the switch to exact counting
+    /// falls anywhere in the walk, with and without the output limit cutting.
+    #[cfg(feature = "tiktoken")]
+    #[test]
+    fn bounds_decide_exactly_as_counts() {
+        let exact = Counter::Custom(Counter::Builtin(Tokenizer::O200k).resolve("").counter);
+        let words = [
+            "Alice:",
+            "the",
+            "shrine",
+            "雨",
+            "  ",
+            "\n",
+            "!!",
+            "12345",
+            "é",
+            "\n[System: x]",
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for case in 0..300 {
+            let texts: Vec<Vec<String>> = (0..1 + next(8))
+                .map(|_| {
+                    (0..1 + next(2))
+                        .map(|_| (0..next(6)).map(|_| words[next(words.len())]).collect())
+                        .collect()
+                })
+                .collect();
+            let list: Vec<Message<'_>> = texts
+                .iter()
+                .map(|parts| {
+                    let source = if next(3) == 0 {
+                        Source::Node("n".into())
+                    } else {
+                        Source::Tag(Some(Tag::DialogueHistory))
+                    };
+                    let role = [Role::System, Role::User, Role::Model][next(3)];
+                    Message::with_parts(role, parts.iter().map(String::as_str), source)
+                })
+                .collect();
+            let full = Budget::tokens(u32::MAX)
+                .with_counter(exact.clone())
+                .apply(&mut list.clone(), "", usize::MAX)
+                .1
+                .unwrap_or(0);
+            let bytes: usize = list.iter().map(|m| m.len()).sum();
+            let max = next(full as usize + 8) as u32;
+            let limit = if next(3) == 0 {
+                next(bytes + 2)
+            } else {
+                usize::MAX
+            };
+            let reserve = next(4) as u32;
+            let mut a = list.clone();
+            let (da, ta) = Budget::tokens(max)
+                .with_reserve(reserve)
+                .with_counter(exact.clone())
+                .apply(&mut a, "", limit);
+            let mut b = list.clone();
+            let (db, tb) = Budget::tokens(max)
+                .with_reserve(reserve)
+                .with_counter(Counter::Builtin(Tokenizer::O200k))
+                .apply_lazy(&mut b, "", limit);
+            assert_eq!(a, b, "case {case}");
+            assert_eq!(messages(&da), messages(&db), "case {case}");
+            assert_eq!(ta, tb.map(|t| t.get(&b)), "case {case}");
+        }
+    }
+
+    /// Within the budget a walk under tiktoken counts nothing new: the bounds decide, and the
+    /// tokens are counted when asked (then the texts are in the cache). A budget that the
+    /// bounds exceed counts what it keeps, not what it drops.
+    #[cfg(feature = "tiktoken")]
+    #[test]
+    fn bounds_spare_counting_until_the_tokens_are_asked_for() {
+        let o200k = Counter::Builtin(Tokenizer::O200k);
+        let resolved = o200k.resolve("");
+        let unique = format!("{:?}", std::time::Instant::now());
+        let texts: Vec<String> = (0..4).map(|i| format!("{unique} message {i}")).collect();
+        let list = || -> Vec<Message<'_>> { texts.iter().map(|t| history(&[t])).collect() };
+        let cached = |i: usize| resolved.cached(&[texts[i].as_str().into()]);
+        let mut sent = list();
+        let (_, tokens) = Budget::tokens(1_000_000)
+            .with_counter(o200k.clone())
+            .apply_lazy(&mut sent, "", usize::MAX);
+        assert!((0..4).all(|i| !cached(i)));
+        let tokens = tokens.map(|t| t.get(&sent));
+        assert!((0..4).all(cached));
+        assert_eq!(
+            tokens,
+            Budget::tokens(1_000_000)
+                .with_counter(o200k.clone())
+                .apply(&mut list(), "", usize::MAX)
+                .1
+        );
+        // Room for the two newest by count, not by bounds: the walk turns exact at the second
+        // newest; the third is counted to be dropped; the oldest is never counted.
+        let texts: Vec<String> = (0..4).map(|i| format!("{unique} again {i}")).collect();
+        // Counted here: the newest, which the walk counts anyway.
+        let each = Costs::new(&resolved).exact(&history(&[&texts[3]]));
+        let mut sent: Vec<Message<'_>> = texts.iter().map(|t| history(&[t])).collect();
+        let (diags, _) = Budget::tokens(3 + 2 * each as u32 + 1)
+            .with_counter(o200k)
+            .apply_lazy(&mut sent, "", usize::MAX);
+        assert_eq!(diags[0].message, "dropped 2 of 4 history items");
+        let cached = |i: usize| resolved.cached(&[texts[i].as_str().into()]);
+        assert_eq!(
+            (0..4).map(cached).collect::<Vec<_>>(),
+            [false, true, true, true]
+        );
     }
 }

@@ -4,7 +4,8 @@
 //! 1. [`place`]: walk the preset's plan; markers pull item buckets, anchors flush groups;
 //! 2. [`inject`]: depth nodes and tail items with a depth enter the history ([`Injection`]);
 //! 3. [`budget`]: the oldest history goes until the prompt fits its token budget;
-//! 4. [`limit_output`]: the output limit cuts the message list.
+//! 4. [`budget::limit_output`]: the output limit cuts the message list (called by the budget,
+//!    whose counts and diagnostics describe the list as cut).
 //!
 //! Where every node goes is resolved once, when a preset is compiled ([`Plan`]); a render only
 //! follows the plan. A new stage is a module here and one line in [`assemble`].
@@ -17,12 +18,12 @@ mod place;
 use std::ops::Range;
 use std::sync::Arc;
 
+pub(crate) use budget::PromptTokens;
 pub use message::{Message, Source};
 
 use crate::context::{Context, Role};
-use crate::diagnostic::{Diagnostic, DiagnosticKind};
+use crate::diagnostic::Diagnostic;
 use crate::eval::Expanded;
-use crate::limits::OutputBudget;
 pub(crate) use crate::options::Injection;
 
 /// The messages so far, and where the chat history sits among them.
@@ -200,7 +201,7 @@ pub(crate) struct Extras {
 
 /// Builds the message list: the stages in order. `texts` are the evaluated nodes' finished
 /// texts (moved into their messages); `budget` is the render's effective history budget.
-/// Returns the messages and, with a budget, the prompt's tokens.
+/// Returns the messages and, with a budget, the prompt's tokens (counted when asked for).
 pub(crate) fn assemble<'c>(
     plan: &Plan,
     texts: &mut [String],
@@ -209,45 +210,16 @@ pub(crate) fn assemble<'c>(
     extras: Extras,
     budget: &crate::options::Budget,
     diags: &mut Vec<Diagnostic>,
-) -> (Vec<Message<'c>>, Option<u32>) {
+) -> (Vec<Message<'c>>, Option<PromptTokens>) {
     let mut assembly = place::place(plan, texts, expanded, ctx, extras, diags);
     let injections = inject::collect(plan, texts, ctx);
     inject::inject(&mut assembly, injections, ctx.options.injection, diags);
     let limit = ctx.options.limits.clamped().output_bytes;
-    let (budget_diags, prompt_tokens) = budget.apply(&mut assembly.messages, &ctx.model, limit);
+    // The budget ends with the output limit, so its counts describe what is sent.
+    let (budget_diags, prompt_tokens) =
+        budget.apply_lazy(&mut assembly.messages, &ctx.model, limit);
     diags.extend(budget_diags);
-    limit_output(&mut assembly, limit, diags);
     (assembly.messages, prompt_tokens)
-}
-
-/// Cuts the message that crosses the output limit at a UTF-8 boundary; drops later output.
-fn limit_output(assembly: &mut Assembly<'_>, limit: usize, diags: &mut Vec<Diagnostic>) {
-    let out = &mut assembly.messages;
-    let mut budget = OutputBudget::new(limit);
-    for mi in 0..out.len() {
-        let parts = out[mi].parts_mut();
-        if let Some(pi) = parts
-            .as_mut_slice()
-            .iter_mut()
-            .position(|p| !budget.spend_part(p))
-        {
-            // A cut that leaves the crossing part empty keeps nothing of it.
-            let keep = if parts.as_slice()[pi].is_empty() {
-                pi
-            } else {
-                pi + 1
-            };
-            parts.truncate(keep);
-            let message_left = keep > 0;
-            out.truncate(if message_left { mi + 1 } else { mi });
-            diags.push(Diagnostic::new(
-                DiagnosticKind::LimitReached,
-                None,
-                format!("rendered output cut at the limit of {limit} bytes"),
-            ));
-            return;
-        }
-    }
 }
 
 #[cfg(test)]

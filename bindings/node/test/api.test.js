@@ -128,3 +128,20 @@ test('settings are readable and reach the request', () => {
   const body = JSON.parse(compiled.requestBody({ preset_settings: false }));
   assert.strictEqual(body.temperature, undefined);
 });
+
+test('preloadTokenizer loads a vocabulary up front; an unknown name throws', () => {
+  s.preloadTokenizer('o200k');
+  s.preloadTokenizer();
+  s.preloadTokenizer('words');
+  assert.throws(() => s.preloadTokenizer('gpt2'), /unknown tokenizer "gpt2"/);
+  assert.throws(() => s.preloadTokenizer(7), TypeError);
+  // A budgeted render after it counts as before.
+  const compiled = s.Preset.fromJson(PRESET).compile();
+  const out = compiled.render({
+    max_context_tokens: 1000,
+    tokenizer: 'o200k',
+    items: [{ tag: 'DIALOGUE_HISTORY', role: 'user', text: 'Hello world' }],
+  });
+  // What `stpreset render --format json` counts for the same preset and context.
+  assert.strictEqual(out.prompt_tokens, 25);
+});

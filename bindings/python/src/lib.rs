@@ -133,8 +133,29 @@ impl Template {
     }
 }
 
+/// Loads a tokenizer's vocabulary now (`auto`: both `o200k` and `cl100k`; `approx` and `words`
+/// load nothing), with the GIL released, so the first budgeted render does not pay for it.
+#[pyfunction]
+fn preload_tokenizer(py: Python<'_>, name: &str) -> PyResult<()> {
+    let tokenizer = match name {
+        "auto" => stpreset::Tokenizer::Auto,
+        "o200k" => stpreset::Tokenizer::O200k,
+        "cl100k" => stpreset::Tokenizer::Cl100k,
+        "approx" => stpreset::Tokenizer::Approx,
+        "words" => stpreset::Tokenizer::Words,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "unknown tokenizer {name:?}: expected auto, o200k, cl100k, approx or words"
+            )));
+        }
+    };
+    py.detach(|| tokenizer.preload());
+    Ok(())
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(preload_tokenizer, m)?)?;
     m.add_class::<Preset>()?;
     m.add_class::<CompiledPreset>()?;
     m.add_class::<Template>()?;

@@ -152,3 +152,23 @@ def test_settings_are_readable_and_reach_the_request():
     assert (body["model"], body["max_tokens"], body["temperature"]) == ("claude-haiku-4-5", 400, 1.0)
     assert any(d["kind"] == "PresetSettingIgnored" for d in out["diagnostics"])
     assert json.loads(compiled.request_body({"preset_settings": False}))["messages"][0]["content"] == "Hi"
+
+
+def test_preload_tokenizer_loads_up_front_and_refuses_unknown_names():
+    stpreset.preload_tokenizer("o200k")
+    stpreset.preload_tokenizer()
+    stpreset.preload_tokenizer("words")
+    with pytest.raises(ValueError, match='unknown tokenizer "gpt2"'):
+        stpreset.preload_tokenizer("gpt2")
+    with pytest.raises(TypeError):
+        stpreset.preload_tokenizer(7)
+    compiled = stpreset.Preset.from_json(PRESET).compile()
+    out = compiled.render(
+        {
+            "max_context_tokens": 1000,
+            "tokenizer": "o200k",
+            "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "Hello world"}],
+        }
+    )
+    # What `stpreset render --format json` counts for the same preset and context.
+    assert out["prompt_tokens"] == 25

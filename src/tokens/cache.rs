@@ -1,0 +1,235 @@
+//! A process-wide cache of token counts, one per built-in vocabulary (o200k, cl100k). A bot
+//! renders the same history every turn with one new message; tiktoken spends microseconds per
+//! message (tens of milliseconds per render of a large preset with 200 messages, issue 18),
+//! a lookup tens of nanoseconds.
+//!
+//! Keyed by the whole flattened text, never by part (SPEC §12.4): its XXH3-128 under a secret
+//! drawn once per process, and its length in bytes. XXH3 is not a cryptographic hash, but
+//! nobody outside the process knows the secret, so texts cannot be chosen to collide with each
+//! other; a chance collision of 128 bits is far below any hardware error rate. The hash map
+//! hashes the key again with std's randomly keyed SipHash, so crafted keys cannot fill one
+//! bucket either: every lookup and insert is O(1) plus one pass over the text.
+//!
+//! Memory is bounded by two generations of at most [`GENERATION`] entries (32 bytes of key and
+//! count each, about 5 MB per vocabulary when both are full): inserts go to the young map; when
+//! it is full it becomes the old one and the previous old one is freed; a hit in the old map
+//! moves the entry back to the young one, so the texts of every turn's render survive.
+//!
+//! Hand-written rather than a caching crate: this policy (bounded, O(1), recently used texts
+//! stay) is the thirty lines below, while the caching crates bring concurrent eviction
+//! machinery, background threads or unsafe linked lists that this one use does not need.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+
+use xxhash_rust::xxh3::{Xxh3, xxh3_128_with_secret};
+
+use super::{TokenCounter, Vocab};
+
+/// Entries per generation.
+const GENERATION: usize = 1 << 16;
+
+/// Bytes of an XXH3 secret (the size of its default secret).
+const SECRET: usize = 192;
+
+/// Counts of one vocabulary.
+pub(crate) struct CountCache {
+    secret: [u8; SECRET],
+    maps: Mutex<Generations>,
+}
+
+#[derive(Default)]
+struct Generations {
+    young: HashMap<Key, u32>,
+    old: HashMap<Key, u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Key {
+    hash: u128,
+    len: usize,
+}
+
+impl Generations {
+    fn put(&mut self, key: Key, count: u32) {
+        self.young.insert(key, count);
+        if self.young.len() >= GENERATION {
+            self.old = std::mem::take(&mut self.young);
+        }
+    }
+}
+
+impl CountCache {
+    fn new() -> CountCache {
+        // The secret comes from std's randomly keyed SipHash (`RandomState`, seeded by the
+        // operating system): 24 outputs of one random key, without a dependency for OS
+        // randomness.
+        let state = RandomState::new();
+        let mut secret = [0u8; SECRET];
+        for (i, chunk) in secret.chunks_exact_mut(8).enumerate() {
+            chunk.copy_from_slice(&state.hash_one(i).to_le_bytes());
+        }
+        CountCache {
+            secret,
+            maps: Mutex::default(),
+        }
+    }
+
+    /// The cache of `vocab`, created on first use.
+    pub fn of(vocab: Vocab) -> &'static CountCache {
+        static O200K: OnceLock<CountCache> = OnceLock::new();
+        static CL100K: OnceLock<CountCache> = OnceLock::new();
+        match vocab {
+            Vocab::O200k => O200K.get_or_init(CountCache::new),
+            Vocab::Cl100k => CL100K.get_or_init(CountCache::new),
+        }
+    }
+
+    /// `counter`'s count of the concatenation of `parts`, from the cache when it was counted
+    /// before. The lock is never held while counting.
+    pub fn count(&self, parts: &[Cow<'_, str>], counter: &dyn TokenCounter) -> u32 {
+        let key = self.key(parts);
+        if let Some(count) = self.get(key) {
+            return count;
+        }
+        let count = match parts {
+            [one] => counter.count(one),
+            _ => counter.count(&parts.concat()),
+        };
+        self.lock().put(key, count);
+        count
+    }
+
+    /// The key of the concatenated text, hashed part by part without concatenating.
+    fn key(&self, parts: &[Cow<'_, str>]) -> Key {
+        let len = parts.iter().map(|p| p.len()).sum();
+        let hash = match parts {
+            [one] => xxh3_128_with_secret(one.as_bytes(), &self.secret),
+            _ => {
+                let mut h = Xxh3::with_secret(self.secret);
+                for p in parts {
+                    h.update(p.as_bytes());
+                }
+                h.digest128()
+            }
+        };
+        Key { hash, len }
+    }
+
+    fn get(&self, key: Key) -> Option<u32> {
+        let mut maps = self.lock();
+        if let Some(&count) = maps.young.get(&key) {
+            return Some(count);
+        }
+        let count = maps.old.remove(&key)?;
+        maps.put(key, count);
+        Some(count)
+    }
+
+    /// The maps stay consistent whatever panicked while they were locked (every change is one
+    /// insert or one swap), so a poisoned lock is used as it is.
+    fn lock(&self) -> MutexGuard<'_, Generations> {
+        self.maps.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether the text of `parts` has a count here.
+    #[cfg(test)]
+    pub fn contains(&self, parts: &[Cow<'_, str>]) -> bool {
+        let key = self.key(parts);
+        let maps = self.lock();
+        maps.young.contains_key(&key) || maps.old.contains_key(&key)
+    }
+
+    /// Forgets every count.
+    pub fn clear(&self) {
+        *self.lock() = Generations::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    /// Counts bytes, and how often it was asked.
+    #[derive(Default)]
+    struct Calls(AtomicU32);
+
+    impl TokenCounter for Calls {
+        fn count(&self, text: &str) -> u32 {
+            self.0.fetch_add(1, Ordering::Relaxed);
+            text.len() as u32
+        }
+    }
+
+    fn parts<'a>(p: &[&'a str]) -> Vec<Cow<'a, str>> {
+        p.iter().map(|s| Cow::Borrowed(*s)).collect()
+    }
+
+    #[test]
+    fn the_key_is_the_whole_text_however_it_is_split() {
+        let cache = CountCache::new();
+        let long = "xyz".repeat(700);
+        let texts = [
+            "".to_string(),
+            "short".into(),
+            "a".repeat(239),
+            "b".repeat(241),
+            long.clone(),
+        ];
+        for text in &texts {
+            let whole = cache.key(&parts(&[text]));
+            for at in [0, 1, text.len() / 2, text.len()].map(|at| at.min(text.len())) {
+                let (a, b) = text.split_at(at);
+                assert_eq!(cache.key(&parts(&[a, b])), whole, "{} at {at}", text.len());
+                assert_eq!(cache.key(&parts(&[a, "", b])), whole);
+            }
+        }
+        assert_ne!(cache.key(&parts(&["ab"])), cache.key(&parts(&["ba"])));
+        // Another process (another secret) has other keys.
+        assert_ne!(
+            CountCache::new().key(&parts(&["ab"])),
+            cache.key(&parts(&["ab"]))
+        );
+    }
+
+    #[test]
+    fn each_text_is_counted_once_and_parts_share_the_whole_texts_entry() {
+        let cache = CountCache::new();
+        let calls = Calls::default();
+        assert_eq!(cache.count(&parts(&["hello world"]), &calls), 11);
+        assert_eq!(cache.count(&parts(&["hello", " world"]), &calls), 11);
+        for _ in 0..1000 {
+            assert_eq!(cache.count(&parts(&["hello world"]), &calls), 11);
+        }
+        assert_eq!(calls.0.load(Ordering::Relaxed), 1);
+        assert_eq!(cache.count(&parts(&["hello", "world"]), &calls), 10);
+        assert_eq!(calls.0.load(Ordering::Relaxed), 2);
+        cache.clear();
+        cache.count(&parts(&["hello world"]), &calls);
+        assert_eq!(calls.0.load(Ordering::Relaxed), 3);
+    }
+
+    #[test]
+    fn memory_stays_within_two_generations_and_recent_texts_survive() {
+        let cache = CountCache::new();
+        let calls = Calls::default();
+        let keep = "asked every turn";
+        for i in 0..(3 * GENERATION + 7) {
+            cache.count(&parts(&[&i.to_string()]), &calls);
+            if i % 1000 == 0 {
+                cache.count(&parts(&[keep]), &calls);
+            }
+            let maps = cache.lock();
+            assert!(maps.young.len() < GENERATION && maps.old.len() <= GENERATION);
+        }
+        let before = calls.0.load(Ordering::Relaxed);
+        cache.count(&parts(&[keep]), &calls);
+        assert_eq!(calls.0.load(Ordering::Relaxed), before, "recounted");
+        // The oldest texts are gone.
+        cache.count(&parts(&["1"]), &calls);
+        assert_eq!(calls.0.load(Ordering::Relaxed), before + 1);
+    }
+}
