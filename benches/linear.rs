@@ -664,6 +664,97 @@ fn assembly_and_output(t: &mut Table) {
     });
 }
 
+/// SPEC §14: a preset's settings that reach the prompt or the request — template settings
+/// placed in the prompt, and post-processing the preset can turn on.
+fn settings(t: &mut Table) {
+    use stpreset::{ChatMessage, Names, ProviderOptions, Role, Shape};
+    let walk = json!([
+        {"identifier": "main", "content": "Main"},
+        {"identifier": "charPersonality", "marker": true},
+        {"identifier": "worldInfoBefore", "marker": true},
+        {"identifier": "chatHistory", "marker": true}
+    ]);
+    let render = |preset: &Preset, ctx: &Context| {
+        let out = preset.compile().render(ctx);
+        black_box(out.to_request(&ctx.provider_options));
+    };
+    let preset = |settings: serde_json::Value| {
+        let mut v = settings;
+        v["prompts"] = walk.clone();
+        Preset::from_json_with(&serde_json::to_vec(&v).expect("json"), &roomy()).expect("preset")
+    };
+    let ctx = |items: Vec<serde_json::Value>, group: Vec<String>| {
+        let v = json!({"items": items, "group": group, "char": "C", "provider_options": {"shape": "openai"}});
+        let mut c = Context::from_json(&serde_json::to_vec(&v).expect("json")).expect("context");
+        c.options.limits = roomy();
+        c
+    };
+    t.row(
+        "settings/personality-format-many-items",
+        20_000,
+        |n| {
+            let items = (0..n)
+                .map(|i| json!({"tag": "SYSTEM_PERSONALITY", "role": "system", "text": format!("trait {i}")}))
+                .collect();
+            (preset(json!({"personality_format": "[{{personality}} / {{personality}}]"})), ctx(items, vec![]))
+        },
+        |(p, c)| render(p, c),
+    );
+    t.row(
+        "settings/wi-format-many-placeholders",
+        20_000,
+        |n| {
+            let lore =
+                vec![json!({"tag": "KNOWLEDGE_LOREBOOK_BEFORE", "role": "system", "text": "lore"})];
+            (
+                preset(json!({"wi_format": "{0}".repeat(n)})),
+                ctx(lore, vec![]),
+            )
+        },
+        |(p, c)| render(p, c),
+    );
+    t.row(
+        "settings/group-prompts-many-members",
+        20_000,
+        |n| {
+            let group = (0..n).map(|i| format!("member{i}")).collect();
+            let history = vec![json!({"tag": "DIALOGUE_HISTORY", "role": "model", "text": "hi"})];
+            let settings = json!({"new_group_chat_prompt": "[Group: {{group}}]",
+                "group_nudge_prompt": "[{{char}} next]", "send_if_empty": "[go on]",
+                "custom_prompt_post_processing": "single"});
+            (preset(settings), ctx(history, group))
+        },
+        |(p, c)| render(p, c),
+    );
+    // `single` tests every model turn against every group member's name (rule 12.2.A.a).
+    t.row(
+        "settings/single-mode-members-times-turns",
+        5_000,
+        |n| {
+            let names = Names {
+                user: "U".into(),
+                char: "C".into(),
+                group: (0..n).map(|i| format!("member{i}")).collect(),
+            };
+            let turns: Vec<ChatMessage> = (0..n)
+                .map(|i| ChatMessage::new(Role::Model, format!("member{}x: turn {i}", i % 7)))
+                .collect();
+            (names, turns)
+        },
+        |(names, turns)| {
+            let mut options = ProviderOptions::default();
+            options.shape = Some(Shape::Anthropic);
+            options.post_processing = stpreset::PostProcessing::Single.into();
+            black_box(stpreset::convert(
+                turns,
+                &options,
+                names,
+                "claude-sonnet-4-5",
+            ));
+        },
+    );
+}
+
 /// SPEC §12: the history budget (counted with tiktoken when built in) and the three shapes,
 /// over the hostile shapes of the issue: many history items, one huge message, a million
 /// spaces, all-empty messages.
@@ -805,6 +896,7 @@ fn main() {
     imports(&mut t);
     assembly_and_output(&mut t);
     provider(&mut t);
+    settings(&mut t);
     if table {
         println!("\n{} rows, worst ratio {:.1}", t.rows, t.worst);
     }

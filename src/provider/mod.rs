@@ -110,11 +110,12 @@ pub fn convert(
         }
     }
     let mode = options.post_processing.value().copied().unwrap_or_default();
-    let list = process::post_process(list, mode, names, &options.placeholder);
+    let speakers = process::Speakers::new(names);
+    let list = process::post_process(list, mode, &speakers, &options.placeholder);
     let request = match shape {
         Shape::OpenAi => shape::openai(list),
-        Shape::Anthropic => shape::anthropic(list, options, names, model),
-        Shape::Google => shape::google(list, options, names, model),
+        Shape::Anthropic => shape::anthropic(list, options, &speakers, model),
+        Shape::Google => shape::google(list, options, &speakers, model),
     };
     let diagnostics = diagnostics(&request, shape);
     (request, diagnostics)

@@ -4,8 +4,8 @@
 use serde_json::{Map, Value, json};
 
 use super::models;
-use super::process::{any_name, example_names};
-use super::{ChatMessage, Names, ProviderOptions};
+use super::process::{Speakers, any_name, example_names};
+use super::{ChatMessage, ProviderOptions};
 use crate::role::Role;
 
 fn role_name(role: Role) -> &'static str {
@@ -41,7 +41,7 @@ fn text_block(text: String) -> Value {
 pub(super) fn anthropic(
     list: Vec<ChatMessage>,
     options: &ProviderOptions,
-    names: &Names,
+    names: &Speakers<'_>,
     model: &str,
 ) -> Value {
     // 0. The API rejects blank text blocks.
@@ -139,7 +139,7 @@ pub(super) fn anthropic(
 pub(super) fn google(
     list: Vec<ChatMessage>,
     options: &ProviderOptions,
-    names: &Names,
+    names: &Speakers<'_>,
     model: &str,
 ) -> Value {
     let mut list: std::collections::VecDeque<ChatMessage> = list.into();

@@ -115,7 +115,8 @@ impl Kind {
                 }
                 .ok_or("expected a number")?;
                 range((*lo..=*hi).contains(&n), text)?;
-                Ok(Val::Num(n))
+                // `-0` is sent as 0, as SPEC §3.2 prints it.
+                Ok(Val::Num(n + 0.0))
             }
             (Kind::Integer(lo, hi, text), v) => {
                 let n = match v {
@@ -263,7 +264,11 @@ mod tests {
         assert_eq!(check(temp, "\"\\u2003 1\\n\""), Ok(Val::Num(1.0)));
         assert_eq!(check(temp, "\"7e-1\"").unwrap_err(), "expected a number");
         assert_eq!(check(temp, "1e400").unwrap_err(), "out of range 0..=2");
-        assert_eq!(check(temp, "-0.0"), Ok(Val::Num(-0.0)));
+        // `-0` is 0, sign and all (it would be written `-0.0`).
+        let Ok(Val::Num(zero)) = check(temp, "-0") else {
+            panic!("-0 is a number")
+        };
+        assert!(zero.is_sign_positive());
         assert_eq!(check(temp, "true").unwrap_err(), "expected a number");
         let tokens = Kind::Integer(1, 2_000_000, "1..=2000000");
         assert_eq!(check(tokens, "\"  2048 \""), Ok(Val::Int(2048)));
