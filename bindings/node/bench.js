@@ -59,3 +59,19 @@ const out = compiled._inner.renderJson(ctxJson);
 time('  JSON.parse(result)', n, () => JSON.parse(out));
 time('  native render(string) → object', n, () => compiled._inner.render(ctxJson));
 time('requestBody(object) → Buffer (whole call)', n, () => compiled.requestBody(ctx));
+
+// A bot's turn: the same history with one new message each call (never in the count cache),
+// the preset's own settings and budget (SPEC §14.5), o200k.
+const { preloadTokenizer } = require('.');
+preloadTokenizer('o200k');
+let turn = 0;
+function nextTurn(extra) {
+  turn += 1;
+  const c = context(200);
+  c.items.splice(c.items.length - 2, 0, { tag: 'DIALOGUE_HISTORY', role: 'user', text: `Alice: turn ${turn} brings rain.` });
+  return { ...c, tokenizer: 'o200k', ...extra };
+}
+const m = 300;
+time('new turn: requestBody (preset budget)', m, () => compiled.requestBody(nextTurn()));
+time('new turn: request, with prompt_tokens', m, () => compiled.request(nextTurn()));
+time('new turn: requestBody, no budget', m, () => compiled.requestBody(nextTurn({ max_context_tokens: null })));
