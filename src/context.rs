@@ -191,7 +191,7 @@ pub struct ContextItem {
     #[serde(default)]
     pub text: String,
     /// When the message was sent (used by `idle_duration`).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "rfc3339")]
     pub time: Option<DateTime<Utc>>,
     /// Tail-slot items only: inject at this depth instead of appending.
     #[serde(default)]
@@ -320,6 +320,7 @@ struct ContextFile {
     group_muted: Vec<String>,
     model: String,
     provider: String,
+    #[serde(deserialize_with = "rfc3339")]
     now: Option<DateTime<Utc>>,
     utc_offset_minutes: i32,
     time_awareness: Option<bool>,
@@ -344,6 +345,22 @@ struct ContextFile {
     tokenizer: Option<serde_json::Value>,
     #[serde(deserialize_with = "present")]
     preset_settings: Option<serde_json::Value>,
+}
+
+/// An RFC 3339 time or `null`, with an example in the error (chrono's own says "premature end
+/// of input" for `2026-01-01`).
+fn rfc3339<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<DateTime<Utc>>, D::Error> {
+    let Some(s) = Option::<String>::deserialize(d)? else {
+        return Ok(None);
+    };
+    DateTime::parse_from_rfc3339(&s)
+        .map(|t| Some(t.with_timezone(&Utc)))
+        .map_err(|_| {
+            serde::de::Error::custom(format!(
+                "expected an RFC 3339 time, e.g. 2026-11-29T17:07:00Z, found \"{}\"",
+                crate::diagnostic::excerpt(&s)
+            ))
+        })
 }
 
 /// A field that is present, `null` included (a missing one is `None` by `default`).

@@ -71,6 +71,10 @@ pub enum DiagnosticKind {
     NoUserTurn,
     /// A preset setting of the wrong type or out of range (ignored, SPEC §14.1).
     PresetSettingIgnored,
+    /// Host items that no walked anchor places: they follow the chat history.
+    UnanchoredItems,
+    /// `{{user}}` or `{{char}}` expanded to nothing: the context leaves the name empty.
+    EmptyName,
 }
 
 impl DiagnosticKind {
@@ -85,7 +89,9 @@ impl DiagnosticKind {
             | UnclosedTag
             | IgnoredFlag
             | ApproximateTokenCount
-            | HistoryTrimmed => Severity::Info,
+            | HistoryTrimmed
+            | UnanchoredItems
+            | EmptyName => Severity::Info,
             _ => Severity::Warning,
         }
     }

@@ -496,9 +496,15 @@ fn audit_reports_problems_in_every_node() {
             (DiagnosticKind::BadArguments, Some("off")),
             (DiagnosticKind::CacheUnfriendlyPrefix, Some("t")),
             (DiagnosticKind::HtmlInNode, Some("late")),
+            // No `main`: a host's channel prompt would follow the history.
+            (DiagnosticKind::UnanchoredItems, None),
         ]
     );
-    assert!(d.iter().all(|d| d.line.is_some() && d.column.is_some()));
+    assert!(
+        d.iter()
+            .filter(|d| d.node.is_some())
+            .all(|d| d.line.is_some() && d.column.is_some())
+    );
 }
 
 /// `prompt_order` is read from its raw JSON (only the chosen list's items are parsed): every

@@ -261,6 +261,10 @@ pub(super) fn place<'c>(
             knowledge_done = true;
         }
     }
+    // Everything from here on follows the walked steps: after the chat history, when its marker
+    // was walked.
+    let after_steps = out.len();
+    let history_walked = history.is_some();
     if !knowledge_done {
         for tag in KNOWLEDGE {
             buckets.emit(Some(tag), &mut out);
@@ -282,6 +286,9 @@ pub(super) fn place<'c>(
         if tag == Some(Tag::DialogueHistory) && history.is_none() {
             history = Some(range);
         }
+    }
+    if history_walked {
+        unanchored(&out[after_steps..], diags);
     }
     if out
         .last()
@@ -309,6 +316,36 @@ pub(super) fn place<'c>(
     Assembly {
         messages: out,
         history,
+    }
+}
+
+/// Host items placed after the walk (their anchor or marker is not walked) land after the chat
+/// history, where a model reads them as part of the latest turn: SPEC §4.2 places them there,
+/// and a preset that disables `main` (NemoEngine 11.5.2 does) surprises the host. Untagged items
+/// go last by design and are not reported.
+fn unanchored(late: &[Message<'_>], diags: &mut Vec<Diagnostic>) {
+    let mut tags: Vec<String> = Vec::new();
+    for m in late {
+        if let Source::Tag(Some(tag)) = &m.source {
+            let name = serde_json::to_value(tag)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            if !tags.contains(&name) {
+                tags.push(name);
+            }
+        }
+    }
+    if !tags.is_empty() {
+        diags.push(Diagnostic::new(
+            DiagnosticKind::UnanchoredItems,
+            None,
+            format!(
+                "host items {} follow the chat history: the preset walks no anchor for them \
+                 (an enabled `main`, or their marker)",
+                tags.join(", ")
+            ),
+        ));
     }
 }
 

@@ -14,19 +14,21 @@ pub(crate) struct ExpandArgs {
     file: Option<PathBuf>,
     #[command(flatten)]
     context: ContextArgs,
+    /// `text`: the expanded text; `json`: `{"text", "diagnostics", "variables"}`.
     #[arg(long, value_enum, default_value_t)]
     format: Format,
 }
 
 pub(crate) fn run(args: ExpandArgs) -> Result<(), Failure> {
-    let (name, bytes) = match &args.file {
-        Some(p) if p.as_os_str() != "-" => (p.display().to_string(), read(p)?),
-        _ => {
-            let name = "<stdin>".to_string();
-            let bytes = super::read_capped(std::io::stdin().lock(), &name)?;
-            (name, bytes)
-        }
+    let stdin = std::path::Path::new("-");
+    let file = args.file.as_deref().unwrap_or(stdin);
+    super::one_stdin(&[Some(file), args.context.context.as_deref()])?;
+    let name = if file == stdin {
+        "<stdin>".to_string()
+    } else {
+        file.display().to_string()
     };
+    let bytes = read(file, "template")?;
     let ctx = args.context.load()?;
     let template = Template::from_bytes(&bytes).map_err(|e| Failure(format!("{name}: {e}")))?;
     let out = template.render(&ctx);

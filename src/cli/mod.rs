@@ -41,22 +41,24 @@ enum Command {
 /// Output format shared by every command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Default)]
 pub(crate) enum Format {
+    /// For people: the result on stdout, diagnostics on stderr.
     #[default]
     Text,
+    /// For programs: one JSON document on stdout (SPEC §9).
     Json,
 }
 
 /// Options that build the host context.
 #[derive(Args)]
 pub(crate) struct ContextArgs {
-    /// Context file (SPEC §9); every field optional.
+    /// Context file (SPEC §9); every field optional; `-` reads standard input.
     #[arg(long, value_name = "CTX.json")]
-    context: Option<PathBuf>,
-    /// Overrides the context file's `seed`.
+    pub(crate) context: Option<PathBuf>,
+    /// Overrides the context file's `seed` (the macros' random source).
     #[arg(long)]
     seed: Option<u64>,
-    /// Overrides the context file's `now` (RFC 3339).
-    #[arg(long, value_name = "RFC3339")]
+    /// Overrides the context file's `now` (RFC 3339, e.g. 2026-11-29T17:07:00Z).
+    #[arg(long, value_name = "RFC3339", value_parser = rfc3339)]
     now: Option<DateTime<Utc>>,
     /// Overrides the context file's `model` (`{{model}}`, and the model a request is for).
     #[arg(long)]
@@ -66,7 +68,7 @@ pub(crate) struct ContextArgs {
 impl ContextArgs {
     fn load(&self) -> Result<Context, Failure> {
         let mut ctx = match &self.context {
-            Some(path) => Context::from_json(&read(path)?)
+            Some(path) => Context::from_json(&read(path, "context")?)
                 .map_err(|e| Failure(format!("{}: {e}", path.display())))?,
             None => Context::default(),
         };
@@ -128,11 +130,37 @@ pub(crate) fn read_capped(reader: impl Read, name: &str) -> Result<Vec<u8>, Fail
     Ok(buf)
 }
 
-pub(crate) fn read(path: &Path) -> Result<Vec<u8>, Failure> {
+/// Reads the input `what` (`preset`, `context`, `template`) from `path`, or from standard input
+/// when `path` is `-`. Errors say which input failed.
+pub(crate) fn read(path: &Path, what: &str) -> Result<Vec<u8>, Failure> {
+    if path.as_os_str() == "-" {
+        return read_capped(std::io::stdin().lock(), &format!("{what} from <stdin>"));
+    }
     let name = path.display().to_string();
-    let file =
-        std::fs::File::open(path).map_err(|e| Failure(format!("cannot read {name}: {e}")))?;
+    let file = std::fs::File::open(path)
+        .map_err(|e| Failure(format!("cannot read the {what} file {name}: {e}")))?;
     read_capped(file, &name)
+}
+
+/// Standard input can feed one input only: two `-` would leave the second one empty.
+pub(crate) fn one_stdin(paths: &[Option<&Path>]) -> Result<(), Failure> {
+    let dashes = paths
+        .iter()
+        .filter(|p| p.is_some_and(|p| p.as_os_str() == "-"))
+        .count();
+    if dashes > 1 {
+        return Err(Failure(
+            "only one input can come from standard input (`-`)".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// `--now`: RFC 3339, with an example in the error (chrono's own says "premature end of input").
+fn rfc3339(s: &str) -> Result<DateTime<Utc>, String> {
+    DateTime::parse_from_rfc3339(s)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|_| "expected an RFC 3339 time, e.g. 2026-11-29T17:07:00Z".to_string())
 }
 
 pub fn main() -> ExitCode {

@@ -13,10 +13,12 @@ use super::{ContextArgs, Failure, Format, read};
 
 #[derive(Args)]
 pub(crate) struct RenderArgs {
-    /// Preset file (SillyTavern JSON).
+    /// Preset file (SillyTavern JSON); `-` reads standard input.
     preset: PathBuf,
     #[command(flatten)]
     context: ContextArgs,
+    /// `text`: the messages; `json`: `{"messages", "diagnostics", "variables", "globals",
+    /// "prompt_tokens", "effective"}` (with `--shape`: `{"request", ...}`).
     #[arg(long, value_enum, default_value_t)]
     format: Format,
     /// Print the provider request of this shape (SPEC §12) instead of the messages; overrides
@@ -34,14 +36,19 @@ enum ShapeArg {
 
 #[derive(Args)]
 pub(crate) struct AuditArgs {
-    /// Preset file (SillyTavern JSON).
+    /// Preset file (SillyTavern JSON); `-` reads standard input.
     preset: PathBuf,
+    /// `text`: the findings and a summary; `json`: `{"nodes", "enabled", "diagnostics"}`.
     #[arg(long, value_enum, default_value_t)]
     format: Format,
+    /// Text findings on stdout with the summary (default: findings on stderr), so
+    /// `stpreset audit p.json --stdout > report.txt` keeps the whole report.
+    #[arg(long)]
+    stdout: bool,
 }
 
 fn import(path: &std::path::Path) -> Result<Preset, Failure> {
-    let bytes = read(path)?;
+    let bytes = read(path, "preset")?;
     Preset::from_json(&bytes).map_err(|e| Failure(format!("{}: {e}", path.display())))
 }
 
@@ -113,6 +120,7 @@ pub(crate) fn print_rendered(
 }
 
 pub(crate) fn render(args: RenderArgs) -> Result<(), Failure> {
+    super::one_stdin(&[Some(&args.preset), args.context.context.as_deref()])?;
     let preset = import(&args.preset)?;
     let ctx = args.context.load()?;
     let out = preset.compile().render(&ctx);
@@ -161,21 +169,30 @@ pub(crate) fn audit(args: AuditArgs) -> Result<(), Failure> {
     let mut stdout = super::stdout();
     let written = match args.format {
         Format::Text => {
-            print_diagnostics(&TextReport::preset(&file, &preset), &diags);
-            writeln!(
-                stdout,
-                "{}: {} nodes ({enabled} enabled), {} warnings, {} notes",
-                terminal_line(&file),
-                nodes.len(),
-                diags
-                    .iter()
-                    .filter(|d| d.severity() == stpreset::Severity::Warning)
-                    .count(),
-                diags
-                    .iter()
-                    .filter(|d| d.severity() == stpreset::Severity::Info)
-                    .count(),
-            )
+            let report = TextReport::preset(&file, &preset);
+            // With `--stdout`, findings first, then the summary, in one stream.
+            let found = if args.stdout {
+                report.write(&mut stdout, &diags)
+            } else {
+                print_diagnostics(&report, &diags);
+                Ok(())
+            };
+            found.and_then(|()| {
+                writeln!(
+                    stdout,
+                    "{}: {} nodes ({enabled} enabled), {} warnings, {} notes",
+                    terminal_line(&file),
+                    nodes.len(),
+                    diags
+                        .iter()
+                        .filter(|d| d.severity() == stpreset::Severity::Warning)
+                        .count(),
+                    diags
+                        .iter()
+                        .filter(|d| d.severity() == stpreset::Severity::Info)
+                        .count(),
+                )
+            })
         }
         Format::Json => preset.write_audit_json(&diags, &mut stdout),
     };

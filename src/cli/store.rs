@@ -27,6 +27,7 @@ pub(crate) struct StoreArgs {
 enum StoreCommand {
     /// Import a preset file (replacing a same-named one) and make it active; prints its id.
     Import {
+        /// Preset file (SillyTavern JSON); `-` reads standard input.
         preset: PathBuf,
         /// Name within the server (default: the file name without extension).
         #[arg(long)]
@@ -35,6 +36,7 @@ enum StoreCommand {
     /// List the server's presets: `ID<TAB>NAME<TAB>active|inactive<TAB>NODES` (control
     /// characters in a name, which only files written by other tools can hold, are escaped).
     List {
+        /// `text`: one line per preset; `json`: a list of `{"id", "name", "active", "nodes"}`.
         #[arg(long, value_enum, default_value_t)]
         format: Format,
     },
@@ -54,6 +56,7 @@ enum StoreCommand {
     Render {
         #[command(flatten)]
         context: ContextArgs,
+        /// `text`: the messages; `json`: the render document, as `stpreset render`.
         #[arg(long, value_enum, default_value_t)]
         format: Format,
     },
@@ -100,7 +103,7 @@ pub(crate) fn run(args: StoreArgs) -> Result<(), Failure> {
     let mut out = super::stdout();
     let written = match args.command {
         StoreCommand::Import { preset, name } => {
-            let bytes = read(&preset)?;
+            let bytes = read(&preset, "preset")?;
             let name = name.unwrap_or_else(|| {
                 preset
                     .file_stem()

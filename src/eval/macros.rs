@@ -39,8 +39,8 @@ impl Run<'_, '_> {
             None => arg(i),
         };
         match call.kind {
-            User => out.push_str(&ctx.user),
-            Char => out.push_str(&ctx.char),
+            User => self.name(&ctx.user, 0, out),
+            Char => self.name(&ctx.char, 1, out),
             Description => self.host_value(HostValue::Description, Signals::DESCRIPTION, out),
             Personality => self.host_value(HostValue::Personality, Signals::PERSONALITY, out),
             Scenario => self.host_value(HostValue::Scenario, Signals::SCENARIO, out),
@@ -170,6 +170,16 @@ impl Run<'_, '_> {
             | Closer | Unsupported | Unknown => {}
         }
         Ok(())
+    }
+
+    /// `{{user}}` (`which` 0) or `{{char}}` (1); an empty one is noted once per render, with the
+    /// node that first used it.
+    fn name(&mut self, value: &str, which: usize, out: &mut String) {
+        if value.is_empty() {
+            let node = self.node.id;
+            self.eng.empty_names[which].get_or_insert_with(|| node.to_string());
+        }
+        out.push_str(value);
     }
 
     fn clock(&mut self, fmt: &str, out: &mut String) {

@@ -126,6 +126,15 @@ pub(crate) fn evaluate(nodes: &[EvalNode<'_>], ctx: &Context) -> Evaluation {
         }
         texts.push(finish(text, signals));
     }
+    for (name, node) in ["user", "char"].into_iter().zip(&eng.empty_names) {
+        if let Some(node) = node {
+            eng.diags.push(Diagnostic::new(
+                DiagnosticKind::EmptyName,
+                Some(node),
+                format!("`{{{{{name}}}}}` is empty: the context gives no `{name}`"),
+            ));
+        }
+    }
     let (variables, globals) = eng.vars.into_maps();
     Evaluation {
         texts,
@@ -201,6 +210,8 @@ struct Engine<'a> {
     decisions: Vec<u8>,
     /// Per declaration slot of every node: what it renders and its arguments' signals.
     records: Vec<Record>,
+    /// The first node that expanded an empty `{{user}}` / `{{char}}`.
+    empty_names: [Option<String>; 2],
 }
 
 impl<'a> Engine<'a> {
@@ -231,6 +242,7 @@ impl<'a> Engine<'a> {
             groups: None,
             decisions: Vec::new(),
             records: Vec::new(),
+            empty_names: [None, None],
         }
     }
 }

@@ -60,7 +60,7 @@ impl Preset {
     ///
     /// ```
     /// let p = stpreset::Preset::from_json(br#"{"prompts": [
-    ///     {"identifier": "a", "content": "{{time}} <b>{{summary}}</b>{{#if x}}"},
+    ///     {"identifier": "main", "content": "{{time}} <b>{{summary}}</b>{{#if x}}"},
     ///     {"identifier": "chatHistory", "marker": true}
     /// ]}"#).unwrap();
     /// let kinds: Vec<_> = p.audit().iter().map(|d| d.kind.to_string()).collect();
@@ -132,7 +132,31 @@ impl Preset {
                 ));
             }
         }
+        self.audit_anchors(&mut out);
         out
+    }
+
+    /// A walked chat history without an enabled `main`: the host's humanizer rules and channel
+    /// prompt (and its knowledge items, without `charDescription` or `charPersonality`) will
+    /// follow the chat history (SPEC §4.2).
+    fn audit_anchors(&self, out: &mut Vec<Diagnostic>) {
+        let enabled = |id: &str| self.nodes.iter().any(|n| n.enabled && n.identifier == id);
+        if !enabled("chatHistory") || enabled("main") {
+            return;
+        }
+        let knowledge = if enabled("charDescription") || enabled("charPersonality") {
+            ""
+        } else {
+            ", server info, memories, emojis and stickers"
+        };
+        out.push(Diagnostic::new(
+            DiagnosticKind::UnanchoredItems,
+            None,
+            format!(
+                "`main` is not enabled: a host's humanizer rules, channel prompt{knowledge} \
+                 will follow the chat history"
+            ),
+        ));
     }
 }
 

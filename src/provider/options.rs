@@ -334,6 +334,31 @@ fn integer(lo: i64, hi: i64) -> impl FnOnce(&Value) -> Option<i64> {
     }
 }
 
+/// Every `provider_options` key, for the unknown-key error.
+const KEYS: [&str; 21] = [
+    "shape",
+    "post_processing",
+    "squash_system",
+    "use_system_prompt",
+    "assistant_prefill",
+    "placeholder",
+    "cache_system_prompt",
+    "cache_at_depth",
+    "cache_ttl",
+    "temperature",
+    "top_p",
+    "top_k",
+    "frequency_penalty",
+    "presence_penalty",
+    "max_tokens",
+    "seed",
+    "n",
+    "reasoning_effort",
+    "verbosity",
+    "stream",
+    "include_reasoning",
+];
+
 fn read(key: &str, v: &Value, o: &mut ProviderOptions) -> Result<(), String> {
     let flag = |v: &Value| {
         v.as_bool()
@@ -439,7 +464,12 @@ fn read(key: &str, v: &Value, o: &mut ProviderOptions) -> Result<(), String> {
         }
         "stream" => o.stream = flag(v)?,
         "include_reasoning" => o.include_reasoning = flag(v)?,
-        _ => return Err("unknown provider option".into()),
+        _ => {
+            return Err(format!(
+                "unknown provider option; the options are {}",
+                KEYS.join(", ")
+            ));
+        }
     }
     Ok(())
 }
