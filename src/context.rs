@@ -196,6 +196,11 @@ pub struct ContextItem {
     /// Tail-slot items only: inject at this depth instead of appending.
     #[serde(default)]
     pub depth: Option<i64>,
+    /// Who said it (SPEC §13.2.3, §16): a chat-history item with a name reaches the prompt as
+    /// `name: text` (verbatim; an empty name adds nothing), while `{{lastMessage}}` and its
+    /// kin read the text alone. Accepted on any item; only history items are prefixed.
+    #[serde(default)]
+    pub name: Option<String>,
 }
 
 impl ContextItem {
@@ -207,7 +212,22 @@ impl ContextItem {
             text: text.into(),
             time: None,
             depth: None,
+            name: None,
         }
+    }
+
+    /// Sets the speaker's name (a history item's prompt text becomes `name: text`).
+    ///
+    /// ```
+    /// use stpreset::{Context, ContextItem, Preset, Role, Tag};
+    /// let p = Preset::from_json(br#"{"prompts": [{"identifier": "chatHistory", "marker": true}]}"#).unwrap();
+    /// let mut ctx = Context::default();
+    /// ctx.items.push(ContextItem::new(Some(Tag::DialogueHistory), Role::User, "hi").named("Alice"));
+    /// assert_eq!(p.compile().render(&ctx).messages[0].text(), "Alice: hi");
+    /// ```
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
     }
 
     /// Sets the item's send time.

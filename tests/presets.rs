@@ -593,3 +593,45 @@ fn prompt_order_shapes_and_choice() {
         );
     }
 }
+
+/// SPEC §13.2.3 / §16: a history item's `name` becomes its `name: ` prefix in the prompt,
+/// verbatim; macros read the text alone; other items keep their text; the budget counts the
+/// prefix.
+#[test]
+fn speaker_names_prefix_history_items_only() {
+    let p = preset(nodes(&[
+        ("main", "last: {{lastMessage}}"),
+        ("chatHistory", "@"),
+        ("jb", "JB"),
+    ]));
+    let c = ctx(json!([
+        {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi", "name": "{{user}} <USER>"},
+        {"tag": "DIALOGUE_HISTORY", "role": "model", "text": "hello", "name": ""},
+        {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "how are you?", "name": "Bob"},
+        {"tag": "SYSTEM_CHANNEL_PROMPT", "role": "system", "text": "channel", "name": "Ignored"}
+    ]));
+    let out = p.compile().render(&c);
+    let texts: Vec<String> = out.messages.iter().map(|m| m.text().into_owned()).collect();
+    assert_eq!(
+        texts,
+        [
+            "last: how are you?",
+            "channel",
+            "{{user}} <USER>: hi",
+            "hello",
+            "Bob: how are you?",
+            "JB"
+        ]
+    );
+    let mut words = c.clone();
+    words.options.budget = stpreset::Budget::tokens(1000)
+        .with_counter(stpreset::Counter::Builtin(stpreset::Tokenizer::Words));
+    let counted = p.compile().render(&words).prompt_tokens().unwrap();
+    let mut unnamed = words.clone();
+    unnamed.items[2].name = None;
+    assert_eq!(
+        p.compile().render(&unnamed).prompt_tokens().unwrap() + 1,
+        counted,
+        "the prefix `Bob:` is one more word"
+    );
+}

@@ -172,10 +172,14 @@ pub(super) fn host_message<'c>(ctx: &'c Context, item: &'c ContextItem) -> Messa
     Message::new(item.role, host_text(ctx, item), Source::Tag(item.tag))
 }
 
-/// A host item's text as it is placed (see [`host_message`]).
+/// A host item's text as it is placed (see [`host_message`]). A history item with a speaker
+/// name gets its `name: ` prefix here, verbatim (SPEC §13.2.3, §16).
 pub(super) fn host_text<'c>(ctx: &'c Context, item: &'c ContextItem) -> Cow<'c, str> {
     if item.tag == Some(Tag::DialogueHistory) {
-        Cow::Borrowed(&item.text)
+        match item.name.as_deref() {
+            Some(name) if !name.is_empty() => Cow::Owned(format!("{name}: {}", item.text)),
+            _ => Cow::Borrowed(&item.text),
+        }
     } else {
         convert_identities(&item.text, &ctx.user, &ctx.char)
     }
