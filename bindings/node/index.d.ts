@@ -11,6 +11,8 @@ export interface ContextItem {
   time?: string;
   /** Tail items only: inject at this depth. */
   depth?: number;
+  /** The speaker: a chat-history item reaches the prompt as `name: text`. */
+  name?: string;
 }
 
 /** The context file of SPEC §9; every field optional. */
@@ -47,26 +49,45 @@ export interface Context {
   items?: ContextItem[];
   /** How depth nodes enter the history (default `merge`). */
   injection?: 'merge' | 'separate';
-  /** SPEC §12: the history budget and the provider request. */
+  /**
+   * SPEC §12, §14.5: the history budget. Absent: the preset's (`openai_max_context` minus its
+   * `openai_max_tokens`); `null`: none.
+   */
   max_context_tokens?: number | null;
-  reserve_tokens?: number;
+  reserve_tokens?: number | null;
   tokenizer?: 'auto' | 'o200k' | 'cl100k' | 'approx' | 'words';
+  /** SPEC §14.3: use the preset's settings (`true`), none (`false`), or these keys replaced. */
+  preset_settings?: boolean | PresetSettings;
+  /** SPEC §12, §14.3: the request; `null` means "the default, whatever the preset says". */
   provider_options?: {
     shape?: 'openai' | 'anthropic' | 'google';
-    post_processing?: 'none' | 'merge' | 'semi' | 'strict' | 'single' | 'claude' | 'merge_tools' | 'semi_tools' | 'strict_tools';
-    squash_system?: boolean;
-    use_system_prompt?: boolean;
-    assistant_prefill?: string;
+    post_processing?: 'none' | 'merge' | 'semi' | 'strict' | 'single' | 'claude' | 'merge_tools' | 'semi_tools' | 'strict_tools' | null;
+    squash_system?: boolean | null;
+    use_system_prompt?: boolean | null;
+    assistant_prefill?: string | null;
     placeholder?: string;
     cache_system_prompt?: boolean;
     cache_at_depth?: number | null;
     cache_ttl?: '5m' | '1h';
+    temperature?: number | null;
+    top_p?: number | null;
+    top_k?: number | null;
+    frequency_penalty?: number | null;
+    presence_penalty?: number | null;
+    max_tokens?: number | null;
+    seed?: number | null;
+    n?: number | null;
+    reasoning_effort?: 'auto' | 'min' | 'low' | 'medium' | 'high' | 'max' | null;
+    verbosity?: 'auto' | 'low' | 'medium' | 'high' | null;
+    stream?: boolean;
+    include_reasoning?: boolean;
   };
 }
 
 export type Source =
   | { node: string }
   | { tag: string | null }
+  | { setting: string }
   | { injection: Source[] };
 
 export interface Message {
