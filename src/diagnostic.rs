@@ -331,14 +331,15 @@ impl fmt::Display for Diagnostic {
 
 impl Serialize for Diagnostic {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // Keys in byte order (SPEC §16).
         let mut st = s.serialize_struct("Diagnostic", 7)?;
-        st.serialize_field("severity", &self.severity())?;
-        st.serialize_field("kind", &self.kind)?;
-        st.serialize_field("node", &self.node)?;
-        st.serialize_field("span", &self.span.map(|(a, b)| [a, b]))?;
-        st.serialize_field("line", &self.line)?;
         st.serialize_field("column", &self.column)?;
+        st.serialize_field("kind", &self.kind)?;
+        st.serialize_field("line", &self.line)?;
         st.serialize_field("message", &self.message)?;
+        st.serialize_field("node", &self.node)?;
+        st.serialize_field("severity", &self.severity())?;
+        st.serialize_field("span", &self.span.map(|(a, b)| [a, b]))?;
         st.end()
     }
 }

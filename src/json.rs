@@ -18,28 +18,28 @@ use crate::settings::resolve::EffectiveOptions;
 /// `expand --format json`.
 #[derive(Serialize)]
 struct ExpansionDoc<'a> {
-    text: &'a str,
     diagnostics: &'a [Diagnostic],
+    text: &'a str,
     variables: &'a BTreeMap<String, String>,
 }
 
 /// `render --shape S --format json` (SPEC §12.6).
 #[derive(Serialize)]
 struct RequestDoc<'a> {
-    request: &'a serde_json::Value,
     diagnostics: &'a [Diagnostic],
-    prompt_tokens: Option<u32>,
     effective: &'a EffectiveOptions,
-    variables: &'a BTreeMap<String, String>,
     globals: &'a BTreeMap<String, String>,
+    prompt_tokens: Option<u32>,
+    request: &'a serde_json::Value,
+    variables: &'a BTreeMap<String, String>,
 }
 
 /// `audit --format json`.
 #[derive(Serialize)]
 struct AuditDoc<'a> {
-    nodes: usize,
-    enabled: usize,
     diagnostics: &'a [Diagnostic],
+    enabled: usize,
+    nodes: usize,
 }
 
 /// Writes one document and a newline. `From` keeps the kind of an I/O failure (a closed pipe
@@ -54,18 +54,19 @@ fn string(doc: &impl Serialize) -> String {
     serde_json::to_string(doc).unwrap_or_default()
 }
 
-/// `{"messages", "diagnostics", "variables", "globals", "prompt_tokens", "effective"}`: by
-/// hand, because `prompt_tokens` is counted over the messages when it is written.
+/// `{"diagnostics", "effective", "globals", "messages", "prompt_tokens", "variables"}` (keys in
+/// byte order, SPEC §16): by hand, because `prompt_tokens` is counted over the messages when it
+/// is written.
 impl Serialize for Rendered<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         let mut doc = s.serialize_struct("Rendered", 6)?;
-        doc.serialize_field("messages", &self.messages)?;
         doc.serialize_field("diagnostics", &self.diagnostics)?;
-        doc.serialize_field("variables", &self.variables)?;
-        doc.serialize_field("globals", &self.globals)?;
-        doc.serialize_field("prompt_tokens", &self.prompt_tokens())?;
         doc.serialize_field("effective", self.effective_options())?;
+        doc.serialize_field("globals", &self.globals)?;
+        doc.serialize_field("messages", &self.messages)?;
+        doc.serialize_field("prompt_tokens", &self.prompt_tokens())?;
+        doc.serialize_field("variables", &self.variables)?;
         doc.end()
     }
 }
@@ -77,7 +78,7 @@ impl Rendered<'_> {
     /// ```
     /// let p = stpreset::Preset::from_json(br#"{"prompts": [{"identifier": "main", "content": "Hi"}]}"#).unwrap();
     /// let json = p.compile().render(&stpreset::Context::default()).to_json();
-    /// assert!(json.starts_with(r#"{"messages":[{"role":"system","parts":["Hi"],"source":{"node":"main"}}]"#));
+    /// assert!(json.contains(r#""messages":[{"parts":["Hi"],"role":"system","source":{"node":"main"}}]"#));
     /// ```
     pub fn to_json(&self) -> String {
         string(self)
@@ -98,7 +99,7 @@ impl Rendered<'_> {
     /// let mut options = stpreset::ProviderOptions::default();
     /// options.shape = Some(stpreset::Shape::Google);
     /// let json = p.compile().render(&stpreset::Context::default()).to_request_json(&options);
-    /// assert!(json.starts_with(r#"{"request":{"contents":[{"parts":[{"text":"Hi"}],"role":"user"}]}"#));
+    /// assert!(json.contains(r#""request":{"contents":[{"parts":[{"text":"Hi"}],"role":"user"}]}"#));
     /// ```
     pub fn to_request_json(&self, options: &ProviderOptions) -> String {
         self.request_doc(options, |doc| string(doc))
@@ -146,7 +147,7 @@ impl Expansion {
     ///
     /// ```
     /// let e = stpreset::expand("{{setvar::k::v}}{{getvar::k}}", &stpreset::Context::default());
-    /// assert_eq!(e.to_json(), r#"{"text":"v","diagnostics":[],"variables":{"k":"v"}}"#);
+    /// assert_eq!(e.to_json(), r#"{"diagnostics":[],"text":"v","variables":{"k":"v"}}"#);
     /// ```
     pub fn to_json(&self) -> String {
         string(&self.doc())
@@ -171,7 +172,8 @@ impl Preset {
     ///
     /// ```
     /// let p = stpreset::Preset::from_json(br#"{"prompts": [{"identifier": "main", "content": "{{x}}"}]}"#).unwrap();
-    /// assert!(p.audit_json().starts_with(r#"{"nodes":1,"enabled":1,"diagnostics":[{"severity":"info","kind":"UnknownMacro""#));
+    /// assert!(p.audit_json().starts_with(r#"{"diagnostics":[{"column":1,"kind":"UnknownMacro""#));
+    /// assert!(p.audit_json().ends_with(r#"],"enabled":1,"nodes":1}"#));
     /// ```
     pub fn audit_json(&self) -> String {
         let diagnostics = self.audit();

@@ -322,3 +322,85 @@ fn an_empty_name_is_noted_once_per_render() {
             .all(|d| d.kind != DiagnosticKind::EmptyName)
     );
 }
+
+/// A JSON value whose objects all have their keys in byte order (SPEC §16), or an error naming
+/// the first pair out of order.
+struct Sorted;
+
+impl<'de> serde::Deserialize<'de> for Sorted {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Sorted, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Sorted;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("JSON")
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Sorted, E> {
+                Ok(Sorted)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Sorted, E> {
+                Ok(Sorted)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Sorted, E> {
+                Ok(Sorted)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Sorted, E> {
+                Ok(Sorted)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Sorted, E> {
+                Ok(Sorted)
+            }
+            fn visit_unit<E>(self) -> Result<Sorted, E> {
+                Ok(Sorted)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut s: A) -> Result<Sorted, A::Error> {
+                while s.next_element::<Sorted>()?.is_some() {}
+                Ok(Sorted)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Sorted, A::Error> {
+                let mut last: Option<String> = None;
+                while let Some(k) = m.next_key::<String>()? {
+                    if let Some(prev) = &last
+                        && prev.as_str() >= k.as_str()
+                    {
+                        return Err(serde::de::Error::custom(format!("`{prev}` before `{k}`")));
+                    }
+                    m.next_value::<Sorted>()?;
+                    last = Some(k);
+                }
+                Ok(Sorted)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[test]
+fn every_printed_document_has_sorted_keys() {
+    assert!(serde_json::from_str::<Sorted>(r#"{"a": [{"b": 1, "a": 2}]}"#).is_err());
+    let preset = root().join("examples/preset.json");
+    let ctx = root().join("examples/context.json");
+    let (p, c) = (preset.to_str().unwrap(), ctx.to_str().unwrap());
+    for args in [
+        vec!["render", p, "--context", c, "--format", "json"],
+        vec![
+            "render",
+            p,
+            "--context",
+            c,
+            "--format",
+            "json",
+            "--shape",
+            "anthropic",
+        ],
+        vec!["render", p, "--context", c, "--shape", "google"],
+        vec!["audit", p, "--format", "json"],
+        vec!["expand", "--format", "json"],
+    ] {
+        let out = support::stpreset(&args, Some(b"{{user}} {{nope}}"));
+        assert!(out.status.success(), "{args:?}");
+        if let Err(e) = serde_json::from_slice::<Sorted>(&out.stdout) {
+            panic!("{args:?}: {e}");
+        }
+    }
+}

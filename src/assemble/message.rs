@@ -61,11 +61,12 @@ impl<'a> Parts<'a> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct Message<'a> {
-    /// Who speaks.
-    pub role: Role,
+    // Fields in byte order of their names: the JSON keys are sorted (SPEC §16).
     /// The text, in parts: merged depth injections add `\n[System: ...]` parts to history items.
     #[serde(serialize_with = "parts_seq")]
     parts: Parts<'a>,
+    /// Who speaks.
+    pub role: Role,
     /// What produced the message.
     pub source: Source,
 }

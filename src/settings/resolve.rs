@@ -14,19 +14,20 @@ use crate::provider::{self, PostProcessing, ProviderOptions, Shape, Tri};
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct EffectiveOptions {
+    // Fields in byte order of their names: the JSON keys are sorted (SPEC §16).
+    /// The Anthropic prefill (a preset's rendered, a context's verbatim).
+    pub assistant_prefill: String,
+    /// The history budget's window (`None`: no budget).
+    pub max_context_tokens: Option<u32>,
+    /// Post-processing mode (aliases normalised).
+    #[serde(serialize_with = "mode_name")]
+    pub post_processing: PostProcessing,
+    /// Tokens the budget keeps free.
+    pub reserve_tokens: u32,
     /// Squash consecutive system messages.
     pub squash_system: bool,
     /// Provider system prompt fields.
     pub use_system_prompt: bool,
-    /// The Anthropic prefill (a preset's rendered, a context's verbatim).
-    pub assistant_prefill: String,
-    /// Post-processing mode (aliases normalised).
-    #[serde(serialize_with = "mode_name")]
-    pub post_processing: PostProcessing,
-    /// The history budget's window (`None`: no budget).
-    pub max_context_tokens: Option<u32>,
-    /// Tokens the budget keeps free.
-    pub reserve_tokens: u32,
 }
 
 fn mode_name<S: serde::Serializer>(m: &PostProcessing, s: S) -> Result<S::Ok, S::Error> {
