@@ -75,6 +75,8 @@ pub enum DiagnosticKind {
     UnanchoredItems,
     /// `{{user}}` or `{{char}}` expanded to nothing: the context leaves the name empty.
     EmptyName,
+    /// The preset carries regex scripts (SPEC §13), which are not run yet.
+    RegexScriptsNotRun,
 }
 
 impl DiagnosticKind {
@@ -91,7 +93,8 @@ impl DiagnosticKind {
             | ApproximateTokenCount
             | HistoryTrimmed
             | UnanchoredItems
-            | EmptyName => Severity::Info,
+            | EmptyName
+            | RegexScriptsNotRun => Severity::Info,
             _ => Severity::Warning,
         }
     }

@@ -2,6 +2,14 @@
 //! `../shared`): post-processing and shapes (`convert`), the history budget (`Budget::apply`),
 //! both in a pipeline, and option errors (`Context::from_json`).
 
+/// A skip message the test harness does not capture: it shows in a plain `cargo test`.
+macro_rules! skipped {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
+
 use serde_json::{Map, Value, json};
 use stpreset::{ChatMessage, Context, Message, Names, Role, Source, Tag, convert};
 
@@ -16,7 +24,7 @@ fn cases() -> Option<Vec<Value>> {
             Some(doc["cases"].as_array().expect("cases").clone())
         }
         Err(_) => {
-            eprintln!("SKIPPED: {path} not found (../shared is not beside this checkout)");
+            skipped!("SKIPPED: {path} not found (../shared is not beside this checkout)");
             None
         }
     }

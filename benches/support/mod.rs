@@ -1,5 +1,13 @@
 //! Shared by the benches and the corpus test: a realistic bot context and the corpus location.
 
+/// A skip message the test harness does not capture: it shows in a plain `cargo test`.
+macro_rules! skipped {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
+
 use std::path::PathBuf;
 
 use serde_json::json;
@@ -10,7 +18,7 @@ use stpreset::Context;
 pub fn corpus() -> Vec<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/presets");
     let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!(
+        skipped!(
             "SKIPPED: {} not found (../shared is not beside this checkout)",
             dir.display()
         );

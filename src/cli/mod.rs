@@ -60,7 +60,8 @@ pub(crate) struct ContextArgs {
     /// Overrides the context file's `now` (RFC 3339, e.g. 2026-11-29T17:07:00Z).
     #[arg(long, value_name = "RFC3339", value_parser = rfc3339)]
     now: Option<DateTime<Utc>>,
-    /// Overrides the context file's `model` (`{{model}}`, and the model a request is for).
+    /// Overrides the context file's `model` (`{{model}}`; for `render`, also the model the
+    /// provider request is for).
     #[arg(long)]
     model: Option<String>,
 }
@@ -69,7 +70,7 @@ impl ContextArgs {
     fn load(&self) -> Result<Context, Failure> {
         let mut ctx = match &self.context {
             Some(path) => Context::from_json(&read(path, "context")?)
-                .map_err(|e| Failure(format!("{}: {e}", path.display())))?,
+                .map_err(|e| Failure(format!("{}: {e}", input_name(path))))?,
             None => Context::default(),
         };
         if let Some(seed) = self.seed {
@@ -140,6 +141,15 @@ pub(crate) fn read(path: &Path, what: &str) -> Result<Vec<u8>, Failure> {
     let file = std::fs::File::open(path)
         .map_err(|e| Failure(format!("cannot read the {what} file {name}: {e}")))?;
     read_capped(file, &name)
+}
+
+/// How messages name an input: its path, or `<stdin>` for `-`.
+pub(crate) fn input_name(path: &Path) -> String {
+    if path.as_os_str() == "-" {
+        "<stdin>".into()
+    } else {
+        path.display().to_string()
+    }
 }
 
 /// Standard input can feed one input only: two `-` would leave the second one empty.

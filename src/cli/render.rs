@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use stpreset::{
-    Diagnostic, Message, Preset, Rendered, Role, Shape, Source, TextReport, terminal_line,
+    Context, Diagnostic, Message, Preset, Rendered, Role, Shape, Source, TextReport, terminal_line,
     terminal_safe,
 };
 
@@ -28,7 +28,7 @@ pub(crate) struct RenderArgs {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum ShapeArg {
+pub(crate) enum ShapeArg {
     Openai,
     Anthropic,
     Google,
@@ -42,14 +42,15 @@ pub(crate) struct AuditArgs {
     #[arg(long, value_enum, default_value_t)]
     format: Format,
     /// Text findings on stdout with the summary (default: findings on stderr), so
-    /// `stpreset audit p.json --stdout > report.txt` keeps the whole report.
+    /// `stpreset audit p.json --stdout > report.txt` keeps the whole report (JSON output is
+    /// one document on stdout anyway).
     #[arg(long)]
     stdout: bool,
 }
 
 fn import(path: &std::path::Path) -> Result<Preset, Failure> {
     let bytes = read(path, "preset")?;
-    Preset::from_json(&bytes).map_err(|e| Failure(format!("{}: {e}", path.display())))
+    Preset::from_json(&bytes).map_err(|e| Failure(format!("{}: {e}", super::input_name(path))))
 }
 
 /// Diagnostics in human form on stderr, each with its node's source line when it has one.
@@ -102,20 +103,40 @@ fn write_text(out: &mut impl Write, messages: &[Message]) -> std::io::Result<()>
     Ok(())
 }
 
-/// Writes a render result: messages (text) or the whole result (JSON) to `out`; in text
-/// form the diagnostics go to stderr.
-pub(crate) fn print_rendered(
+/// Writes a render result to `out`: the provider request when a shape is asked for (`shape`,
+/// or the context's `provider_options.shape`), else the messages (text) or the whole result
+/// (JSON). In text form the diagnostics go to stderr through `report`.
+pub(crate) fn print_result(
     out: &mut impl Write,
     rendered: &Rendered,
+    ctx: &Context,
+    shape: Option<ShapeArg>,
     format: Format,
-    file: &str,
+    report: &TextReport<'_>,
 ) -> std::io::Result<()> {
-    match format {
-        Format::Text => {
-            print_diagnostics(&TextReport::without_sources(file), &rendered.diagnostics);
+    let mut provider = ctx.provider_options.clone();
+    if let Some(shape) = shape {
+        provider.shape = Some(match shape {
+            ShapeArg::Openai => Shape::OpenAi,
+            ShapeArg::Anthropic => Shape::Anthropic,
+            ShapeArg::Google => Shape::Google,
+        });
+    }
+    match (provider.shape.is_some(), format) {
+        (true, Format::Text) => {
+            let (request, request_diags) = rendered.to_request(&provider);
+            let mut diags = rendered.diagnostics.clone();
+            diags.extend(request_diags);
+            print_diagnostics(report, &diags);
+            serde_json::to_writer(&mut *out, &request).map_err(std::io::Error::from)?;
+            writeln!(out)
+        }
+        (true, Format::Json) => rendered.write_request_json(&provider, out),
+        (false, Format::Text) => {
+            print_diagnostics(report, &rendered.diagnostics);
             write_text(out, &rendered.messages)
         }
-        Format::Json => rendered.write_json(out),
+        (false, Format::Json) => rendered.write_json(out),
     }
 }
 
@@ -124,46 +145,23 @@ pub(crate) fn render(args: RenderArgs) -> Result<(), Failure> {
     let preset = import(&args.preset)?;
     let ctx = args.context.load()?;
     let out = preset.compile().render(&ctx);
-    let file = args.preset.display().to_string();
+    let file = super::input_name(&args.preset);
     let mut stdout = super::stdout();
-    // A request is printed when a shape is asked for, on the command line or in the context.
-    let mut provider = ctx.provider_options.clone();
-    if let Some(shape) = args.shape {
-        provider.shape = Some(match shape {
-            ShapeArg::Openai => Shape::OpenAi,
-            ShapeArg::Anthropic => Shape::Anthropic,
-            ShapeArg::Google => Shape::Google,
-        });
-    }
-    if provider.shape.is_some() {
-        let written = match args.format {
-            Format::Text => {
-                let (request, request_diags) = out.to_request(&provider);
-                let mut diags = out.diagnostics.clone();
-                diags.extend(request_diags);
-                print_diagnostics(&TextReport::preset(&file, &preset), &diags);
-                serde_json::to_writer(&mut stdout, &request)
-                    .map_err(std::io::Error::from)
-                    .and_then(|()| writeln!(stdout))
-            }
-            Format::Json => out.write_request_json(&provider, &mut stdout),
-        };
-        return super::finish(&mut stdout, written);
-    }
-    let written = match args.format {
-        Format::Text => {
-            print_diagnostics(&TextReport::preset(&file, &preset), &out.diagnostics);
-            write_text(&mut stdout, &out.messages)
-        }
-        Format::Json => print_rendered(&mut stdout, &out, args.format, &file),
-    };
+    let report = TextReport::preset(&file, &preset);
+    let written = print_result(&mut stdout, &out, &ctx, args.shape, args.format, &report);
     super::finish(&mut stdout, written)
+}
+
+/// `1 warning`, `2 notes`.
+fn counted(diags: &[Diagnostic], severity: stpreset::Severity, what: &str) -> String {
+    let n = diags.iter().filter(|d| d.severity() == severity).count();
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 pub(crate) fn audit(args: AuditArgs) -> Result<(), Failure> {
     let preset = import(&args.preset)?;
     let diags = preset.audit();
-    let file = args.preset.display().to_string();
+    let file = super::input_name(&args.preset);
     let nodes = preset.nodes();
     let enabled = nodes.iter().filter(|n| n.enabled).count();
     let mut stdout = super::stdout();
@@ -180,17 +178,11 @@ pub(crate) fn audit(args: AuditArgs) -> Result<(), Failure> {
             found.and_then(|()| {
                 writeln!(
                     stdout,
-                    "{}: {} nodes ({enabled} enabled), {} warnings, {} notes",
+                    "{}: {} nodes ({enabled} enabled), {}, {}",
                     terminal_line(&file),
                     nodes.len(),
-                    diags
-                        .iter()
-                        .filter(|d| d.severity() == stpreset::Severity::Warning)
-                        .count(),
-                    diags
-                        .iter()
-                        .filter(|d| d.severity() == stpreset::Severity::Info)
-                        .count(),
+                    counted(&diags, stpreset::Severity::Warning, "warning"),
+                    counted(&diags, stpreset::Severity::Info, "note"),
                 )
             })
         }

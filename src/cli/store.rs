@@ -17,7 +17,7 @@ pub(crate) struct StoreArgs {
     #[arg(long, value_name = "FILE")]
     db: PathBuf,
     /// Server the command acts for; presets of other servers are refused.
-    #[arg(long, value_name = "ID", allow_negative_numbers = true)]
+    #[arg(long, value_name = "SERVER_ID", allow_negative_numbers = true)]
     server: i64,
     #[command(subcommand)]
     command: StoreCommand,
@@ -27,7 +27,7 @@ pub(crate) struct StoreArgs {
 enum StoreCommand {
     /// Import a preset file (replacing a same-named one) and make it active; prints its id.
     Import {
-        /// Preset file (SillyTavern JSON); `-` reads standard input.
+        /// Preset file (SillyTavern JSON); `-` reads standard input (then `--name` is needed).
         preset: PathBuf,
         /// Name within the server (default: the file name without extension).
         #[arg(long)]
@@ -41,17 +41,28 @@ enum StoreCommand {
         format: Format,
     },
     /// Make a preset the server's active one.
-    Activate { id: i64 },
+    Activate {
+        /// The preset's id (as `import` printed it, or `list` shows it).
+        #[arg(value_name = "PRESET_ID")]
+        id: i64,
+    },
     /// Leave the server with no active preset.
     Deactivate,
     /// Enable or disable nodes: `IDENT=on` / `IDENT=off`.
     Toggle {
+        /// The preset's id.
+        #[arg(value_name = "PRESET_ID")]
         id: i64,
-        #[arg(required = true, value_parser = parse_toggle)]
+        /// Node changes, `IDENT=on` or `IDENT=off` (an identifier from the preset's prompts).
+        #[arg(required = true, value_parser = parse_toggle, value_name = "IDENT=on|off")]
         changes: Vec<(String, bool)>,
     },
     /// Delete a preset (the newest survivor becomes active if it was).
-    Delete { id: i64 },
+    Delete {
+        /// The preset's id.
+        #[arg(value_name = "PRESET_ID")]
+        id: i64,
+    },
     /// Render the server's active preset through the cache.
     Render {
         #[command(flatten)]
@@ -59,6 +70,10 @@ enum StoreCommand {
         /// `text`: the messages; `json`: the render document, as `stpreset render`.
         #[arg(long, value_enum, default_value_t)]
         format: Format,
+        /// Print the provider request of this shape instead of the messages, as
+        /// `stpreset render --shape`.
+        #[arg(long, value_enum)]
+        shape: Option<super::render::ShapeArg>,
     },
 }
 
@@ -103,15 +118,21 @@ pub(crate) fn run(args: StoreArgs) -> Result<(), Failure> {
     let mut out = super::stdout();
     let written = match args.command {
         StoreCommand::Import { preset, name } => {
-            let bytes = read(&preset, "preset")?;
-            let name = name.unwrap_or_else(|| {
-                preset
+            let name = match name {
+                Some(name) => name,
+                None if preset.as_os_str() == "-" => {
+                    return Err(Failure(
+                        "a preset read from standard input needs --name".into(),
+                    ));
+                }
+                None => preset
                     .file_stem()
-                    .map_or_else(|| "preset".into(), |s| s.to_string_lossy().into_owned())
-            });
+                    .map_or_else(|| "preset".into(), |s| s.to_string_lossy().into_owned()),
+            };
+            let bytes = read(&preset, "preset")?;
             let id = store
                 .import(server, &name, &bytes)
-                .map_err(|e| Failure(format!("{}: {e}", preset.display())))?;
+                .map_err(|e| Failure(format!("{}: {e}", super::input_name(&preset))))?;
             writeln!(out, "{id}")
         }
         StoreCommand::List { format } => {
@@ -148,18 +169,19 @@ pub(crate) fn run(args: StoreArgs) -> Result<(), Failure> {
             store.delete(server, id).map_err(failed)?;
             Ok(())
         }
-        StoreCommand::Render { context, format } => {
+        StoreCommand::Render {
+            context,
+            format,
+            shape,
+        } => {
             let ctx = context.load()?;
             let rendered = store
                 .render(server, &ctx)
                 .map_err(failed)?
                 .ok_or_else(|| Failure(format!("server {server} has no active preset")))?;
-            super::render::print_rendered(
-                &mut out,
-                &rendered,
-                format,
-                &args.db.display().to_string(),
-            )
+            let name = format!("{} (server {server}, active preset)", args.db.display());
+            let report = stpreset::TextReport::without_sources(&name);
+            super::render::print_result(&mut out, &rendered, &ctx, shape, format, &report)
         }
     };
     super::finish(&mut out, written)

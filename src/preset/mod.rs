@@ -217,13 +217,14 @@ impl Preset {
             column: e.column(),
             message: json_message(&e),
         })?;
-        let (prompts, prompt_order, root, settings) = match file {
+        let (prompts, prompt_order, root, settings, extensions) = match file {
             RawFile::Object {
                 prompts,
                 prompt_order,
                 root,
                 settings,
-            } => (prompts, prompt_order, root, settings),
+                extensions,
+            } => (prompts, prompt_order, root, settings, extensions),
             RawFile::NotObject(kind) => {
                 return Err(PresetError::NotAPreset(format!(
                     "the file is {kind}, not an object"
@@ -244,6 +245,7 @@ impl Preset {
         legacy::post_history(root, &mut nodes)?;
         let (settings, settings_diagnostics) = read_settings(&settings);
         diagnostics.extend(settings_diagnostics);
+        diagnostics.extend(scripts_not_run(raw::regex_script_count(extensions)));
         Ok(Preset {
             nodes,
             diagnostics,
@@ -257,7 +259,9 @@ impl Preset {
     #[cfg(feature = "store")]
     pub(crate) fn from_stored(nodes: Vec<PresetNode>, raw: Box<[u8]>) -> Preset {
         let text = std::str::from_utf8(&raw).unwrap_or_default();
-        let (settings, diagnostics) = read_settings(&raw::settings_only(text));
+        let (settings, extensions) = raw::settings_only(text);
+        let (settings, mut diagnostics) = read_settings(&settings);
+        diagnostics.extend(scripts_not_run(raw::regex_script_count(extensions)));
         Preset {
             nodes,
             diagnostics,
@@ -318,6 +322,21 @@ impl Preset {
 /// message source of their node, so an unbounded one would multiply the output; real presets
 /// use UUIDs and short names (58 bytes at most in the corpus).
 pub(crate) const MAX_IDENTIFIER_BYTES: usize = 256;
+
+/// A preset's regex scripts (SPEC §13) are not run yet: say so, once, so neither the author nor
+/// the host is surprised that text the scripts would change reaches the model.
+fn scripts_not_run(count: usize) -> Option<Diagnostic> {
+    (count > 0).then(|| {
+        Diagnostic::new(
+            DiagnosticKind::RegexScriptsNotRun,
+            None,
+            format!(
+                "the preset carries {count} regex script(s) (SPEC §13); stpreset does not run \
+                 them yet, so text they would change reaches the model as it is"
+            ),
+        )
+    })
+}
 
 /// SPEC §14.1 over the settings keys the reader kept.
 fn read_settings(raw: &[(String, &RawValue)]) -> (PresetSettings, Vec<Diagnostic>) {

@@ -134,6 +134,8 @@ pub(super) enum RawFile<'de> {
         root: Map<String, Value>,
         /// The root keys SPEC §14.1 reads (settings and migration keys), as written.
         settings: Vec<(String, &'de RawValue)>,
+        /// `extensions`, as written (its `regex_scripts` are counted, not yet run).
+        extensions: Option<&'de RawValue>,
     },
     NotObject(&'static str),
 }
@@ -150,35 +152,54 @@ fn is_setting(key: &str) -> bool {
         .contains(&key)
 }
 
-/// Only the settings of a preset file (for presets the store kept: their nodes are stored
-/// resolved, their settings are read again from the file).
+/// The settings keys and `extensions` of a root object, as written.
+type RootExtras<'de> = (Vec<(String, &'de RawValue)>, Option<&'de RawValue>);
+
+/// Only the settings and `extensions` of a preset file (for presets the store kept: their
+/// nodes are stored resolved, the rest is read again from the file).
 #[cfg(feature = "store")]
-pub(super) fn settings_only(text: &str) -> Vec<(String, &RawValue)> {
+pub(super) fn settings_only(text: &str) -> RootExtras<'_> {
     struct V;
     impl<'de> Visitor<'de> for V {
-        type Value = Vec<(String, &'de RawValue)>;
+        type Value = RootExtras<'de>;
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.write_str("a preset object")
         }
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            let mut out = Vec::new();
+            let (mut out, mut extensions) = (Vec::new(), None);
             while let Some(key) = map.next_key::<String>()? {
                 if is_setting(&key) {
                     out.push((key, map.next_value()?));
+                } else if key == "extensions" {
+                    extensions = Some(map.next_value()?);
                 } else {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
-            Ok(out)
+            Ok((out, extensions))
         }
     }
-    struct Settings<'de>(Vec<(String, &'de RawValue)>);
-    impl<'de> Deserialize<'de> for Settings<'de> {
+    struct Extras<'de>(RootExtras<'de>);
+    impl<'de> Deserialize<'de> for Extras<'de> {
         fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            d.deserialize_map(V).map(Settings)
+            d.deserialize_map(V).map(Extras)
         }
     }
-    serde_json::from_str::<Settings<'_>>(text).map_or_else(|_| Vec::new(), |s| s.0)
+    serde_json::from_str::<Extras<'_>>(text).map_or_else(|_| (Vec::new(), None), |s| s.0)
+}
+
+/// How many entries `extensions.regex_scripts` lists (0 when it is missing or not a list).
+pub(super) fn regex_script_count(extensions: Option<&RawValue>) -> usize {
+    // Entries are skipped, not built (a list of a zero-sized type allocates nothing).
+    #[derive(Deserialize)]
+    struct Extensions {
+        #[serde(default)]
+        regex_scripts: Option<Vec<IgnoredAny>>,
+    }
+    extensions
+        .and_then(|raw| serde_json::from_str::<Extensions>(raw.get()).ok())
+        .and_then(|e| e.regex_scripts)
+        .map_or(0, |list| list.len())
 }
 
 /// Root fields kept as `Value`s.
@@ -451,9 +472,12 @@ impl<'de> Visitor<'de> for FileVisitor {
         let mut prompt_order = None;
         let mut root = Map::new();
         let mut settings = Vec::new();
+        let mut extensions = None;
         while let Some(key) = map.next_key::<String>()? {
             if is_setting(&key) {
                 settings.push((key, map.next_value()?));
+            } else if key == "extensions" {
+                extensions = Some(map.next_value()?);
             } else if key == "prompts" {
                 // `null` means no prompts, like a missing field.
                 prompts = map.next_value::<Option<Prompts>>()?;
@@ -471,6 +495,7 @@ impl<'de> Visitor<'de> for FileVisitor {
             prompt_order,
             root,
             settings,
+            extensions,
         })
     }
 }

@@ -260,7 +260,11 @@ impl SettingsEdit {
     /// ```
     pub fn set(&mut self, key: &str, value: &Value) -> Result<(), String> {
         let Some((key, kind)) = TABLE.iter().find(|(k, _)| *k == key) else {
-            return Err("unknown preset setting".into());
+            let keys: Vec<&str> = TABLE.iter().map(|(k, _)| *k).collect();
+            return Err(format!(
+                "unknown preset setting; the settings are {}",
+                keys.join(", ")
+            ));
         };
         let value = match value {
             Value::Null => None,
