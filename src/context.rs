@@ -478,7 +478,23 @@ impl Context {
             };
             return Err(ContextError::NotAnObject { found });
         }
-        let file: ContextFile = serde_json::from_str(text).map_err(json_error)?;
+        // The path names the field a type error is about (`items[2].text: invalid type: …`):
+        // serde_json alone gives only a line and a column.
+        let mut de = serde_json::Deserializer::from_str(text);
+        let file: ContextFile = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            let message = strip_position(&inner.to_string());
+            ContextError::Json {
+                line: inner.line(),
+                column: inner.column(),
+                message: match path.as_str() {
+                    "" | "." | "?" => message,
+                    path => format!("`{}`: {message}", crate::diagnostic::excerpt(path)),
+                },
+            }
+        })?;
+        de.end().map_err(json_error)?;
         let mut host = MapHost::default();
         for (k, v) in &file.capabilities {
             host.set_capability(k, *v);

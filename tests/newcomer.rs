@@ -480,3 +480,23 @@ fn the_store_renders_requests_and_names_stdin_imports() {
     assert_eq!(body["model"], "claude-sonnet-4-5");
     assert!(body["messages"].is_array());
 }
+
+#[test]
+fn context_type_errors_name_the_field() {
+    for (bad, path) in [
+        (json!({"user": 5}), "`user`"),
+        (
+            json!({"items": [{"role": "user", "txt": "x"}]}),
+            "`items[0].txt`",
+        ),
+        (
+            json!({"items": [{"role": "user"}, {"role": "bot"}]}),
+            "`items[1].role`",
+        ),
+    ] {
+        let err = Context::from_json(bad.to_string().as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(path), "{bad}: {err}");
+    }
+}
