@@ -153,6 +153,7 @@ fn is_setting(key: &str) -> bool {
 }
 
 /// The settings keys and `extensions` of a root object, as written.
+#[cfg(feature = "store")]
 type RootExtras<'de> = (Vec<(String, &'de RawValue)>, Option<&'de RawValue>);
 
 /// Only the settings and `extensions` of a preset file (for presets the store kept: their
