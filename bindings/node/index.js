@@ -43,6 +43,20 @@ function call(f) {
   }
 }
 
+// For a context given as an object, the line and column of an error point into JSON this
+// package wrote: say `context:` instead (the field path stays).
+function withContext(context, f) {
+  const json = contextJson(context);
+  try {
+    return call(() => f(json));
+  } catch (e) {
+    if (e instanceof ContextError && typeof context === 'object' && context !== null) {
+      throw new ContextError(e.kind, e.message.replace(/^context file, line \d+ column \d+: /, 'context: '));
+    }
+    throw e;
+  }
+}
+
 // A context is an object in SPEC §9's shape (or its JSON text); nothing means defaults.
 function contextJson(context) {
   if (context === undefined || context === null) return '{}';
@@ -64,8 +78,7 @@ class CompiledPreset {
   }
   /** `{ messages, diagnostics, variables, globals, prompt_tokens, effective }` (SPEC §9, §14.3). */
   render(context) {
-    const json = contextJson(context);
-    return call(() => this._inner.render(json));
+    return withContext(context, (json) => this._inner.render(json));
   }
   /**
    * The provider request the context's `provider_options` ask for (default shape `openai`),
@@ -73,16 +86,14 @@ class CompiledPreset {
    * `{ request, diagnostics, prompt_tokens, effective, variables, globals }` (SPEC §12.6).
    */
   request(context) {
-    const json = contextJson(context);
-    return JSON.parse(call(() => this._inner.requestJson(json)));
+    return JSON.parse(withContext(context, (json) => this._inner.requestJson(json)));
   }
   /**
    * Only the provider request body, as UTF-8 JSON in a Buffer: what a bot POSTs to the
    * provider. The fastest way out (no JS strings are made); diagnostics: `request()`.
    */
   requestBody(context) {
-    const json = contextJson(context);
-    return call(() => this._inner.requestBody(json));
+    return withContext(context, (json) => this._inner.requestBody(json));
   }
 }
 
@@ -123,8 +134,7 @@ class Template {
   }
   /** `{ text, diagnostics, variables }` (SPEC §9). */
   render(context) {
-    const json = contextJson(context);
-    return JSON.parse(call(() => this._inner.renderJson(json)));
+    return JSON.parse(withContext(context, (json) => this._inner.renderJson(json)));
   }
 }
 

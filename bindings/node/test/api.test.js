@@ -145,3 +145,12 @@ test('preloadTokenizer loads a vocabulary up front; an unknown name throws', () 
   // What `stpreset render --format json` counts for the same preset and context.
   assert.strictEqual(out.prompt_tokens, 25);
 });
+
+test("an object context's errors name the field without a position", () => {
+  const compiled = s.Preset.fromJson(PRESET).compile();
+  assert.throws(
+    () => compiled.render({ items: [{ role: 'user', txt: 'x' }] }),
+    (e) => e instanceof s.ContextError && e.message.startsWith('context: `items[0].txt`: unknown field'),
+  );
+  assert.throws(() => compiled.render('{"user": 5}'), (e) => /line 1 column/.test(e.message));
+});

@@ -172,3 +172,13 @@ def test_preload_tokenizer_loads_up_front_and_refuses_unknown_names():
     )
     # What `stpreset render --format json` counts for the same preset and context.
     assert out["prompt_tokens"] == 25
+
+
+def test_a_dict_contexts_errors_name_the_field_without_a_position():
+    compiled = stpreset.Preset.from_json(PRESET).compile()
+    with pytest.raises(stpreset.ContextError) as e:
+        compiled.render({"items": [{"role": "user", "txt": "x"}]})
+    assert str(e.value).startswith("context: `items[0].txt`: unknown field"), str(e.value)
+    with pytest.raises(stpreset.ContextError) as e:
+        compiled.render('{"user": 5}')
+    assert "line 1 column" in str(e.value)

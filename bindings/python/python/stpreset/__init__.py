@@ -12,6 +12,7 @@ Contexts and results are dicts in the JSON shape of SPEC §9 (the context file, 
 from __future__ import annotations
 
 import json as _json
+import re as _re
 
 from . import _native
 
@@ -62,6 +63,22 @@ def _call(f, *args):
         raise
 
 
+_POSITION = _re.compile(r"^context file, line \d+ column \d+: ")
+
+
+def _with_context(f, context):
+    """Calls ``f`` with the context's JSON. A dict's errors drop the line and column, which
+    would point into JSON the package wrote, not anything the caller did (the field path
+    stays)."""
+    text = _context_json(context)
+    try:
+        return _call(f, text)
+    except ContextError as e:
+        if isinstance(context, dict):
+            raise ContextError(e.kind, _POSITION.sub("context: ", str(e))) from None
+        raise
+
+
 def _context_json(context) -> str:
     if context is None:
         return "{}"
@@ -92,19 +109,19 @@ class CompiledPreset:
         """``{"messages", "diagnostics", "variables", "globals", "prompt_tokens", "effective"}``
         (SPEC §9, §14.3)."""
         # Built natively from the same serializer as the JSON text: half the cost of loads().
-        return _call(self._inner.render, _context_json(context))
+        return _with_context(self._inner.render, context)
 
     def render_request(self, context=None) -> dict:
         """The provider request the context's ``provider_options`` ask for (default shape
         ``openai``), over the preset's settings (SPEC §14: model, sampling, max tokens,
         reasoning): ``{"request", "diagnostics", "prompt_tokens", "effective", "variables",
         "globals"}``."""
-        return _json.loads(_call(self._inner.request_json, _context_json(context)))
+        return _json.loads(_with_context(self._inner.request_json, context))
 
     def request_body(self, context=None) -> bytes:
         """Only the provider request body as UTF-8 JSON bytes, ready to POST: the fastest way
         out (no Python objects are built); diagnostics come with ``render_request``."""
-        return _call(self._inner.request_body, _context_json(context))
+        return _with_context(self._inner.request_body, context)
 
 
 class Preset:
@@ -153,7 +170,7 @@ class Template:
 
     def render(self, context=None) -> dict:
         """``{"text", "diagnostics", "variables"}`` (SPEC §9)."""
-        return _json.loads(_call(self._inner.render_json, _context_json(context)))
+        return _json.loads(_with_context(self._inner.render_json, context))
 
 
 def expand(source, context=None) -> dict:
