@@ -76,6 +76,31 @@ pub fn clear_count_caches() {
     }
 }
 
+/// Reads a tokenizer's name as the context file writes it (`auto`, `o200k`, `cl100k`,
+/// `approx`, `words`); the error says what is expected.
+///
+/// ```
+/// assert_eq!("o200k".parse::<stpreset::Tokenizer>(), Ok(stpreset::Tokenizer::O200k));
+/// assert!("gpt2".parse::<stpreset::Tokenizer>().unwrap_err().contains("expected auto"));
+/// ```
+impl std::str::FromStr for Tokenizer {
+    type Err = String;
+    fn from_str(name: &str) -> Result<Tokenizer, String> {
+        Ok(match name {
+            "auto" => Tokenizer::Auto,
+            "o200k" => Tokenizer::O200k,
+            "cl100k" => Tokenizer::Cl100k,
+            "approx" => Tokenizer::Approx,
+            "words" => Tokenizer::Words,
+            _ => {
+                return Err(format!(
+                    "unknown tokenizer {name:?}: expected auto, o200k, cl100k, approx or words"
+                ));
+            }
+        })
+    }
+}
+
 /// The counter a render uses: a built-in one (default `auto`), or the host's.
 #[derive(Clone)]
 pub enum Counter {

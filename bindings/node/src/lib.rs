@@ -142,21 +142,9 @@ impl Template {
 /// load nothing), so the first budgeted render does not pay for it (0.3–0.4 s per vocabulary).
 #[napi]
 pub fn preload_tokenizer(name: String) -> Result<()> {
-    let tokenizer = match name.as_str() {
-        "auto" => stpreset::Tokenizer::Auto,
-        "o200k" => stpreset::Tokenizer::O200k,
-        "cl100k" => stpreset::Tokenizer::Cl100k,
-        "approx" => stpreset::Tokenizer::Approx,
-        "words" => stpreset::Tokenizer::Words,
-        _ => {
-            return Err(napi::Error::new(
-                Status::InvalidArg,
-                format!(
-                    "unknown tokenizer {name:?}: expected auto, o200k, cl100k, approx or words"
-                ),
-            ));
-        }
-    };
+    let tokenizer: stpreset::Tokenizer = name
+        .parse()
+        .map_err(|e: String| napi::Error::new(Status::InvalidArg, e))?;
     tokenizer.preload();
     Ok(())
 }

@@ -137,18 +137,7 @@ impl Template {
 /// load nothing), with the GIL released, so the first budgeted render does not pay for it.
 #[pyfunction]
 fn preload_tokenizer(py: Python<'_>, name: &str) -> PyResult<()> {
-    let tokenizer = match name {
-        "auto" => stpreset::Tokenizer::Auto,
-        "o200k" => stpreset::Tokenizer::O200k,
-        "cl100k" => stpreset::Tokenizer::Cl100k,
-        "approx" => stpreset::Tokenizer::Approx,
-        "words" => stpreset::Tokenizer::Words,
-        _ => {
-            return Err(PyValueError::new_err(format!(
-                "unknown tokenizer {name:?}: expected auto, o200k, cl100k, approx or words"
-            )));
-        }
-    };
+    let tokenizer: stpreset::Tokenizer = name.parse().map_err(PyValueError::new_err)?;
     py.detach(|| tokenizer.preload());
     Ok(())
 }
