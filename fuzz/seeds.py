@@ -31,6 +31,23 @@ for case in json.load(open(os.path.join(conf, "import-errors.json"))):
     if case["preset_text"] != "@oversize":
         put("render", case["preset_text"])
         put("import", case["preset_text"])
+# SPEC §14: preset settings (prompt cases whole; request cases with a main node, their context
+# and a model, so every shape and model family's fields are reached).
+settings = os.path.join(conf, "settings.json")
+if os.path.exists(settings):
+    for case in json.load(open(settings))["cases"]:
+        i = case["input"]
+        preset = dict(i["preset"])
+        preset.setdefault("prompts", [{"identifier": "main", "content": "Hi {{char}}"},
+                                      {"identifier": "chatHistory", "marker": True}])
+        ctx = dict(i.get("context", {}))
+        if "model" in i:
+            ctx["model"] = i["model"]
+            ctx["provider_options"] = dict(ctx.get("provider_options", {}), shape=i["shape"])
+        seed = json.dumps(preset) + "\n\0" + json.dumps(ctx)
+        put("render", seed)
+        put("cli", seed)
+        put("import", json.dumps(preset))
 presets = os.path.join(shared, "corpus", "presets")
 for name in sorted(os.listdir(presets)):
     raw = open(os.path.join(presets, name), "rb").read()
