@@ -18,6 +18,18 @@ impl Num {
     }
 }
 
+/// SPEC §6's integer string, already trimmed by the caller (§6 trims spaces, §14.1 Unicode
+/// whitespace): an optional sign and decimal digits, saturated to i64.
+pub(crate) fn integer_text(t: &str) -> Option<i64> {
+    let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // Long digit strings saturate instead of failing on overflow.
+    let v = digits.parse::<i64>().unwrap_or(i64::MAX);
+    Some(if t.starts_with('-') { -v } else { v })
+}
+
 pub(crate) fn parse_number(s: &str) -> Option<Num> {
     let t = s.trim();
     let body = t.strip_prefix(['+', '-']).unwrap_or(t);

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::PresetError;
 use super::raw::Loose;
-use crate::number::json_integer;
+use crate::number::{integer_text, json_integer};
 
 /// Where a field sits, for error messages: a prompt (by identifier or index) or a path.
 pub(super) struct At<'a> {
@@ -69,17 +69,10 @@ impl At<'_> {
             Some(Loose::Number(n)) => json_integer(&n)
                 .map(|v| Some(v.clamp(i32::MIN as i64, i32::MAX as i64) as i32))
                 .ok_or_else(|| self.err(field, format!("expected a whole number, found {n}"))),
-            Some(Loose::Str(s)) => {
-                let t = s.trim_matches(' ');
-                let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
-                if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-                    return Err(self.err(field, format!("expected a whole number, found \"{s}\"")));
-                }
-                // Saturate long digit strings instead of failing on overflow.
-                let v = digits.parse::<i64>().unwrap_or(i64::MAX);
-                let v = if t.starts_with('-') { -v } else { v };
-                Ok(Some(v.clamp(i32::MIN as i64, i32::MAX as i64) as i32))
-            }
+            Some(Loose::Str(s)) => match integer_text(s.trim_matches(' ')) {
+                Some(v) => Ok(Some(v.clamp(i32::MIN as i64, i32::MAX as i64) as i32)),
+                None => Err(self.err(field, format!("expected a whole number, found \"{s}\""))),
+            },
             Some(other) => Err(self.err(
                 field,
                 format!("expected a whole number, found {}", other.kind()),

@@ -87,10 +87,7 @@ impl ReasoningEffort {
     }
 
     pub(crate) fn parse(s: &str) -> Option<ReasoningEffort> {
-        Self::NAMES
-            .iter()
-            .position(|n| *n == s)
-            .map(|i| Self::ALL[i])
+        Self::ALL.into_iter().find(|v| v.as_str() == s)
     }
 }
 
@@ -124,10 +121,7 @@ impl Verbosity {
     }
 
     pub(crate) fn parse(s: &str) -> Option<Verbosity> {
-        Self::NAMES
-            .iter()
-            .position(|n| *n == s)
-            .map(|i| Self::ALL[i])
+        Self::ALL.into_iter().find(|v| v.as_str() == s)
     }
 }
 

@@ -9,7 +9,7 @@ use serde_json::value::RawValue;
 
 use super::{PresetSettings, TABLE};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
-use crate::number::{json_integer, parse_number};
+use crate::number::{integer_text, json_integer, parse_number};
 use crate::provider::{PostProcessing, ReasoningEffort, Verbosity};
 
 /// A JSON value as a setting sees it: scalars as written, containers only named.
@@ -121,7 +121,7 @@ impl Kind {
             (Kind::Integer(lo, hi, text), v) => {
                 let n = match v {
                     Json::Number(lexeme) => json_integer(lexeme),
-                    Json::Str(s) => integer_string(s),
+                    Json::Str(s) => integer_text(s.trim()),
                     _ => None,
                 }
                 .ok_or("expected an integer")?;
@@ -153,17 +153,6 @@ fn as_str<'a>(v: &'a Json<'_>) -> Option<&'a str> {
         Json::Str(s) => Some(s),
         _ => None,
     }
-}
-
-/// SPEC §6's integer string: after trimming, an optional sign and decimal digits (saturated).
-fn integer_string(s: &str) -> Option<i64> {
-    let t = s.trim();
-    let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let v = digits.parse::<i64>().unwrap_or(i64::MAX);
-    Some(if t.starts_with('-') { -v } else { v })
 }
 
 /// A field type of [`PresetSettings`].
