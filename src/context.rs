@@ -82,6 +82,9 @@ pub struct Context {
     pub provider_options: ProviderOptions,
     /// Whether the preset's settings apply, and with which edits (SPEC §14.3).
     pub preset_settings: PresetSettingsUse,
+    /// Whether the preset's regex scripts may run (SPEC §13.6.1; context-file field
+    /// `allow_preset_regex`). Off by default: scripts are a stranger's code paths.
+    pub allow_preset_regex: bool,
 }
 
 impl Default for Context {
@@ -114,6 +117,7 @@ impl Default for Context {
             options: RenderOptions::default(),
             provider_options: ProviderOptions::default(),
             preset_settings: PresetSettingsUse::Use,
+            allow_preset_regex: false,
         }
     }
 }
@@ -365,6 +369,7 @@ struct ContextFile {
     tokenizer: Option<serde_json::Value>,
     #[serde(deserialize_with = "present")]
     preset_settings: Option<serde_json::Value>,
+    allow_preset_regex: bool,
 }
 
 /// An RFC 3339 time or `null`, with an example in the error (chrono's own says "premature end
@@ -560,6 +565,7 @@ impl Context {
                 }
             },
             preset_settings: preset_settings_field(file.preset_settings.as_ref())?,
+            allow_preset_regex: file.allow_preset_regex,
         })
     }
 }

@@ -75,8 +75,19 @@ pub enum DiagnosticKind {
     UnanchoredItems,
     /// `{{user}}` or `{{char}}` expanded to nothing: the context leaves the name empty.
     EmptyName,
-    /// The preset carries regex scripts (SPEC §13), which are not run yet.
-    RegexScriptsNotRun,
+    /// A regex script entry ignored at import: not an object, or a field of the wrong type
+    /// (SPEC §13.1).
+    RegexScriptInvalid,
+    /// A script's pattern does not read or compile (SPEC §13.3.1).
+    RegexInvalid,
+    /// A step or size bound discarded a run, or ended a pass early (SPEC §13.6).
+    RegexLimit,
+    /// The host did not allow the preset's regex scripts (SPEC §13.6.1).
+    RegexNotAllowed,
+    /// Audit: a plain script's depth bound never applies (SPEC §13.7).
+    RegexDepthIgnored,
+    /// Audit: a valid, enabled script no pass can run (SPEC §13.7).
+    RegexNeverRuns,
 }
 
 impl DiagnosticKind {
@@ -94,9 +105,27 @@ impl DiagnosticKind {
             | HistoryTrimmed
             | UnanchoredItems
             | EmptyName
-            | RegexScriptsNotRun => Severity::Info,
+            | RegexNotAllowed
+            | RegexDepthIgnored
+            | RegexNeverRuns => Severity::Info,
             _ => Severity::Warning,
         }
+    }
+}
+
+impl DiagnosticKind {
+    /// Whether the kind belongs to SPEC §13 (its diagnostics always carry `script`).
+    pub fn is_regex(self) -> bool {
+        use DiagnosticKind::*;
+        matches!(
+            self,
+            RegexScriptInvalid
+                | RegexInvalid
+                | RegexLimit
+                | RegexNotAllowed
+                | RegexDepthIgnored
+                | RegexNeverRuns
+        )
     }
 }
 
@@ -130,6 +159,9 @@ pub struct Diagnostic {
     pub column: Option<u32>,
     /// One-line explanation.
     pub message: String,
+    /// The 0-based position of the regex script it is about (SPEC §13.8), for diagnostics of
+    /// script runs and their expansions; `None` otherwise.
+    pub script: Option<u32>,
 }
 
 impl Diagnostic {
@@ -146,7 +178,14 @@ impl Diagnostic {
             line: None,
             column: None,
             message: message.into(),
+            script: None,
         }
+    }
+
+    /// The same diagnostic, about regex script `script` (0-based).
+    pub(crate) fn for_script(mut self, script: Option<usize>) -> Self {
+        self.script = script.map(|i| u32::try_from(i).unwrap_or(u32::MAX));
+        self
     }
 
     /// Adds the byte span and its 1-based line and column.
@@ -335,12 +374,18 @@ impl fmt::Display for Diagnostic {
 impl Serialize for Diagnostic {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         // Keys in byte order (SPEC §16).
-        let mut st = s.serialize_struct("Diagnostic", 7)?;
+        // `script` only where it means something: regex kinds (null for the list-level ones)
+        // and the macro diagnostics of a script's expansions.
+        let script = self.script.is_some() || self.kind.is_regex();
+        let mut st = s.serialize_struct("Diagnostic", 7 + script as usize)?;
         st.serialize_field("column", &self.column)?;
         st.serialize_field("kind", &self.kind)?;
         st.serialize_field("line", &self.line)?;
         st.serialize_field("message", &self.message)?;
         st.serialize_field("node", &self.node)?;
+        if script {
+            st.serialize_field("script", &self.script)?;
+        }
         st.serialize_field("severity", &self.severity())?;
         st.serialize_field("span", &self.span.map(|(a, b)| [a, b]))?;
         st.end()
@@ -368,6 +413,7 @@ mod tests {
             line: Some(1),
             column: Some(4),
             message: "m".into(),
+            script: None,
         };
         let v = serde_json::to_value(&d).unwrap();
         assert_eq!(v["severity"], "warning");
@@ -380,6 +426,7 @@ mod tests {
             line: None,
             column: None,
             message: String::new(),
+            script: None,
         };
         let v = serde_json::to_value(&info).unwrap();
         assert_eq!(v["severity"], "info");

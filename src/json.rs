@@ -197,3 +197,38 @@ impl Preset {
         }
     }
 }
+
+/// The JSON shape of a regex pass (SPEC §13.7), keys in byte order.
+#[derive(Serialize)]
+struct RegexedDoc<'a> {
+    diagnostics: &'a [Diagnostic],
+    text: &'a str,
+}
+
+impl crate::scripts::Regexed {
+    /// `{"diagnostics", "text"}` (SPEC §13.7), what `stpreset regex --format json` prints.
+    ///
+    /// ```
+    /// let p = stpreset::Preset::from_json(br#"{"prompts": [{"identifier": "main", "content": "x"}],
+    ///     "extensions": {"regex_scripts": [{"findRegex": "a", "replaceString": "b", "placement": [2]}]}}"#).unwrap();
+    /// let mut ctx = stpreset::Context::default();
+    /// ctx.allow_preset_regex = true;
+    /// let out = p.compile().store_message("cat", stpreset::Role::Model, &ctx);
+    /// assert_eq!(out.to_json(), r#"{"diagnostics":[],"text":"cbt"}"#);
+    /// ```
+    pub fn to_json(&self) -> String {
+        string(&self.doc())
+    }
+
+    /// [`Regexed::to_json`](crate::Regexed::to_json) and a newline, written to `out`.
+    pub fn write_json(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        write(out, &self.doc())
+    }
+
+    fn doc(&self) -> RegexedDoc<'_> {
+        RegexedDoc {
+            diagnostics: &self.diagnostics,
+            text: &self.text,
+        }
+    }
+}

@@ -34,6 +34,7 @@ mod provider;
 mod render;
 mod report;
 mod role;
+mod scripts;
 mod settings;
 mod span;
 #[cfg(feature = "store")]
@@ -48,7 +49,7 @@ pub use diagnostic::{Diagnostic, DiagnosticKind, Severity, terminal_line, termin
 pub use error::{ContextError, TemplateError};
 pub use eval::Expanded;
 pub use limits::Limits;
-pub use options::{Budget, Injection, RenderOptions};
+pub use options::{Budget, Injection, RandomSource, RenderOptions};
 pub use preset::{CompiledPreset, Preset, PresetError, PresetNode};
 pub use provider::{
     CacheTtl, ChatMessage, Names, PostProcessing, ProviderOptions, ReasoningEffort, Shape, Tri,
@@ -56,6 +57,7 @@ pub use provider::{
 };
 pub use render::{Expansion, Rendered, request_options};
 pub use report::TextReport;
+pub use scripts::{PassKind, Placement, PromptPass, RegexPass, RegexScript, Regexed, Substitute};
 pub use settings::resolve::EffectiveOptions;
 pub use settings::{PresetSettings, PresetSettingsUse, SettingsEdit};
 #[cfg(feature = "store")]

@@ -39,6 +39,13 @@ pub struct Limits {
     pub dice_sides: u32,
     /// Largest `+Z`/`-Z` modifier.
     pub dice_modifier: u32,
+    /// Matcher steps of one regex script run on a text of L UTF-16 units: this plus 4·L²,
+    /// up to [`regex_run_steps_max`](Self::regex_run_steps_max) (SPEC §13.6.2).
+    pub regex_run_steps: u64,
+    /// The most steps one regex script run may take, whatever its text.
+    pub regex_run_steps_max: u64,
+    /// Matcher steps of all runs of one regex pass together.
+    pub regex_pass_steps: u64,
 }
 
 impl Default for Limits {
@@ -55,6 +62,9 @@ impl Default for Limits {
             dice_count: 100,
             dice_sides: 1000,
             dice_modifier: 1_000_000,
+            regex_run_steps: 10_000_000,
+            regex_run_steps_max: 100_000_000,
+            regex_pass_steps: 300_000_000,
         }
     }
 }
@@ -74,6 +84,9 @@ impl Limits {
         dice_count: 10_000,
         dice_sides: 1_000_000_000,
         dice_modifier: 1_000_000_000,
+        regex_run_steps: 10_000_000_000,
+        regex_run_steps_max: 10_000_000_000,
+        regex_pass_steps: 100_000_000_000,
     };
 
     /// These limits with every field clamped to [`Limits::MAX`]: the one place where limits
@@ -98,6 +111,9 @@ impl Limits {
             dice_count: self.dice_count.min(m.dice_count),
             dice_sides: self.dice_sides.min(m.dice_sides),
             dice_modifier: self.dice_modifier.min(m.dice_modifier),
+            regex_run_steps: self.regex_run_steps.min(m.regex_run_steps),
+            regex_run_steps_max: self.regex_run_steps_max.min(m.regex_run_steps_max),
+            regex_pass_steps: self.regex_pass_steps.min(m.regex_pass_steps),
         }
     }
 }

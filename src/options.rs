@@ -114,6 +114,19 @@ pub struct RenderOptions {
     pub clock: fn() -> DateTime<Utc>,
     /// The history budget (by default the preset's, SPEC §14.5).
     pub budget: Budget,
+    /// Where regex scripts' `random` draws come from (SPEC §13.5.5).
+    pub regex_random: RandomSource,
+}
+
+/// A source of `random` draws for one stream (SPEC §16 "Randomness").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RandomSource {
+    /// The stream derived from the context's `seed`.
+    #[default]
+    Seeded,
+    /// Every draw takes the first item (for tests that compare with a fixed expectation).
+    First,
 }
 
 impl Default for RenderOptions {
@@ -123,6 +136,7 @@ impl Default for RenderOptions {
             injection: Injection::default(),
             clock: Utc::now,
             budget: Budget::default(),
+            regex_random: RandomSource::Seeded,
         }
     }
 }

@@ -14,6 +14,7 @@ use crate::identity::convert_identities;
 use crate::limits::{Limits, OutputBudget};
 use crate::options::Budget;
 use crate::provider::{self, ChatMessage, Names, ProviderOptions, Tri};
+use crate::scripts::Scripts;
 use crate::settings::resolve::{self, EffectiveOptions};
 use crate::settings::{PresetSettings, PresetSettingsUse, TEMPLATES};
 use crate::syntax::{self, Tree};
@@ -160,6 +161,9 @@ pub(crate) struct PresetParts<'p> {
     pub import: &'p [Diagnostic],
     pub settings: &'p PresetSettings,
     pub templates: &'p [CompiledNode],
+    pub scripts: &'p Scripts,
+    /// Whether the preset's regex scripts run (SPEC §13.6.1).
+    pub regex_allowed: bool,
 }
 
 /// Renders a compiled preset: its evaluated nodes in order, then its setting templates, then
@@ -206,9 +210,13 @@ pub(crate) fn preset<'c>(parts: &PresetParts<'_>, ctx: &'c Context) -> Rendered<
             ..n.eval()
         }
     }));
-    let mut ev = eval::evaluate(&eval_nodes, ctx);
-    let mut diagnostics = Vec::with_capacity(parts.import.len() + ev.diagnostics.len() + 4);
+    let mut diagnostics = Vec::with_capacity(parts.import.len() + 8);
     diagnostics.extend_from_slice(parts.import);
+    // The prompt pass runs on the host's items before anything else reads them (SPEC §16).
+    let regexed = parts
+        .scripts
+        .prompt_items(ctx, parts.regex_allowed, false, &mut diagnostics);
+    let mut ev = eval::evaluate(&eval_nodes, ctx);
     diagnostics.extend(ev.diagnostics);
     let template_texts = ev.texts.split_off(parts.nodes.len());
     let mut rendered: Vec<(&str, String)> = templates
@@ -234,6 +242,7 @@ pub(crate) fn preset<'c>(parts: &PresetParts<'_>, ctx: &'c Context) -> Rendered<
         send_if_empty: settings
             .and_then(|s| s.send_if_empty.clone())
             .filter(|s| !s.is_empty()),
+        regexed,
     };
     let prefill = prompt(take("assistant_prefill"));
     let resolved = resolve_with(settings, prefill, ctx);

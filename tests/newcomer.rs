@@ -159,6 +159,7 @@ fn help_describes_every_option_and_the_readme_lists_them() {
         vec!["render", "-h"],
         vec!["audit", "-h"],
         vec!["expand", "-h"],
+        vec!["regex", "-h"],
         vec!["store", "--db", "x", "--server", "1", "list", "-h"],
         vec!["store", "--db", "x", "--server", "1", "render", "-h"],
         vec!["store", "--db", "x", "--server", "1", "import", "-h"],
@@ -414,36 +415,38 @@ fn every_printed_document_has_sorted_keys() {
 }
 
 #[test]
-fn regex_scripts_are_said_not_to_run() {
+fn regex_scripts_not_allowed_are_said_not_to_run() {
     let p = Preset::from_json(
         br#"{"extensions": {"regex_scripts": [{"findRegex": "/a/g"}, {}]},
              "prompts": [{"identifier": "main", "content": "Hi"}]}"#,
     )
     .unwrap();
+    assert_eq!(p.regex_scripts().len(), 2);
+    let ctx = Context::default();
     let notes: Vec<_> = p
-        .audit()
+        .compile()
+        .render(&ctx)
+        .diagnostics
         .into_iter()
-        .filter(|d| d.kind == DiagnosticKind::RegexScriptsNotRun)
+        .filter(|d| d.kind == DiagnosticKind::RegexNotAllowed)
         .collect();
     assert_eq!(notes.len(), 1);
-    assert!(notes[0].message.contains("2 regex script(s)"));
-    let ctx = Context::default();
-    assert!(
-        p.compile()
-            .render(&ctx)
-            .diagnostics
-            .iter()
-            .any(|d| d.kind == DiagnosticKind::RegexScriptsNotRun)
-    );
+    assert!(notes[0].message.contains("did not allow"));
     for none in [
         r#"{}"#,
         r#"{"regex_scripts": []}"#,
-        r#"{"regex_scripts": "x"}"#,
+        r#"{"regex_scripts": null}"#,
     ] {
         let text = format!(r#"{{"extensions": {none}, "prompts": [{{"identifier": "main"}}]}}"#);
         let p = Preset::from_json(text.as_bytes()).unwrap();
         assert!(p.diagnostics().is_empty(), "{none}");
+        assert!(p.compile().render(&ctx).diagnostics.is_empty(), "{none}");
     }
+    let p = Preset::from_json(
+        br#"{"extensions": {"regex_scripts": "x"}, "prompts": [{"identifier": "main"}]}"#,
+    )
+    .unwrap();
+    assert_eq!(p.diagnostics()[0].kind, DiagnosticKind::RegexScriptInvalid);
 }
 
 #[test]

@@ -5,10 +5,11 @@ use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::ops::Range;
 
-use super::place::{host_text, is_tail};
+use super::place::{host_text, is_tail, regex_dropped};
 use super::{Assembly, Injection, Message, Plan, Source};
 use crate::context::{Context, Role};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
+use crate::scripts::ItemText;
 
 /// One text to inject, in preset order (depth nodes, then tail items).
 pub(super) struct Injected<'c> {
@@ -28,6 +29,7 @@ pub(super) fn collect<'c>(
     plan: &Plan,
     texts: &mut [String],
     ctx: &'c Context,
+    regexed: &[Option<ItemText>],
 ) -> Vec<Injected<'c>> {
     let mut out: Vec<Injected> = plan
         .depth
@@ -43,13 +45,16 @@ pub(super) fn collect<'c>(
             })
         })
         .collect();
-    for item in ctx.items.iter().filter(|i| is_tail(i.tag)) {
+    for (i, item) in ctx.items.iter().enumerate() {
+        if !is_tail(item.tag) || regex_dropped(regexed, i) {
+            continue;
+        }
         if let Some(depth) = item.depth {
             out.push(Injected {
                 depth: depth.clamp(i32::MIN as i64, i32::MAX as i64) as i32,
                 order: DEFAULT_ORDER,
                 role: item.role,
-                text: host_text(ctx, item),
+                text: host_text(ctx, regexed, i),
                 source: Source::Tag(item.tag),
             });
         }

@@ -197,6 +197,8 @@ pub(crate) struct Extras {
     pub group_nudge_prompt: Option<String>,
     /// Verbatim, not rendered; `Some` only when non-empty.
     pub send_if_empty: Option<String>,
+    /// The prompt pass's results per context item (SPEC §13.2.3); empty when nothing ran.
+    pub regexed: Vec<Option<crate::scripts::ItemText>>,
 }
 
 /// Builds the message list: the stages in order. `texts` are the evaluated nodes' finished
@@ -207,12 +209,14 @@ pub(crate) fn assemble<'c>(
     texts: &mut [String],
     expanded: Expanded,
     ctx: &'c Context,
-    extras: Extras,
+    mut extras: Extras,
     budget: &crate::options::Budget,
     diags: &mut Vec<Diagnostic>,
 ) -> (Vec<Message<'c>>, Option<PromptTokens>) {
-    let mut assembly = place::place(plan, texts, expanded, ctx, extras, diags);
-    let injections = inject::collect(plan, texts, ctx);
+    let regexed = std::mem::take(&mut extras.regexed);
+    let regexed = regexed.as_slice();
+    let mut assembly = place::place(plan, texts, expanded, ctx, regexed, extras, diags);
+    let injections = inject::collect(plan, texts, ctx, regexed);
     inject::inject(&mut assembly, injections, ctx.options.injection, diags);
     let limit = ctx.options.limits.clamped().output_bytes;
     // The budget ends with the output limit, so its counts describe what is sent.

@@ -9,6 +9,7 @@ use crate::context::{Context, ContextItem, Role, Tag};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::eval::Expanded;
 use crate::identity::convert_identities;
+use crate::scripts::ItemText;
 
 const SAMPLE_SEPARATOR: &str = "[System: The example dialogue above only shows how {{char}} writes; it is not part of the live conversation. Continue from the current scene.]";
 
@@ -49,8 +50,10 @@ fn is_dropped(tag: Option<Tag>) -> bool {
 ///
 /// The items' indices sit in one list grouped by bucket (a counting sort over the tag's
 /// discriminant), so building the buckets costs two allocations whatever the item count.
-struct Buckets<'c> {
+struct Buckets<'c, 'r> {
     ctx: &'c Context,
+    /// The prompt pass's results, per context item (SPEC §13.2.3).
+    regexed: &'r [Option<ItemText>],
     /// Bucket keys (None = untagged) in first-appearance order.
     order: Vec<Option<Tag>>,
     /// Item indices grouped by bucket, each group in input order.
@@ -68,12 +71,14 @@ fn key(tag: Option<Tag>) -> usize {
     tag.map_or(Tag::COUNT, |t| t as usize)
 }
 
-impl<'c> Buckets<'c> {
-    fn new(ctx: &'c Context, suppressed: &[Tag]) -> Self {
-        let placed = |item: &ContextItem| !is_tail(item.tag) && !is_dropped(item.tag);
+impl<'c, 'r> Buckets<'c, 'r> {
+    fn new(ctx: &'c Context, regexed: &'r [Option<ItemText>], suppressed: &[Tag]) -> Self {
+        let placed = |(i, item): &(usize, &ContextItem)| {
+            !is_tail(item.tag) && !is_dropped(item.tag) && !regex_dropped(regexed, *i)
+        };
         let mut counts = [0usize; KEYS];
         let mut order = Vec::new();
-        for item in ctx.items.iter().filter(|i| placed(i)) {
+        for (_, item) in ctx.items.iter().enumerate().filter(placed) {
             let count = &mut counts[key(item.tag)];
             if *count == 0 {
                 order.push(item.tag);
@@ -87,7 +92,7 @@ impl<'c> Buckets<'c> {
             start += count;
         }
         let mut items = vec![0; start];
-        for (i, item) in ctx.items.iter().enumerate().filter(|(_, i)| placed(i)) {
+        for (i, item) in ctx.items.iter().enumerate().filter(placed) {
             let end = &mut ranges[key(item.tag)].1;
             items[*end] = i;
             *end += 1;
@@ -98,6 +103,7 @@ impl<'c> Buckets<'c> {
         }
         Buckets {
             ctx,
+            regexed,
             order,
             items,
             ranges,
@@ -115,7 +121,7 @@ impl<'c> Buckets<'c> {
         let (from, to) = self.ranges[k];
         let texts: Vec<Cow<'c, str>> = self.items[from..to]
             .iter()
-            .map(|&i| host_text(self.ctx, &self.ctx.items[i]))
+            .map(|&i| host_text(self.ctx, self.regexed, i))
             .collect();
         Some(texts.join("\n"))
     }
@@ -160,7 +166,7 @@ impl<'c> Buckets<'c> {
         }
         let (from, to) = self.ranges[k];
         for &i in &self.items[from..to] {
-            out.push(host_message(self.ctx, &self.ctx.items[i]));
+            out.push(host_message(self.ctx, self.regexed, i));
         }
         start..out.len()
     }
@@ -168,20 +174,47 @@ impl<'c> Buckets<'c> {
 
 /// A host item as a message; identities are converted except in chat history. The text is
 /// borrowed unless a conversion changed it.
-pub(super) fn host_message<'c>(ctx: &'c Context, item: &'c ContextItem) -> Message<'c> {
-    Message::new(item.role, host_text(ctx, item), Source::Tag(item.tag))
+pub(super) fn host_message<'c>(
+    ctx: &'c Context,
+    regexed: &[Option<ItemText>],
+    i: usize,
+) -> Message<'c> {
+    let item = &ctx.items[i];
+    Message::new(item.role, host_text(ctx, regexed, i), Source::Tag(item.tag))
 }
 
-/// A host item's text as it is placed (see [`host_message`]). A history item with a speaker
-/// name gets its `name: ` prefix here, verbatim (SPEC §13.2.3, §16).
-pub(super) fn host_text<'c>(ctx: &'c Context, item: &'c ContextItem) -> Cow<'c, str> {
+/// Whether the prompt pass dropped item `i` (a lore item a script emptied, SPEC §13.2.3).
+pub(super) fn regex_dropped(regexed: &[Option<ItemText>], i: usize) -> bool {
+    matches!(regexed.get(i), Some(Some(ItemText::Dropped)))
+}
+
+/// Item `i`'s text as it is placed (see [`host_message`]): the prompt pass's result when it
+/// changed it (final: lore was converted before the pass). A history item with a speaker name
+/// gets its `name: ` prefix here, verbatim (SPEC §13.2.3, §16).
+pub(super) fn host_text<'c>(
+    ctx: &'c Context,
+    regexed: &[Option<ItemText>],
+    i: usize,
+) -> Cow<'c, str> {
+    let item = &ctx.items[i];
+    let after: Option<&str> = match regexed.get(i) {
+        Some(Some(ItemText::Text(t))) => Some(t),
+        Some(Some(ItemText::Dropped)) => Some(""),
+        _ => None,
+    };
     if item.tag == Some(Tag::DialogueHistory) {
-        match item.name.as_deref() {
-            Some(name) if !name.is_empty() => Cow::Owned(format!("{name}: {}", item.text)),
+        match (item.name.as_deref(), after) {
+            (Some(name), text) if !name.is_empty() => {
+                Cow::Owned(format!("{name}: {}", text.unwrap_or(&item.text)))
+            }
+            (_, Some(text)) => Cow::Owned(text.to_string()),
             _ => Cow::Borrowed(&item.text),
         }
     } else {
-        convert_identities(&item.text, &ctx.user, &ctx.char)
+        match after {
+            Some(text) => Cow::Owned(text.to_string()),
+            None => convert_identities(&item.text, &ctx.user, &ctx.char),
+        }
     }
 }
 
@@ -192,6 +225,7 @@ pub(super) fn place<'c>(
     texts: &mut [String],
     expanded: Expanded,
     ctx: &'c Context,
+    regexed: &[Option<ItemText>],
     mut extras: Extras,
     diags: &mut Vec<Diagnostic>,
 ) -> Assembly<'c> {
@@ -202,15 +236,15 @@ pub(super) fn place<'c>(
     if expanded.personality {
         suppressed.push(Tag::SystemPersonality);
     }
-    let mut buckets = Buckets::new(ctx, &suppressed);
+    let mut buckets = Buckets::new(ctx, regexed, &suppressed);
     let limit = ctx.options.limits.clamped().output_bytes;
     // `wi_format` serves both lore buckets; it was rendered once.
     let wi_format = extras.wi_format.take();
-    let lore = |buckets: &mut Buckets<'c>, tag: Tag, role: Role, out: &mut Vec<Message<'c>>| {
+    let lore = |buckets: &mut Buckets<'c, '_>, tag: Tag, role: Role, out: &mut Vec<Message<'c>>| {
         let format = wi_format.as_deref().map(|f| ("wi_format", f));
         buckets.emit_formatted(tag, format, role, |f, lore| fill(f, lore, limit), out);
     };
-    let flush_participants = |buckets: &mut Buckets<'c>, out: &mut Vec<Message<'c>>| {
+    let flush_participants = |buckets: &mut Buckets<'c, '_>, out: &mut Vec<Message<'c>>| {
         for (tag, marked) in LORE.into_iter().zip(plan.lore_markers) {
             if !marked {
                 lore(buckets, tag, Role::System, out);
@@ -310,12 +344,10 @@ pub(super) fn place<'c>(
         }
     }
     // Tail items without a depth follow everything; those with one are injected.
-    for item in ctx
-        .items
-        .iter()
-        .filter(|i| is_tail(i.tag) && i.depth.is_none())
-    {
-        out.push(host_message(ctx, item));
+    for (i, _) in ctx.items.iter().enumerate().filter(|(i, item)| {
+        is_tail(item.tag) && item.depth.is_none() && !regex_dropped(regexed, *i)
+    }) {
+        out.push(host_message(ctx, regexed, i));
     }
     Assembly {
         messages: out,
@@ -369,7 +401,7 @@ fn node_text(step: &Step, texts: &mut [String], out: &mut Vec<Message<'_>>) {
 fn chat_history<'c>(
     ctx: &'c Context,
     extras: &mut Extras,
-    buckets: &mut Buckets<'c>,
+    buckets: &mut Buckets<'c, '_>,
     out: &mut Vec<Message<'c>>,
 ) -> std::ops::Range<usize> {
     let group = !ctx.group.is_empty();
@@ -429,7 +461,7 @@ fn marker<'c>(
     step: &Step,
     expanded: Expanded,
     extras: &mut Extras,
-    buckets: &mut Buckets<'c>,
+    buckets: &mut Buckets<'c, '_>,
     out: &mut Vec<Message<'c>>,
     diags: &mut Vec<Diagnostic>,
 ) {

@@ -2,6 +2,7 @@
 //! Exit codes: 0 success, 1 bad input file, 2 bad usage (clap's own code).
 
 mod expand;
+mod regex;
 mod render;
 #[cfg(feature = "store")]
 mod store;
@@ -33,6 +34,8 @@ enum Command {
     Audit(render::AuditArgs),
     /// Render one template as a single enabled custom node and print its text.
     Expand(expand::ExpandArgs),
+    /// Run the preset's regex scripts over one text (a reply before storing it, say).
+    Regex(regex::RegexArgs),
     /// Import, list, activate, toggle, delete and render presets kept per server in SQLite.
     #[cfg(feature = "store")]
     Store(store::StoreArgs),
@@ -177,6 +180,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Expand(args) => expand::run(args),
+        Command::Regex(args) => regex::run(args),
         Command::Render(args) => render::render(args),
         Command::Audit(args) => render::audit(args),
         #[cfg(feature = "store")]

@@ -25,6 +25,10 @@ pub(crate) struct RenderArgs {
     /// the context's `provider_options.shape`.
     #[arg(long, value_enum)]
     shape: Option<ShapeArg>,
+    /// Lets the preset's regex scripts run on the history and lore (the context's
+    /// `allow_preset_regex`, SPEC §13.6).
+    #[arg(long)]
+    allow_regex: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -48,7 +52,7 @@ pub(crate) struct AuditArgs {
     stdout: bool,
 }
 
-fn import(path: &std::path::Path) -> Result<Preset, Failure> {
+pub(crate) fn import(path: &std::path::Path) -> Result<Preset, Failure> {
     let bytes = read(path, "preset")?;
     Preset::from_json(&bytes).map_err(|e| Failure(format!("{}: {e}", super::input_name(path))))
 }
@@ -143,7 +147,8 @@ pub(crate) fn print_result(
 pub(crate) fn render(args: RenderArgs) -> Result<(), Failure> {
     super::one_stdin(&[Some(&args.preset), args.context.context.as_deref()])?;
     let preset = import(&args.preset)?;
-    let ctx = args.context.load()?;
+    let mut ctx = args.context.load()?;
+    ctx.allow_preset_regex |= args.allow_regex;
     let out = preset.compile().render(&ctx);
     let file = super::input_name(&args.preset);
     let mut stdout = super::stdout();

@@ -36,7 +36,8 @@ enum StoreCommand {
     /// List the server's presets: `ID<TAB>NAME<TAB>active|inactive<TAB>NODES` (control
     /// characters in a name, which only files written by other tools can hold, are escaped).
     List {
-        /// `text`: one line per preset; `json`: a list of `{"id", "name", "active", "nodes"}`.
+        /// `text`: one line per preset; `json`: a list of `{"active", "id", "name", "nodes",
+        /// "regex_allowed"}`.
         #[arg(long, value_enum, default_value_t)]
         format: Format,
     },
@@ -48,6 +49,18 @@ enum StoreCommand {
     },
     /// Leave the server with no active preset.
     Deactivate,
+    /// Let a preset's regex scripts run in renders whose context allows them (SPEC §13.6).
+    AllowRegex {
+        /// The preset's id.
+        #[arg(value_name = "PRESET_ID")]
+        id: i64,
+    },
+    /// Stop a preset's regex scripts (the default after every import).
+    DisallowRegex {
+        /// The preset's id.
+        #[arg(value_name = "PRESET_ID")]
+        id: i64,
+    },
     /// Enable or disable nodes: `IDENT=on` / `IDENT=off`.
     Toggle {
         /// The preset's id.
@@ -74,6 +87,10 @@ enum StoreCommand {
         /// `stpreset render --shape`.
         #[arg(long, value_enum)]
         shape: Option<super::render::ShapeArg>,
+        /// Lets the preset's regex scripts run when the store allows them too (the context's
+        /// `allow_preset_regex`).
+        #[arg(long)]
+        allow_regex: bool,
     },
 }
 
@@ -159,6 +176,14 @@ pub(crate) fn run(args: StoreArgs) -> Result<(), Failure> {
             store.deactivate(server).map_err(failed)?;
             Ok(())
         }
+        StoreCommand::AllowRegex { id } => {
+            store.allow_regex(server, id, true).map_err(failed)?;
+            Ok(())
+        }
+        StoreCommand::DisallowRegex { id } => {
+            store.allow_regex(server, id, false).map_err(failed)?;
+            Ok(())
+        }
         StoreCommand::Toggle { id, changes } => {
             let changes: Vec<(&str, bool)> =
                 changes.iter().map(|(s, on)| (s.as_str(), *on)).collect();
@@ -173,8 +198,10 @@ pub(crate) fn run(args: StoreArgs) -> Result<(), Failure> {
             context,
             format,
             shape,
+            allow_regex,
         } => {
-            let ctx = context.load()?;
+            let mut ctx = context.load()?;
+            ctx.allow_preset_regex |= allow_regex;
             let rendered = store
                 .render(server, &ctx)
                 .map_err(failed)?

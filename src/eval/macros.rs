@@ -40,7 +40,10 @@ impl Run<'_, '_> {
         };
         match call.kind {
             User => self.name(&ctx.user, 0, out),
-            Char => self.name(&ctx.char, 1, out),
+            Char => match self.eng.script.as_ref().and_then(|f| f.speaker.as_deref()) {
+                Some(speaker) => out.push_str(speaker),
+                None => self.name(&ctx.char, 1, out),
+            },
             Description => self.host_value(HostValue::Description, Signals::DESCRIPTION, out),
             Personality => self.host_value(HostValue::Personality, Signals::PERSONALITY, out),
             Scenario => self.host_value(HostValue::Scenario, Signals::SCENARIO, out),
@@ -114,7 +117,9 @@ impl Run<'_, '_> {
             Random | Pick => {
                 let items = chance::items(args);
                 if !items.is_empty() {
-                    let i = if call.kind == Random {
+                    let i = if call.kind == Random && self.eng.first_random {
+                        0
+                    } else if call.kind == Random {
                         self.eng.rng.random_range(0..items.len())
                     } else {
                         let offset = call.span.start.to_le_bytes();
@@ -163,6 +168,14 @@ impl Run<'_, '_> {
             },
             Noop | Banned => {}
             Reverse => out.extend(text(0).chars().rev()),
+            ScriptValue => {
+                let frame = self.eng.script.as_ref();
+                let value = arg(0)
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|i| frame?.values.get(i));
+                out.push_str(value.map_or("", String::as_str));
+            }
             // Declarations, unknown and unsupported macros never reach here.
             // A literal `{{if}}` condition is its text.
             CondText => out.push_str(args.first().map_or("", |a| a.as_ref())),

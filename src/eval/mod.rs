@@ -212,6 +212,27 @@ struct Engine<'a> {
     records: Vec<Record>,
     /// The first node that expanded an empty `{{user}}` / `{{char}}`.
     empty_names: [Option<String>; 2],
+    /// Set while a regex script's template expands (SPEC §13.5).
+    script: Option<ScriptFrame>,
+    /// Every `random` draw takes the first item (a host-supplied source, SPEC §13.5.5).
+    first_random: bool,
+}
+
+/// What a regex script's expansion sees besides the context (SPEC §13.5).
+#[derive(Debug, Default)]
+struct ScriptFrame {
+    /// The values of the template's tokens, in token order.
+    values: Vec<String>,
+    /// Escape each outermost macro's output for a pattern (SPEC §13.5.4).
+    escape: bool,
+    /// `char` for this expansion: the pass's speaker, for trim strings (SPEC §13.4.4).
+    speaker: Option<String>,
+}
+
+/// The seed of one consumer's random stream (SPEC §16): the context seed mixed with the
+/// consumer's tag by the stable `pick` hash. The nodes' stream is the context seed itself.
+pub(crate) fn stream_seed(seed: u64, tag: &str) -> u64 {
+    chance::stable_hash(&[&seed.to_le_bytes(), tag.as_bytes()])
 }
 
 impl<'a> Engine<'a> {
@@ -243,7 +264,74 @@ impl<'a> Engine<'a> {
             decisions: Vec::new(),
             records: Vec::new(),
             empty_names: [None, None],
+            script: None,
+            first_random: false,
         }
+    }
+}
+
+/// Expands regex scripts' templates for one pass (SPEC §13.5): one RNG stream and one work
+/// budget for the whole pass, and every expansion starting from the context's variables.
+pub(crate) struct ScriptEngine<'a> {
+    eng: Engine<'a>,
+}
+
+impl<'a> ScriptEngine<'a> {
+    /// `seed` seeds the pass's `random`/`roll` stream; `first` makes every `random` take its
+    /// first item.
+    pub fn new(ctx: &'a Context, seed: u64, first: bool) -> Self {
+        let mut eng = Engine::new(ctx, &ctx.host);
+        eng.rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        eng.script = Some(ScriptFrame::default());
+        eng.first_random = first;
+        eng.vars.begin_scratch();
+        ScriptEngine { eng }
+    }
+
+    /// Expands `tree` (a template whose value tokens are `stpreset_capture` calls) with the
+    /// tokens' `values`. `id` names the template in diagnostics and seeds `pick`. Writes are
+    /// undone afterwards; `{{trim}}` trims the output, which is otherwise kept as it is
+    /// (whitespace included).
+    pub fn expand(
+        &mut self,
+        id: &str,
+        tree: &Tree,
+        values: Vec<String>,
+        escape: bool,
+        speaker: Option<&str>,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> String {
+        let eng = &mut self.eng;
+        eng.vars.rollback();
+        eng.script = Some(ScriptFrame {
+            values,
+            escape,
+            speaker: speaker.map(str::to_string),
+        });
+        eng.decisions.clear();
+        eng.decisions.resize(tree.blocks.len(), 0);
+        eng.records.clear();
+        eng.records.resize(tree.slots as usize, Record::default());
+        let node = EvalNode {
+            id,
+            tree,
+            findings: &[],
+            personality: None,
+            suppresses: false,
+        };
+        let st = NodeState {
+            block_base: 0,
+            slot_base: 0,
+        };
+        Run::new(eng, &node, &st).walk(tree.root);
+        let mut run = Run::new(eng, &node, &st);
+        let mut text = String::new();
+        run.expand(tree.root, Mode::Body { literal: true }, &mut text);
+        if run.sig.has(Signals::TRIM) {
+            text::trim_in_place(&mut text);
+        }
+        diagnostics.append(&mut eng.diags);
+        text
     }
 }
 

@@ -392,7 +392,8 @@ impl<'r, 'a> Run<'r, 'a> {
                 }
                 Node::Escape(b) => out.push(b as char),
                 Node::Placeholder(s) => {
-                    if mode == (Mode::Body { literal: true }) {
+                    // The §2.3.2 host passes do not run in regex scripts (SPEC §13.5.1).
+                    if mode == (Mode::Body { literal: true }) && self.eng.script.is_none() {
                         self.placeholder(s, out);
                     } else {
                         out.push_str(tree.text(s));
@@ -410,11 +411,14 @@ impl<'r, 'a> Run<'r, 'a> {
                         out.push_str(tree.text(written));
                         continue;
                     }
+                    let before = out.len();
+                    let speaker = self.eng.script.as_ref().and_then(|f| f.speaker.as_deref());
                     out.push_str(match who {
                         Identity::User => &ctx.user,
-                        Identity::Char | Identity::Bot => &ctx.char,
+                        Identity::Char | Identity::Bot => speaker.unwrap_or(&ctx.char),
                         Identity::Group => self.eng.groups.as_ref().map_or("", |g| &g[0]),
                     });
+                    self.escape_output(mode, out, before);
                 }
                 Node::Block(b) => {
                     let blk = &tree.blocks[b as usize];
@@ -503,6 +507,9 @@ impl<'r, 'a> Run<'r, 'a> {
             (_, MacroKind::Unknown) => {
                 Some((DiagnosticKind::UnknownMacro, "unknown macro stays literal"))
             }
+            (_, MacroKind::ScriptValue) if self.eng.script.is_none() => {
+                Some((DiagnosticKind::UnknownMacro, "unknown macro stays literal"))
+            }
             // A stray scoped closer: literal, reported when the tree was built.
             (_, MacroKind::Closer) => {
                 if mode != Mode::Cond {
@@ -567,6 +574,7 @@ impl<'r, 'a> Run<'r, 'a> {
             if !self.charge(produced) {
                 out.truncate(before);
             }
+            self.escape_output(mode, out, before);
             return;
         }
         let mut args = self.args(call, mode);
@@ -593,6 +601,35 @@ impl<'r, 'a> Run<'r, 'a> {
         let produced = out.len() - before;
         if !self.charge(produced) {
             out.truncate(before);
+        }
+        self.escape_output(mode, out, before);
+    }
+
+    /// In an escaped find template (SPEC §13.5.4), escapes what an outermost macro or
+    /// placeholder wrote at `out[from..]` for a pattern.
+    fn escape_output(&mut self, mode: Mode, out: &mut String, from: usize) {
+        if mode != (Mode::Body { literal: true })
+            || !self.eng.script.as_ref().is_some_and(|f| f.escape)
+            || from >= out.len()
+        {
+            return;
+        }
+        let produced = out.split_off(from);
+        for c in produced.chars() {
+            match c {
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '\u{b}' => out.push_str("\\v"),
+                '\u{c}' => out.push_str("\\f"),
+                '\0' => out.push_str("\\0"),
+                '.' | '^' | '$' | '*' | '+' | '?' | '{' | '}' | '[' | ']' | '\\' | '/' | '|'
+                | '(' | ')' => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                c => out.push(c),
+            }
         }
     }
 

@@ -69,9 +69,49 @@ pub(crate) struct Vars {
     total: usize,
     max_value: usize,
     max_total: usize,
+    /// While a regex script's expansion runs (SPEC §13.5.3): each key's value before its first
+    /// write, so the maps return to the pass's initial state afterwards at the cost of the
+    /// writes, not of the maps.
+    journal: Option<Journal>,
+}
+
+#[derive(Debug, Default)]
+struct Journal {
+    total: usize,
+    seen: std::collections::BTreeSet<(bool, String)>,
+    old: Vec<(Scope, String, Option<String>)>,
 }
 
 impl Vars {
+    /// Starts recording writes (see [`Vars::rollback`]).
+    pub fn begin_scratch(&mut self) {
+        self.journal = Some(Journal {
+            total: self.total,
+            ..Journal::default()
+        });
+    }
+
+    /// Undoes every write since [`Vars::begin_scratch`], and keeps recording.
+    pub fn rollback(&mut self) {
+        let Some(mut j) = self.journal.take() else {
+            return;
+        };
+        for (scope, key, old) in j.old.drain(..).rev() {
+            let map = self.map_plain(scope);
+            match old {
+                Some(v) => {
+                    map.insert(key, v);
+                }
+                None => {
+                    map.remove(&key);
+                }
+            }
+        }
+        self.total = j.total;
+        j.seen.clear();
+        self.journal = Some(j);
+    }
+
     /// The maps a render starts from: the chat's variables and the host's globals, loaded as
     /// given (their bytes count toward the total; later writes are cut, SPEC §11.8).
     pub fn new(
@@ -88,6 +128,7 @@ impl Vars {
             total,
             max_value,
             max_total,
+            journal: None,
         }
     }
 
@@ -99,7 +140,7 @@ impl Vars {
     /// Removes `key`; its bytes no longer count toward the total (a running total, not a sum
     /// over the map, so n deletions stay linear).
     pub fn delete(&mut self, scope: Scope, key: &str) {
-        if let Some(old) = self.map_mut(scope).remove(key) {
+        if let Some(old) = self.map_mut(scope, key).remove(key) {
             self.total -= old.len();
         }
     }
@@ -111,7 +152,21 @@ impl Vars {
         }
     }
 
-    fn map_mut(&mut self, scope: Scope) -> &mut BTreeMap<String, String> {
+    /// The map `key` is about to be written in (recorded first while journaling).
+    fn map_mut(&mut self, scope: Scope, key: &str) -> &mut BTreeMap<String, String> {
+        if let Some(j) = &mut self.journal
+            && j.seen.insert((scope == Scope::Global, key.to_string()))
+        {
+            let old = match scope {
+                Scope::Local => self.local.get(key).cloned(),
+                Scope::Global => self.global.get(key).cloned(),
+            };
+            j.old.push((scope, key.to_string(), old));
+        }
+        self.map_plain(scope)
+    }
+
+    fn map_plain(&mut self, scope: Scope) -> &mut BTreeMap<String, String> {
         match scope {
             Scope::Local => &mut self.local,
             Scope::Global => &mut self.global,
@@ -132,7 +187,7 @@ impl Vars {
     /// most writes declare a new variable, which needs the owned key anyway.
     pub fn set(&mut self, scope: Scope, key: &str, value: &str) -> Result<(), Capped> {
         let (total, max_value, max_total) = (self.total, self.max_value, self.max_total);
-        let slot = self.map_mut(scope).entry(key.to_string()).or_default();
+        let slot = self.map_mut(scope, key).entry(key.to_string()).or_default();
         let old = slot.len();
         let kept = fit(value, room(max_value, max_total, total, old));
         if slot.capacity() >= kept.len() {
@@ -160,7 +215,7 @@ impl Vars {
             return self.set(scope, key, &format_number(sum));
         }
         let room = self.room(scope, key);
-        let map = self.map_mut(scope);
+        let map = self.map_mut(scope, key);
         let slot = match map.get_mut(key) {
             Some(slot) => slot,
             None => map.entry(key.to_string()).or_default(),

@@ -133,6 +133,7 @@ impl Preset {
             }
         }
         self.audit_anchors(&mut out);
+        crate::scripts::audit(&self.scripts, &mut out);
         out
     }
 

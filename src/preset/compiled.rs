@@ -4,9 +4,11 @@
 use super::Preset;
 use crate::assemble::{Plan, PlanNode};
 use crate::context::Context;
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::limits::Limits;
 use crate::render::{self, CompiledNode, Rendered};
+use crate::role::Role;
+use crate::scripts::{PassKind, Placement, PromptPass, RegexPass, Regexed, Scripts};
 use crate::settings::{PresetSettings, TEMPLATES};
 
 /// A preset ready to render: enabled nodes are parsed once, here.
@@ -37,6 +39,11 @@ pub struct CompiledPreset {
     settings: PresetSettings,
     /// The settings' templates that take part in a render (SPEC §14.6), in table order.
     templates: Vec<CompiledNode>,
+    /// The regex scripts (SPEC §13), compiled.
+    scripts: Scripts,
+    /// Whether whoever keeps the preset lets its scripts run (the store's per-preset
+    /// permission, SPEC §13.6.1); the context must allow them too.
+    regex_permitted: bool,
 }
 
 impl Preset {
@@ -76,6 +83,12 @@ impl Preset {
             .iter()
             .filter_map(|key| CompiledNode::setting(key, self.settings.template(key), limits))
             .collect();
+        let script_import: Vec<Diagnostic> = self
+            .diagnostics
+            .iter()
+            .filter(|d| d.kind == DiagnosticKind::RegexScriptInvalid)
+            .cloned()
+            .collect();
         CompiledPreset {
             nodes,
             comment_only,
@@ -83,6 +96,8 @@ impl Preset {
             import_diagnostics: self.diagnostics.clone(),
             settings: self.settings.clone(),
             templates,
+            scripts: Scripts::compile(&self.scripts, &script_import, limits),
+            regex_permitted: true,
         }
     }
 }
@@ -102,8 +117,99 @@ impl CompiledPreset {
             import: &self.import_diagnostics,
             settings: &self.settings,
             templates: &self.templates,
+            scripts: &self.scripts,
+            regex_allowed: self.regex_allowed(ctx),
         };
         render::preset(&parts, ctx)
+    }
+
+    /// Whether scripts run with `ctx`: the context allows them and so does the store.
+    fn regex_allowed(&self, ctx: &Context) -> bool {
+        ctx.allow_preset_regex && self.regex_permitted
+    }
+
+    /// Sets whether the preset's keeper permits its regex scripts (the store's permission).
+    #[cfg(feature = "store")]
+    pub(crate) fn set_regex_permitted(&mut self, permitted: bool) {
+        self.regex_permitted = permitted;
+    }
+
+    /// Runs the preset's regex scripts over one text (SPEC §13.7), when `ctx` allows them:
+    /// the scripts `pass` selects, in list order. Diagnostics begin with the import's
+    /// `RegexScriptInvalid`s.
+    pub fn apply_regex(&self, text: &str, pass: &RegexPass, ctx: &Context) -> Regexed {
+        self.scripts.apply(text, pass, ctx, self.regex_allowed(ctx))
+    }
+
+    /// A model reply (`Role::Model`) or user message (`Role::User`) before the bot stores it
+    /// (SillyTavern's `cleanUpMessage` / `sendMessageAsUser`): call it on each one.
+    ///
+    /// ```
+    /// use stpreset::{Context, Preset, Role};
+    /// let p = Preset::from_json(br#"{"prompts": [{"identifier": "main", "content": "x"}], "extensions": {"regex_scripts": [
+    ///     {"findRegex": "/\\s*<ooc>.*?<\\/ooc>/g", "placement": [1, 2]}]}}"#).unwrap();
+    /// let mut ctx = Context::default();
+    /// ctx.allow_preset_regex = true;
+    /// let out = p.compile().store_message("Hi <ooc>brb</ooc> there", Role::User, &ctx);
+    /// assert_eq!(out.text, "Hi there");
+    /// ```
+    pub fn store_message(&self, text: &str, role: Role, ctx: &Context) -> Regexed {
+        let pass = RegexPass::new(PassKind::Store, Placement::of_role(role));
+        self.apply_regex(text, &pass, ctx)
+    }
+
+    /// An edited message (`updateMessage`): `runOnEdit` scripts; `speaker` is `char` for trim
+    /// strings.
+    pub fn edit_message(
+        &self,
+        text: &str,
+        role: Role,
+        speaker: Option<&str>,
+        ctx: &Context,
+    ) -> Regexed {
+        let pass = RegexPass {
+            speaker: speaker.map(str::to_string),
+            ..RegexPass::new(PassKind::Edit, Placement::of_role(role))
+        };
+        self.apply_regex(text, &pass, ctx)
+    }
+
+    /// Text a host shows to people (`messageFormatting`): `markdownOnly` scripts, which often
+    /// emit HTML (never sanitized here; never send the result to a model).
+    pub fn display_message(
+        &self,
+        text: &str,
+        role: Role,
+        depth: Option<u32>,
+        speaker: Option<&str>,
+        ctx: &Context,
+    ) -> Regexed {
+        let pass = RegexPass {
+            depth,
+            speaker: speaker.map(str::to_string),
+            ..RegexPass::new(PassKind::Display, Placement::of_role(role))
+        };
+        self.apply_regex(text, &pass, ctx)
+    }
+
+    /// The prompt pass a render runs (SPEC §13.2.3), alone: each context item's text after
+    /// it (with no `name` prefix), `None` for a lore item it dropped.
+    pub fn prompt_pass(&self, ctx: &Context) -> PromptPass {
+        let mut diagnostics = Vec::new();
+        let changed =
+            self.scripts
+                .prompt_items(ctx, self.regex_allowed(ctx), true, &mut diagnostics);
+        let items = ctx
+            .items
+            .iter()
+            .zip(changed)
+            .map(|(item, c)| match c {
+                None => Some(item.text.clone()),
+                Some(crate::scripts::ItemText::Text(t)) => Some(t.to_string()),
+                Some(crate::scripts::ItemText::Dropped) => None,
+            })
+            .collect();
+        PromptPass { items, diagnostics }
     }
 
     /// The settings it renders with (SPEC §14).

@@ -14,6 +14,7 @@ use thiserror::Error;
 
 use crate::diagnostic::{Diagnostic, DiagnosticKind, excerpt};
 use crate::limits::Limits;
+use crate::scripts::{RegexScript, Scripts};
 use crate::settings::{Json, PresetSettings};
 use fields::{At, Label};
 use raw::{
@@ -181,6 +182,8 @@ pub struct Preset {
     nodes: Vec<PresetNode>,
     diagnostics: Vec<Diagnostic>,
     settings: PresetSettings,
+    /// `extensions.regex_scripts`, as read (SPEC §13.1).
+    scripts: Vec<RegexScript>,
     /// The file as imported (valid UTF-8 JSON); parsed again only when asked for.
     raw: Box<[u8]>,
     /// The limits it was imported with: `compile` and `audit` parse with them.
@@ -245,11 +248,13 @@ impl Preset {
         legacy::post_history(root, &mut nodes)?;
         let (settings, settings_diagnostics) = read_settings(&settings);
         diagnostics.extend(settings_diagnostics);
-        diagnostics.extend(scripts_not_run(raw::regex_script_count(extensions)));
+        let (scripts, script_diagnostics) = Scripts::import(extensions);
+        diagnostics.extend(script_diagnostics);
         Ok(Preset {
             nodes,
             diagnostics,
             settings,
+            scripts,
             raw: bytes.into(),
             limits: limits.clone(),
         })
@@ -261,11 +266,13 @@ impl Preset {
         let text = std::str::from_utf8(&raw).unwrap_or_default();
         let (settings, extensions) = raw::settings_only(text);
         let (settings, mut diagnostics) = read_settings(&settings);
-        diagnostics.extend(scripts_not_run(raw::regex_script_count(extensions)));
+        let (scripts, script_diagnostics) = Scripts::import(extensions);
+        diagnostics.extend(script_diagnostics);
         Preset {
             nodes,
             diagnostics,
             settings,
+            scripts,
             raw,
             limits: Limits::default(),
         }
@@ -312,6 +319,12 @@ impl Preset {
         serde_json::from_slice(&self.raw).unwrap_or(Value::Null)
     }
 
+    /// The preset's regex scripts as imported (SPEC §13.1), valid entries only, each with its
+    /// position in the file's list.
+    pub fn regex_scripts(&self) -> &[RegexScript] {
+        &self.scripts
+    }
+
     /// The file's text exactly as imported.
     pub fn raw_json(&self) -> &str {
         std::str::from_utf8(&self.raw).unwrap_or_default()
@@ -322,21 +335,6 @@ impl Preset {
 /// message source of their node, so an unbounded one would multiply the output; real presets
 /// use UUIDs and short names (58 bytes at most in the corpus).
 pub(crate) const MAX_IDENTIFIER_BYTES: usize = 256;
-
-/// A preset's regex scripts (SPEC §13) are not run yet: say so, once, so neither the author nor
-/// the host is surprised that text the scripts would change reaches the model.
-fn scripts_not_run(count: usize) -> Option<Diagnostic> {
-    (count > 0).then(|| {
-        Diagnostic::new(
-            DiagnosticKind::RegexScriptsNotRun,
-            None,
-            format!(
-                "the preset carries {count} regex script(s) (SPEC §13); stpreset does not run \
-                 them yet, so text they would change reaches the model as it is"
-            ),
-        )
-    })
-}
 
 /// SPEC §14.1 over the settings keys the reader kept.
 fn read_settings(raw: &[(String, &RawValue)]) -> (PresetSettings, Vec<Diagnostic>) {

@@ -134,7 +134,7 @@ pub(super) enum RawFile<'de> {
         root: Map<String, Value>,
         /// The root keys SPEC §14.1 reads (settings and migration keys), as written.
         settings: Vec<(String, &'de RawValue)>,
-        /// `extensions`, as written (its `regex_scripts` are counted, not yet run).
+        /// `extensions`, as written (its `regex_scripts`, SPEC §13.1).
         extensions: Option<&'de RawValue>,
     },
     NotObject(&'static str),
@@ -187,20 +187,6 @@ pub(super) fn settings_only(text: &str) -> RootExtras<'_> {
         }
     }
     serde_json::from_str::<Extras<'_>>(text).map_or_else(|_| (Vec::new(), None), |s| s.0)
-}
-
-/// How many entries `extensions.regex_scripts` lists (0 when it is missing or not a list).
-pub(super) fn regex_script_count(extensions: Option<&RawValue>) -> usize {
-    // Entries are skipped, not built (a list of a zero-sized type allocates nothing).
-    #[derive(Deserialize)]
-    struct Extensions {
-        #[serde(default)]
-        regex_scripts: Option<Vec<IgnoredAny>>,
-    }
-    extensions
-        .and_then(|raw| serde_json::from_str::<Extensions>(raw.get()).ok())
-        .and_then(|e| e.regex_scripts)
-        .map_or(0, |list| list.len())
 }
 
 /// Root fields kept as `Value`s.

@@ -131,6 +131,8 @@ pub struct PresetSummary {
     pub active: bool,
     /// Number of nodes.
     pub nodes: usize,
+    /// Whether the server lets its regex scripts run (SPEC §13.6.1).
+    pub regex_allowed: bool,
     /// Optional description.
     #[serde(skip)]
     pub description: Option<String>,
@@ -369,7 +371,7 @@ impl PresetStore {
         let mut stmt = conn.prepare_cached(
             "SELECT p.id, p.name, p.active, \
                     (SELECT COUNT(*) FROM st_preset_nodes n WHERE n.preset_id = p.id), \
-                    p.description, p.created_at, p.updated_at \
+                    p.description, p.created_at, p.updated_at, p.regex_allowed \
              FROM st_presets p WHERE p.server_id = ?1 ORDER BY p.id",
         )?;
         let rows = stmt.query_map(params![server], |r| {
@@ -381,6 +383,7 @@ impl PresetStore {
                 description: r.get(4)?,
                 created_at: r.get(5)?,
                 updated_at: r.get(6)?,
+                regex_allowed: r.get(7)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -402,6 +405,20 @@ impl PresetStore {
             tx.execute(
                 "UPDATE st_presets SET active = 1, updated_at = ?2 WHERE id = ?1",
                 params![id, now()],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Lets the preset's regex scripts run, or stops them (SPEC §13.6.1). A render runs them
+    /// only when its context allows them too; importing a preset of the same name again
+    /// resets the permission to off.
+    pub fn allow_regex(&self, server: i64, id: i64, allowed: bool) -> Result<(), StoreError> {
+        self.write(server, |tx| {
+            owned(tx, server, id)?;
+            tx.execute(
+                "UPDATE st_presets SET regex_allowed = ?2, updated_at = ?3 WHERE id = ?1",
+                params![id, allowed, now()],
             )?;
             Ok(())
         })
@@ -466,16 +483,7 @@ impl PresetStore {
     /// The server's active preset, uncached: its id and nodes in order, read from one
     /// snapshot (a concurrent re-import gives the old preset or the new one, never a mix).
     pub fn load_active(&self, server: i64) -> Result<Option<(i64, Preset)>, StoreError> {
-        self.read(|tx| {
-            let id: Option<i64> = tx
-                .query_row(
-                    "SELECT id FROM st_presets WHERE server_id = ?1 AND active = 1",
-                    params![server],
-                    |r| r.get(0),
-                )
-                .optional()?;
-            id.map(|id| Ok((id, load(tx, server, id)?))).transpose()
-        })
+        self.read(|tx| active_preset(tx, server))
     }
 
     /// The server's active preset, compiled, through the cache. `None`: no active preset
@@ -490,9 +498,19 @@ impl PresetStore {
             cache::Lookup::Hit(hit) => Ok(hit),
             cache::Lookup::Miss(ticket) => {
                 // On an error the ticket is dropped unfinished: waiters load for themselves.
-                let compiled = self
-                    .load_active(server)?
-                    .map(|(_, preset)| Arc::new(preset.compile()));
+                let compiled = self.read(|tx| {
+                    let Some((id, preset)) = active_preset(tx, server)? else {
+                        return Ok(None);
+                    };
+                    let allowed: bool = tx.query_row(
+                        "SELECT regex_allowed FROM st_presets WHERE id = ?1",
+                        params![id],
+                        |r| r.get(0),
+                    )?;
+                    let mut compiled = preset.compile();
+                    compiled.set_regex_permitted(allowed);
+                    Ok(Some(Arc::new(compiled)))
+                })?;
                 ticket.finish(compiled.clone());
                 Ok(compiled)
             }
@@ -602,6 +620,18 @@ fn owned(conn: &Connection, server: i64, id: i64) -> Result<bool, StoreError> {
 
 /// Reads one preset; the caller runs it inside a transaction so that the preset row and its
 /// nodes come from one snapshot.
+/// The server's active preset and its id, in the caller's snapshot.
+fn active_preset(tx: &Connection, server: i64) -> Result<Option<(i64, Preset)>, StoreError> {
+    let id: Option<i64> = tx
+        .query_row(
+            "SELECT id FROM st_presets WHERE server_id = ?1 AND active = 1",
+            params![server],
+            |r| r.get(0),
+        )
+        .optional()?;
+    id.map(|id| Ok((id, load(tx, server, id)?))).transpose()
+}
+
 fn load(conn: &Connection, server: i64, id: i64) -> Result<Preset, StoreError> {
     let raw: String = conn
         .query_row(

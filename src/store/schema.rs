@@ -5,7 +5,10 @@ use rusqlite::{Connection, TransactionBehavior};
 use super::StoreError;
 
 /// Migration scripts in order; index + 1 is the schema version they produce.
-const MIGRATIONS: [&str; 1] = [include_str!("../../migrations/0001_init.sql")];
+const MIGRATIONS: [&str; 2] = [
+    include_str!("../../migrations/0001_init.sql"),
+    include_str!("../../migrations/0002_regex_allowed.sql"),
+];
 
 /// The tables the migrations create; a version-0 file that already has one is not ours.
 const TABLES: [&str; 2] = ["st_presets", "st_preset_nodes"];

@@ -64,6 +64,10 @@ pub(crate) enum MacroKind {
     /// A scoped closer (`{{/NAME}}`, `{{/NAME::x}}`) of a catalog name that closes nothing: it
     /// stays literal text; its `StrayCloser` is a parse diagnostic. Never a name.
     Closer,
+    /// A captured value of a regex script's match (SPEC §13.5.2): what a `$N` / `$<name>`
+    /// token of a replacement becomes, so it acts as a macro whose output is the value.
+    /// Outside a script's expansion it is an unknown macro.
+    ScriptValue,
     /// Recognised, deliberately not supported (`setvarkey` & co.: JSON variables).
     Unsupported,
     Unknown,
@@ -141,6 +145,9 @@ impl Arity {
     }
 }
 
+/// The macro name a replacement's value tokens are rewritten to (`{{stpreset_capture::N}}`).
+pub(crate) const SCRIPT_VALUE: &str = "stpreset_capture";
+
 impl MacroKind {
     /// Resolves a macro name, ignoring ASCII case.
     pub fn lookup(name: &str) -> MacroKind {
@@ -199,6 +206,7 @@ impl MacroKind {
             "noop" => Noop,
             "banned" => Banned,
             "reverse" => Reverse,
+            SCRIPT_VALUE => ScriptValue,
             "setvarkey" | "getvarkey" | "setglobalvarkey" | "getglobalvarkey" | "setvarindex"
             | "getvarindex" | "setglobalvarindex" | "getglobalvarindex" => Unsupported,
             _ => Unknown,
@@ -211,7 +219,7 @@ impl MacroKind {
             SetVar(_) | AddVar(_) | If => Arity::Exactly(2),
             CondText => Arity::Exactly(1),
             IncVar(_) | DecVar(_) | GetVar(_) | HasVar(_) | DeleteVar(_) | DateTimeFormat
-            | Roll | Banned | Reverse => Arity::Exactly(1),
+            | Roll | Banned | Reverse | ScriptValue => Arity::Exactly(1),
             Time | Newline | Space | Trim => Arity::Optional,
             Random | Pick | Unsupported | Unknown | Shorthand(..) | Closer => Arity::Any,
             _ => Arity::Exactly(0),
@@ -225,7 +233,15 @@ impl MacroKind {
         use MacroKind::*;
         !matches!(
             self,
-            Random | Pick | If | CondText | Shorthand(..) | Closer | Unsupported | Unknown
+            Random
+                | Pick
+                | If
+                | CondText
+                | Shorthand(..)
+                | Closer
+                | Unsupported
+                | Unknown
+                | ScriptValue
         ) && self.arity().accepts(written + 1)
     }
 

@@ -1,0 +1,884 @@
+//! Preset regex scripts (SPEC §13): import (`read`), patterns (`pattern`), replacement
+//! templates (`replace`), and here the passes: which scripts run on which text, the run loop
+//! over UTF-16 code units with its step and size bounds, and the prompt pass of a render with
+//! its cache.
+
+mod pattern;
+mod read;
+mod replace;
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+
+use serde_json::value::RawValue;
+
+use crate::context::{Context, Role, Tag};
+use crate::diagnostic::{Diagnostic, DiagnosticKind};
+use crate::eval::ScriptEngine;
+use crate::identity::convert_identities;
+use crate::limits::Limits;
+use crate::options::RandomSource;
+use pattern::Pattern;
+pub use read::{RegexScript, Substitute};
+use replace::{Body, Piece, Template, Token};
+
+/// Which call a pass reproduces (SPEC §13.2.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PassKind {
+    /// A model reply or user message before the host stores it (ST `cleanUpMessage`,
+    /// `sendMessageAsUser`): scripts with neither `markdownOnly` nor `promptOnly`.
+    Store,
+    /// An edited message (`updateMessage`): as `Store`, and `runOnEdit`.
+    Edit,
+    /// Text sent to the model (`Generate`): `promptOnly` scripts.
+    Prompt,
+    /// Text shown to people (`messageFormatting`): `markdownOnly` scripts.
+    Display,
+}
+
+/// Where the text comes from (SPEC §13.1 placements).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Placement {
+    /// 1: a user message.
+    UserInput,
+    /// 2: a model reply (and system messages, as ST).
+    AiOutput,
+    /// 5: world info (lore).
+    WorldInfo,
+}
+
+impl Placement {
+    fn number(self) -> i64 {
+        match self {
+            Placement::UserInput => 1,
+            Placement::AiOutput => 2,
+            Placement::WorldInfo => 5,
+        }
+    }
+
+    /// The placement of a chat message by its role (`system` counts as the model's, as ST).
+    pub fn of_role(role: Role) -> Placement {
+        match role {
+            Role::User => Placement::UserInput,
+            _ => Placement::AiOutput,
+        }
+    }
+}
+
+/// One pass's parameters (SPEC §13.7).
+///
+/// ```
+/// use stpreset::{Context, PassKind, Placement, Preset, RegexPass};
+/// let p = Preset::from_json(br#"{"prompts": [{"identifier": "main", "content": "x"}], "extensions": {"regex_scripts": [
+///     {"findRegex": "/\\bcat\\b/g", "replaceString": "dog", "placement": [2]}]}}"#).unwrap();
+/// let mut ctx = Context::default();
+/// ctx.allow_preset_regex = true;
+/// let pass = RegexPass::new(PassKind::Store, Placement::AiOutput);
+/// assert_eq!(p.compile().apply_regex("a cat, a catalog", &pass, &ctx).text, "a dog, a catalog");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RegexPass {
+    /// Which call.
+    pub kind: PassKind,
+    /// Where the text comes from.
+    pub placement: Placement,
+    /// The message's depth (0 = newest), where the pass has one.
+    pub depth: Option<u32>,
+    /// Who said it: `char` when trim strings expand (edit and display passes only).
+    pub speaker: Option<String>,
+}
+
+impl RegexPass {
+    /// A pass without depth or speaker.
+    pub fn new(kind: PassKind, placement: Placement) -> RegexPass {
+        RegexPass {
+            kind,
+            placement,
+            depth: None,
+            speaker: None,
+        }
+    }
+}
+
+/// A pass's result: the text and the diagnostics (import's `RegexScriptInvalid` first).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Regexed {
+    /// The text after every script that ran.
+    pub text: String,
+    /// Import, then the pass's diagnostics, in processing order.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// The prompt pass of a render on its own (SPEC §13.7): per context item, its text after the
+/// pass (`None` for a lore item a script emptied, which the render drops).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PromptPass {
+    /// One entry per context item, in order.
+    pub items: Vec<Option<String>>,
+    /// Import, then the pass's diagnostics.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// A context item after the prompt pass, when the pass changed it.
+#[derive(Debug, Clone)]
+pub(crate) enum ItemText {
+    /// The new text (final: lore was identity-converted before the pass).
+    Text(Arc<str>),
+    /// A lore item the pass emptied.
+    Dropped,
+}
+
+/// How a script's pattern is had.
+#[derive(Debug)]
+enum Find {
+    /// Compiled on first use: a pass compiles only the scripts it selects.
+    Fixed(std::sync::OnceLock<Result<Pattern, String>>),
+    Template(Template, bool),
+}
+
+#[derive(Debug)]
+struct Compiled {
+    script: RegexScript,
+    find: Find,
+    replacement: Template,
+    trims: Vec<Template>,
+    /// Its templates may give other output for the same inputs (SPEC §13.11).
+    impure: bool,
+}
+
+/// A preset's scripts, compiled once with the preset.
+#[derive(Debug, Default)]
+pub(crate) struct Scripts {
+    list: Vec<Compiled>,
+    import: Vec<Diagnostic>,
+    cache: Mutex<PromptCache>,
+}
+
+/// Most prompt-pass results a compiled preset keeps (a few histories' worth).
+const CACHE_ENTRIES: usize = 4096;
+
+/// Prompt-pass runs from earlier renders, by what decides them (SPEC §13.11).
+#[derive(Debug, Default)]
+struct PromptCache {
+    map: HashMap<CacheKey, Cached>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct CacheKey {
+    text: u128,
+    /// Placement, the active script set at the item's depth, and the context values
+    /// templates read.
+    env: u128,
+}
+
+#[derive(Debug, Clone)]
+struct Cached {
+    /// `None`: unchanged.
+    text: Option<Arc<str>>,
+    diagnostics: Vec<Diagnostic>,
+    steps: u64,
+}
+
+impl Scripts {
+    pub fn import(extensions: Option<&RawValue>) -> (Vec<RegexScript>, Vec<Diagnostic>) {
+        read::read(extensions)
+    }
+
+    pub fn compile(scripts: &[RegexScript], import: &[Diagnostic], limits: &Limits) -> Scripts {
+        let list = scripts
+            .iter()
+            .map(|s| {
+                let find = match s.substitute {
+                    Substitute::None => Find::Fixed(std::sync::OnceLock::new()),
+                    sub => Find::Template(
+                        Template::text(&s.find_regex, limits),
+                        sub == Substitute::Escaped,
+                    ),
+                };
+                let replacement = Template::replacement(&s.replace_string, limits);
+                let trims: Vec<Template> = s
+                    .trim_strings
+                    .iter()
+                    .map(|t| Template::text(t, limits))
+                    .collect();
+                let impure = replacement.impure()
+                    || trims.iter().any(Template::impure)
+                    || matches!(&find, Find::Template(t, _) if t.impure());
+                Compiled {
+                    script: s.clone(),
+                    find,
+                    replacement,
+                    trims,
+                    impure,
+                }
+            })
+            .collect();
+        Scripts {
+            list,
+            import: import.to_vec(),
+            cache: Mutex::default(),
+        }
+    }
+
+    /// Whether a pass reports `RegexNotAllowed` when not allowed: a valid entry not disabled.
+    fn any_enabled(&self) -> bool {
+        self.list.iter().any(|c| !c.script.disabled)
+    }
+
+    /// A pass over one text (SPEC §13.7 `apply_regex`).
+    pub fn apply(&self, text: &str, pass: &RegexPass, ctx: &Context, allowed: bool) -> Regexed {
+        let mut run = PassRun::new(self, ctx);
+        let text = if allowed {
+            let speaker = match pass.kind {
+                PassKind::Edit | PassKind::Display => pass.speaker.as_deref(),
+                _ => None,
+            };
+            let depth = match pass.kind {
+                PassKind::Store | PassKind::Edit => None,
+                _ => pass.depth,
+            };
+            run.text(text, pass.kind, pass.placement, depth, speaker)
+                .into_owned()
+        } else {
+            run.not_allowed();
+            text.to_string()
+        };
+        Regexed {
+            text,
+            diagnostics: run.finish(),
+        }
+    }
+
+    /// The prompt pass over a context's items (SPEC §13.2.3): per item, `None` when it is
+    /// unchanged.
+    pub fn prompt_items(
+        &self,
+        ctx: &Context,
+        allowed: bool,
+        with_import: bool,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> Vec<Option<ItemText>> {
+        let mut run = PassRun::new(self, ctx);
+        if !with_import {
+            run.diagnostics.clear();
+        }
+        let mut out = vec![None; ctx.items.len()];
+        if !allowed {
+            run.not_allowed();
+            diagnostics.extend(run.finish());
+            return out;
+        }
+        let history = ctx
+            .items
+            .iter()
+            .filter(|i| i.tag == Some(Tag::DialogueHistory))
+            .count();
+        let mut seen = 0;
+        let fingerprint = context_fingerprint(ctx);
+        for (i, item) in ctx.items.iter().enumerate() {
+            if item.tag != Some(Tag::DialogueHistory) {
+                continue;
+            }
+            seen += 1;
+            let depth = (history - seen) as u32;
+            let placement = Placement::of_role(item.role);
+            out[i] = run
+                .cached(&item.text, placement, Some(depth), fingerprint)
+                .map(ItemText::Text);
+        }
+        for (i, item) in ctx.items.iter().enumerate() {
+            let depth = match item.tag {
+                Some(Tag::KnowledgeLorebookBefore | Tag::KnowledgeLorebookAfter) => None,
+                Some(Tag::KnowledgeLoreActivated) => item.depth.and_then(|d| u32::try_from(d).ok()),
+                _ => continue,
+            };
+            if item.text.is_empty() {
+                continue;
+            }
+            let text = convert_identities(&item.text, &ctx.user, &ctx.char);
+            let after = run.text(&text, PassKind::Prompt, Placement::WorldInfo, depth, None);
+            out[i] = match after {
+                Cow::Owned(t) if t.is_empty() => Some(ItemText::Dropped),
+                Cow::Owned(t) => Some(ItemText::Text(t.into())),
+                Cow::Borrowed(_) => match text {
+                    Cow::Owned(t) => Some(ItemText::Text(t.into())),
+                    Cow::Borrowed(_) => None,
+                },
+            };
+        }
+        diagnostics.extend(run.finish());
+        out
+    }
+}
+
+/// A hash of every context value a script's template can read besides the history (which
+/// impure templates read; they are never cached).
+fn context_fingerprint(ctx: &Context) -> u128 {
+    use xxhash_rust::xxh3::Xxh3;
+    let mut h = Xxh3::new();
+    let mut put = |s: &str| {
+        h.update(&(s.len() as u64).to_le_bytes());
+        h.update(s.as_bytes());
+    };
+    for s in [
+        &ctx.user,
+        &ctx.char,
+        &ctx.description,
+        &ctx.personality,
+        &ctx.scenario,
+        &ctx.persona,
+        &ctx.mes_examples,
+        &ctx.mes_examples_raw,
+        &ctx.char_version,
+        &ctx.char_prompt,
+        &ctx.char_instruction,
+        &ctx.model,
+        &ctx.chat_id,
+    ] {
+        put(s);
+    }
+    for list in [&ctx.group, &ctx.group_muted] {
+        put(&list.len().to_string());
+        list.iter().for_each(|s| put(s));
+    }
+    for map in [&ctx.variables, &ctx.globals] {
+        put(&map.len().to_string());
+        for (k, v) in map {
+            put(k);
+            put(v);
+        }
+    }
+    put(&format!("{:?}", ctx.options.limits));
+    h.digest128()
+}
+
+/// One pass: its RNG stream and work budget (through the engine), its step total and its
+/// diagnostics.
+struct PassRun<'a> {
+    scripts: &'a Scripts,
+    ctx: &'a Context,
+    limits: Limits,
+    engine: Option<ScriptEngine<'a>>,
+    steps_left: u64,
+    pass_spent: bool,
+    diagnostics: Vec<Diagnostic>,
+    reported: Vec<(DiagnosticKind, Option<u32>)>,
+    /// Find templates' patterns, by expanded text, for this pass.
+    patterns: HashMap<String, Rc<Result<Pattern, String>>>,
+}
+
+/// What one run did.
+enum Outcome {
+    Unchanged,
+    Changed(Vec<u16>),
+    /// Over its own bound (or the size bound): discarded.
+    Limit(&'static str),
+    /// The pass total ran out during it: discarded, the pass ends.
+    PassSpent,
+}
+
+impl<'a> PassRun<'a> {
+    fn new(scripts: &'a Scripts, ctx: &'a Context) -> Self {
+        let limits = ctx.options.limits.clamped();
+        PassRun {
+            scripts,
+            ctx,
+            steps_left: limits.regex_pass_steps,
+            limits,
+            engine: None,
+            pass_spent: false,
+            diagnostics: scripts.import.clone(),
+            reported: Vec::new(),
+            patterns: HashMap::new(),
+        }
+    }
+
+    fn engine(&mut self) -> &mut ScriptEngine<'a> {
+        let ctx = self.ctx;
+        self.engine.get_or_insert_with(|| {
+            // The regex stream (SPEC §16): the context seed mixed with the tag `regex`.
+            let seed = crate::eval::stream_seed(ctx.seed, "regex");
+            ScriptEngine::new(ctx, seed, ctx.options.regex_random == RandomSource::First)
+        })
+    }
+
+    fn report(&mut self, d: Diagnostic) {
+        let key = (d.kind, d.script);
+        if !self.reported.contains(&key) {
+            self.reported.push(key);
+            self.diagnostics.push(d);
+        }
+    }
+
+    fn not_allowed(&mut self) {
+        if self.scripts.any_enabled() {
+            self.report(Diagnostic::new(
+                DiagnosticKind::RegexNotAllowed,
+                None,
+                "regex scripts: the host did not allow this preset's scripts; none ran",
+            ));
+        }
+    }
+
+    fn finish(self) -> Vec<Diagnostic> {
+        self.diagnostics
+    }
+
+    /// Indices of the scripts a pass runs on a text with this placement and depth.
+    fn selected(&self, kind: PassKind, placement: Placement, depth: Option<u32>) -> Vec<usize> {
+        let p = placement.number();
+        self.scripts
+            .list
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| {
+                let s = &c.script;
+                let by_kind = match kind {
+                    PassKind::Store => !s.markdown_only && !s.prompt_only,
+                    PassKind::Edit => !s.markdown_only && !s.prompt_only && s.run_on_edit,
+                    PassKind::Prompt => s.prompt_only,
+                    PassKind::Display => s.markdown_only,
+                };
+                by_kind && s.live() && s.placement.contains(&p) && depth_allows(s, depth)
+            })
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// A prompt-pass history item, from the cache when its scripts are pure (SPEC §13.11).
+    fn cached(
+        &mut self,
+        text: &str,
+        placement: Placement,
+        depth: Option<u32>,
+        fingerprint: u128,
+    ) -> Option<Arc<str>> {
+        let selected = self.selected(PassKind::Prompt, placement, depth);
+        if selected.is_empty() || text.is_empty() {
+            return None;
+        }
+        if selected.iter().any(|&i| self.scripts.list[i].impure) {
+            return match self.run_all(text, &selected, None) {
+                Cow::Owned(t) => Some(t.into()),
+                Cow::Borrowed(_) => None,
+            };
+        }
+        let env = {
+            use xxhash_rust::xxh3::Xxh3;
+            let mut h = Xxh3::new();
+            h.update(&fingerprint.to_le_bytes());
+            h.update(&placement.number().to_le_bytes());
+            for i in &selected {
+                h.update(&(*i as u64).to_le_bytes());
+            }
+            h.digest128()
+        };
+        let key = CacheKey {
+            text: xxhash_rust::xxh3::xxh3_128(text.as_bytes()),
+            env,
+        };
+        let hit = self
+            .scripts
+            .cache
+            .lock()
+            .ok()
+            .and_then(|c| c.map.get(&key).cloned());
+        if let Some(hit) = hit
+            && hit.steps <= self.steps_left
+            && !self.pass_spent
+        {
+            self.steps_left -= hit.steps;
+            for d in hit.diagnostics {
+                self.report(d);
+            }
+            return hit.text;
+        }
+        let (steps_before, diags_before) = (self.steps_left, self.diagnostics.len());
+        let out = match self.run_all(text, &selected, None) {
+            Cow::Owned(t) => Some(Arc::<str>::from(t)),
+            Cow::Borrowed(_) => None,
+        };
+        // A run the pass total cut short is not what a fresh pass would give: not kept.
+        if !self.pass_spent
+            && let Ok(mut cache) = self.scripts.cache.lock()
+        {
+            if cache.map.len() >= CACHE_ENTRIES {
+                cache.map.clear();
+            }
+            cache.map.insert(
+                key,
+                Cached {
+                    text: out.clone(),
+                    diagnostics: self.diagnostics[diags_before..].to_vec(),
+                    steps: steps_before - self.steps_left,
+                },
+            );
+        }
+        out
+    }
+
+    /// One text through the selected scripts of a pass.
+    fn text<'t>(
+        &mut self,
+        text: &'t str,
+        kind: PassKind,
+        placement: Placement,
+        depth: Option<u32>,
+        speaker: Option<&str>,
+    ) -> Cow<'t, str> {
+        let selected = self.selected(kind, placement, depth);
+        self.run_all(text, &selected, speaker)
+    }
+
+    fn run_all<'t>(
+        &mut self,
+        text: &'t str,
+        selected: &[usize],
+        speaker: Option<&str>,
+    ) -> Cow<'t, str> {
+        let mut cur: Cow<'t, str> = Cow::Borrowed(text);
+        for &i in selected {
+            // An empty text is never changed (SPEC §13.2.4).
+            if cur.is_empty() {
+                break;
+            }
+            if self.pass_spent {
+                break;
+            }
+            match self.run(i, &cur, speaker) {
+                Outcome::Unchanged => {}
+                Outcome::Changed(units) => cur = Cow::Owned(String::from_utf16_lossy(&units)),
+                Outcome::Limit(why) => {
+                    let label = self.scripts.list[i].script.label();
+                    self.report(
+                        Diagnostic::new(
+                            DiagnosticKind::RegexLimit,
+                            None,
+                            format!("{label}{why}; the run was discarded"),
+                        )
+                        .for_script(Some(i)),
+                    );
+                }
+                Outcome::PassSpent => {
+                    self.pass_spent = true;
+                    let total = self.limits.regex_pass_steps;
+                    self.report(Diagnostic::new(
+                        DiagnosticKind::RegexLimit,
+                        None,
+                        format!(
+                            "regex scripts: the pass spent its {total} matcher steps; the \
+                             remaining runs were skipped"
+                        ),
+                    ));
+                }
+            }
+        }
+        cur
+    }
+
+    /// The pattern of script `i` for this run.
+    fn pattern(&mut self, i: usize) -> Option<Rc<Result<Pattern, String>>> {
+        let scripts = self.scripts;
+        let c = &scripts.list[i];
+        let (template, escaped) = match &c.find {
+            Find::Fixed(cell) => {
+                return match cell.get_or_init(|| pattern::compile(&c.script.find_regex)) {
+                    Ok(_) => None,
+                    Err(e) => Some(Rc::new(Err(e.clone()))),
+                };
+            }
+            Find::Template(t, escaped) => (t, *escaped),
+        };
+        let mut diags = Vec::new();
+        let f = self.expand(i, template, &[], escaped, None, &mut diags);
+        for d in diags {
+            self.report(d.for_script(Some(i)));
+        }
+        if f.is_empty() {
+            return Some(Rc::new(Err("the find template expanded to nothing".into())));
+        }
+        let compiled = self
+            .patterns
+            .entry(f)
+            .or_insert_with_key(|f| Rc::new(pattern::compile(f)));
+        Some(compiled.clone())
+    }
+
+    /// Expands a template (SPEC §13.5). A plain one is its text.
+    fn expand(
+        &mut self,
+        i: usize,
+        t: &Template,
+        values: &[Vec<u16>],
+        escape: bool,
+        speaker: Option<&str>,
+        diags: &mut Vec<Diagnostic>,
+    ) -> String {
+        match &t.body {
+            Body::Plain(pieces) => {
+                let mut units = Vec::new();
+                for p in pieces {
+                    match p {
+                        Piece::Text(u) => units.extend_from_slice(u),
+                        Piece::Token(k) => units.extend_from_slice(&values[*k]),
+                    }
+                }
+                String::from_utf16_lossy(&units)
+            }
+            Body::Macros(tree) => {
+                let values = values.iter().map(|v| String::from_utf16_lossy(v)).collect();
+                let id = format!("script:{}", i + 1);
+                self.engine()
+                    .expand(&id, tree, values, escape, speaker, diags)
+            }
+        }
+    }
+
+    /// Script `i` on `text` (SPEC §13.3–§13.6).
+    fn run(&mut self, i: usize, text: &str, speaker: Option<&str>) -> Outcome {
+        let scripts = self.scripts;
+        let c = &scripts.list[i];
+        let dynamic = self.pattern(i);
+        let pattern = match (&c.find, &dynamic) {
+            (Find::Fixed(cell), None) => match cell.get() {
+                Some(Ok(p)) => p,
+                _ => return Outcome::Unchanged,
+            },
+            (_, Some(r)) => match r.as_ref() {
+                Ok(p) => p,
+                Err(e) => {
+                    let label = c.script.label();
+                    self.report(
+                        Diagnostic::new(
+                            DiagnosticKind::RegexInvalid,
+                            None,
+                            format!(
+                                "{label}the pattern is invalid ({}); the script does nothing",
+                                crate::diagnostic::excerpt(e)
+                            ),
+                        )
+                        .for_script(Some(i)),
+                    );
+                    return Outcome::Unchanged;
+                }
+            },
+            _ => return Outcome::Unchanged,
+        };
+        if !pattern.may_match(text) {
+            return Outcome::Unchanged;
+        }
+        let units: Vec<u16> = text.encode_utf16().collect();
+        let l = units.len() as u64;
+        let own = self
+            .limits
+            .regex_run_steps
+            .saturating_add(l.saturating_mul(l).saturating_mul(4))
+            .min(self.limits.regex_run_steps_max);
+        let pass_bound = own > self.steps_left;
+        let budget = own.min(self.steps_left);
+        let mut steps = budget;
+        let out_cap = self.limits.output_bytes;
+        let outcome = self.replace_all(i, pattern, &units, &mut steps, out_cap, speaker);
+        self.steps_left -= budget - steps;
+        match outcome {
+            Err(Stop::Steps) if pass_bound => Outcome::PassSpent,
+            Err(Stop::Steps) => Outcome::Limit("the run took more than its matcher steps"),
+            Err(Stop::Size) => Outcome::Limit("the result would exceed the output limit"),
+            Ok(None) => Outcome::Unchanged,
+            Ok(Some(out)) => Outcome::Changed(out),
+        }
+    }
+
+    /// The match loop: replaces the first match, or every match with `g`.
+    fn replace_all(
+        &mut self,
+        i: usize,
+        pattern: &Pattern,
+        units: &[u16],
+        steps: &mut u64,
+        out_cap: usize,
+        speaker: Option<&str>,
+    ) -> Result<Option<Vec<u16>>, Stop> {
+        let scripts = self.scripts;
+        let c = &scripts.list[i];
+        let mut out: Vec<u16> = Vec::new();
+        let (mut pos, mut last) = (0usize, 0usize);
+        let mut trims: Option<Vec<Vec<u16>>> = None;
+        let mut changed = false;
+        while pos <= units.len() {
+            let m = match pattern.regex.find_at_utf16_bounded(units, pos, steps) {
+                Ok(Some(m)) => m,
+                Ok(None) => break,
+                Err(regress::StepLimit) => return Err(Stop::Steps),
+            };
+            let (s, e) = (m.start(), m.end());
+            changed = true;
+            out.extend_from_slice(&units[last..s]);
+            // Values (SPEC §13.4.3), each trimmed (§13.4.4); trim strings expand once per run.
+            if trims.is_none() && !c.trims.is_empty() {
+                let mut diags = Vec::new();
+                let list = c
+                    .trims
+                    .iter()
+                    .map(|t| {
+                        self.expand(i, t, &[], false, speaker, &mut diags)
+                            .encode_utf16()
+                            .collect()
+                    })
+                    .collect();
+                for d in diags {
+                    self.report(d.for_script(Some(i)));
+                }
+                trims = Some(list);
+            }
+            let mut values = Vec::with_capacity(c.replacement.tokens.len());
+            for t in &c.replacement.tokens {
+                let range = match t {
+                    Token::Group(n) => m.group(*n),
+                    Token::Named(name) => m.named_group(name),
+                };
+                let mut v = range.map_or_else(Vec::new, |r| units[r].to_vec());
+                spend(steps, v.len() as u64)?;
+                for t in trims.iter().flatten() {
+                    let examined = replace::remove_all(&mut v, t);
+                    spend(steps, examined as u64)?;
+                }
+                values.push(v);
+            }
+            match &c.replacement.body {
+                Body::Plain(pieces) => {
+                    for p in pieces {
+                        match p {
+                            Piece::Text(u) => out.extend_from_slice(u),
+                            Piece::Token(k) => out.extend_from_slice(&values[*k]),
+                        }
+                    }
+                }
+                Body::Macros(_) => {
+                    let mut diags = Vec::new();
+                    let text = self.expand(i, &c.replacement, &values, false, None, &mut diags);
+                    for d in diags {
+                        self.report(d.for_script(Some(i)));
+                    }
+                    out.extend(text.encode_utf16());
+                }
+            }
+            // A unit is at least one UTF-8 byte: over the cap in units is over it in bytes.
+            if out.len() > out_cap {
+                return Err(Stop::Size);
+            }
+            last = e;
+            if !pattern.global {
+                break;
+            }
+            pos = if e > s {
+                e
+            } else if pattern.unicode
+                && units.get(e).is_some_and(|u| (0xD800..0xDC00).contains(u))
+                && units
+                    .get(e + 1)
+                    .is_some_and(|u| (0xDC00..0xE000).contains(u))
+            {
+                e + 2
+            } else {
+                e + 1
+            };
+        }
+        if !changed {
+            return Ok(None);
+        }
+        out.extend_from_slice(&units[last.min(units.len())..]);
+        if String::from_utf16_lossy(&out).len() > out_cap {
+            return Err(Stop::Size);
+        }
+        Ok(Some(out))
+    }
+}
+
+/// Why a run stopped early.
+enum Stop {
+    Steps,
+    Size,
+}
+
+/// Counts `n` units of value work as steps.
+fn spend(steps: &mut u64, n: u64) -> Result<(), Stop> {
+    if n > *steps {
+        *steps = 0;
+        return Err(Stop::Steps);
+    }
+    *steps -= n;
+    Ok(())
+}
+
+/// The audit's findings about scripts (SPEC §13.7): patterns that do not compile (those
+/// written without macros), depth bounds a plain script never meets, and entries no pass can
+/// run. `RegexScriptInvalid` comes with the import.
+pub(crate) fn audit(scripts: &[RegexScript], out: &mut Vec<Diagnostic>) {
+    for s in scripts {
+        let at = |kind, message: String| {
+            Diagnostic::new(kind, None, format!("{}{message}", s.label()))
+                .for_script(Some(s.position))
+        };
+        if s.disabled {
+            continue;
+        }
+        if s.substitute == Substitute::None
+            && !s.find_regex.is_empty()
+            && let Err(e) = pattern::compile(&s.find_regex)
+        {
+            out.push(at(
+                DiagnosticKind::RegexInvalid,
+                format!(
+                    "the pattern is invalid ({}); the script does nothing",
+                    crate::diagnostic::excerpt(&e)
+                ),
+            ));
+        }
+        let plain = !s.markdown_only && !s.prompt_only;
+        let bounded =
+            s.min_depth.is_some_and(|d| d >= 1.0) || s.max_depth.is_some_and(|d| d >= 0.0);
+        if plain && bounded {
+            out.push(at(
+                DiagnosticKind::RegexDepthIgnored,
+                "a depth bound on a script that runs when messages are stored, where there is                  no depth: it runs on every message (mark it prompt-only or display-only to                  bound it)"
+                    .into(),
+            ));
+        }
+        let places = s.placement.iter().any(|p| matches!(p, 1 | 2 | 5));
+        let only_lore = s.placement.iter().all(|p| *p == 5) && !s.prompt_only;
+        let why = if s.find_regex.is_empty() {
+            Some("its pattern is empty")
+        } else if !places {
+            Some("no placement among 1 (user input), 2 (model output) and 5 (world info)")
+        } else if only_lore {
+            Some("world info is regexed only in the prompt pass, and it is not prompt-only")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            out.push(at(
+                DiagnosticKind::RegexNeverRuns,
+                format!("no pass can run it: {why}"),
+            ));
+        }
+    }
+}
+
+/// SPEC §13.2.2.
+fn depth_allows(s: &RegexScript, depth: Option<u32>) -> bool {
+    let Some(d) = depth else {
+        return true;
+    };
+    let d = f64::from(d);
+    let below = s.min_depth.is_some_and(|min| min >= -1.0 && d < min);
+    let above = s.max_depth.is_some_and(|max| max >= 0.0 && d > max);
+    !below && !above
+}
