@@ -179,3 +179,259 @@ fn not_allowed_runs_nothing_and_says_so() {
     assert_eq!(out.text, "a");
     assert_eq!(out.diagnostics[0].kind, DiagnosticKind::RegexNotAllowed);
 }
+
+fn render_texts(p: &stpreset::CompiledPreset, ctx: &Context) -> Vec<String> {
+    p.render(ctx)
+        .messages
+        .iter()
+        .map(|m| m.text().into_owned())
+        .collect()
+}
+
+fn scripted(scripts: Value, prompts: Value) -> stpreset::CompiledPreset {
+    let file = json!({"prompts": prompts, "extensions": {"regex_scripts": scripts}});
+    Preset::from_json(file.to_string().as_bytes())
+        .unwrap()
+        .compile()
+}
+
+fn allowed(items: Value) -> Context {
+    Context::from_json(
+        json!({"user": "Alice", "char": "Tomori", "allow_preset_regex": true, "items": items})
+            .to_string()
+            .as_bytes(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn start_anchored_scripts_see_the_text_and_the_name_comes_after() {
+    let p = scripted(
+        json!([{"findRegex": "/^<plan>[\\s\\S]*?<\\/plan>\\s*/", "placement": [2], "promptOnly": true}]),
+        json!([{"identifier": "chatHistory", "marker": true}]),
+    );
+    let ctx = allowed(json!([
+        {"tag": "DIALOGUE_HISTORY", "role": "model", "name": "Tomori", "text": "<plan>x</plan> hi"},
+        {"tag": "DIALOGUE_HISTORY", "role": "user", "name": "Alice", "text": "<plan>y</plan> yo"}
+    ]));
+    assert_eq!(
+        render_texts(&p, &ctx),
+        ["Tomori: hi", "Alice: <plan>y</plan> yo"]
+    );
+    // Without permission the text is as the host gave it, with the name.
+    let mut off = ctx.clone();
+    off.allow_preset_regex = false;
+    assert_eq!(
+        render_texts(&p, &off),
+        ["Tomori: <plan>x</plan> hi", "Alice: <plan>y</plan> yo"]
+    );
+    // A second render (from the cache) is the same.
+    assert_eq!(
+        render_texts(&p, &ctx),
+        ["Tomori: hi", "Alice: <plan>y</plan> yo"]
+    );
+}
+
+#[test]
+fn lore_a_script_empties_is_dropped_and_injections_are_not_regexed() {
+    let p = scripted(
+        json!([
+            {"findRegex": "/SECRET.*/", "placement": [5], "promptOnly": true},
+            {"findRegex": "/jb/g", "replaceString": "JB", "placement": [2], "promptOnly": true}
+        ]),
+        json!([
+            {"identifier": "worldInfoBefore", "marker": true},
+            {"identifier": "chatHistory", "marker": true},
+            {"identifier": "jb", "content": "jb note", "injection_position": 1, "injection_depth": 0}
+        ]),
+    );
+    let ctx = allowed(json!([
+        {"tag": "KNOWLEDGE_LOREBOOK_BEFORE", "role": "system", "text": "SECRET lore"},
+        {"tag": "KNOWLEDGE_LOREBOOK_BEFORE", "role": "system", "text": "kept {{user}}"},
+        {"tag": "DIALOGUE_HISTORY", "role": "model", "text": "said jb"}
+    ]));
+    let texts = render_texts(&p, &ctx);
+    assert_eq!(texts, ["kept Alice", "said JB\n[System: jb note]"]);
+    let pass = p.prompt_pass(&ctx);
+    assert_eq!(
+        pass.items,
+        [
+            None,
+            Some("kept Alice".to_string()),
+            Some("said JB".to_string())
+        ]
+    );
+}
+
+#[test]
+fn script_writes_never_reach_the_render() {
+    let p = scripted(
+        json!([{"findRegex": "/#/g", "replaceString": "{{incvar::n}}", "placement": [2], "promptOnly": true}]),
+        json!([{"identifier": "chatHistory", "marker": true}, {"identifier": "v", "content": "n={{getvar::n}}"}]),
+    );
+    let mut ctx = allowed(json!([{"tag": "DIALOGUE_HISTORY", "role": "model", "text": "# #"}]));
+    ctx.variables.insert("n".into(), "5".into());
+    let out = p.render(&ctx);
+    let texts: Vec<String> = out.messages.iter().map(|m| m.text().into_owned()).collect();
+    assert_eq!(texts, ["6 6", "n=5"]);
+    assert_eq!(out.variables["n"], "5");
+}
+
+#[test]
+fn hostile_patterns_stop_within_the_bound_and_later_scripts_run() {
+    let p = scripted(
+        json!([
+            {"findRegex": "/(a+)+$/", "replaceString": "X", "placement": [2]},
+            {"findRegex": "/!/", "replaceString": "?", "placement": [2]}
+        ]),
+        json!([{"identifier": "main", "content": "x"}]),
+    );
+    let ctx = allowed(json!([]));
+    let text = format!("{}!", "a".repeat(30));
+    let out = p.store_message(&text, Role::Model, &ctx);
+    assert_eq!(out.text, format!("{}?", "a".repeat(30)));
+    assert_eq!(
+        regex_kinds(&out.diagnostics),
+        [("RegexLimit".to_string(), Some(0))]
+    );
+}
+
+#[test]
+fn the_pass_total_ends_a_pass_once() {
+    let mut s = Vec::new();
+    for _ in 0..4 {
+        s.push(json!({"findRegex": "/(a+)+$/", "replaceString": "X", "placement": [2]}));
+    }
+    let p = scripted(json!(s), json!([{"identifier": "main", "content": "x"}]));
+    let mut ctx = allowed(json!([]));
+    ctx.options.limits.regex_pass_steps = 25_000_000;
+    let out = p.store_message(&format!("{}!", "a".repeat(30)), Role::Model, &ctx);
+    assert_eq!(
+        regex_kinds(&out.diagnostics),
+        [
+            ("RegexLimit".to_string(), Some(0)),
+            ("RegexLimit".to_string(), Some(1)),
+            ("RegexLimit".to_string(), None)
+        ]
+    );
+}
+
+#[test]
+fn output_over_the_limit_is_discarded() {
+    let p = scripted(
+        json!([{"findRegex": "/(?:)/g", "replaceString": "x".repeat(100), "placement": [2]}]),
+        json!([{"identifier": "main", "content": "x"}]),
+    );
+    let mut ctx = allowed(json!([]));
+    ctx.options.limits.output_bytes = 10_000;
+    let out = p.store_message(&"y".repeat(200), Role::Model, &ctx);
+    assert_eq!(out.text, "y".repeat(200));
+    assert_eq!(
+        regex_kinds(&out.diagnostics),
+        [("RegexLimit".to_string(), Some(0))]
+    );
+}
+
+#[test]
+fn audit_names_what_never_runs() {
+    let file = json!({"prompts": [{"identifier": "main", "content": "x"}], "extensions": {"regex_scripts": [
+        {"findRegex": "/a/", "placement": [2], "minDepth": 11},
+        {"findRegex": "", "placement": [2]},
+        {"findRegex": "/a/", "placement": [0, 3]},
+        {"findRegex": "/a/", "placement": [5]},
+        {"findRegex": "/(/", "placement": [2]},
+        {"findRegex": "/a/", "placement": [2], "disabled": true, "minDepth": 3},
+        7
+    ]}});
+    let p = Preset::from_json(file.to_string().as_bytes()).unwrap();
+    let kinds = regex_kinds(&p.audit());
+    assert_eq!(
+        kinds,
+        [
+            ("RegexScriptInvalid".to_string(), Some(6)),
+            ("RegexDepthIgnored".to_string(), Some(0)),
+            ("RegexNeverRuns".to_string(), Some(1)),
+            ("RegexNeverRuns".to_string(), Some(2)),
+            ("RegexNeverRuns".to_string(), Some(3)),
+            ("RegexInvalid".to_string(), Some(4)),
+        ]
+    );
+}
+
+/// A sample of the vectors through `stpreset regex --format json`: every 25th text case.
+#[test]
+fn a_sample_through_the_cli() {
+    let Some(v) = vectors() else { return };
+    let sets = &v["script_sets"];
+    let dir = tempfile::tempdir().unwrap();
+    let mut ran = 0;
+    for case in v["cases"].as_array().unwrap().iter().step_by(25) {
+        if case["kind"] != "text" {
+            continue;
+        }
+        let input = &case["input"];
+        if input["macros"]["random"] == "first"
+            && scripts(case, sets).to_string().contains("random")
+        {
+            continue; // the first-item source is a library option, not a CLI flag
+        }
+        let preset = dir.path().join("p.json");
+        let file = json!({"prompts": [{"identifier": "main", "content": "x"}],
+            "extensions": {"regex_scripts": scripts(case, sets)}});
+        std::fs::write(&preset, file.to_string()).unwrap();
+        let ctx = dir.path().join("c.json");
+        let m = &input["macros"];
+        std::fs::write(
+            &ctx,
+            json!({"user": m["user"], "char": m["char"], "variables": m["variables"], "globals": m["globals"]})
+                .to_string(),
+        )
+        .unwrap();
+        let pass = input["pass"].as_str().unwrap();
+        let placement = match input["placement"].as_u64().unwrap() {
+            1 => "user",
+            2 => "model",
+            _ => "world-info",
+        };
+        let mut args = vec![
+            "regex".to_string(),
+            preset.display().to_string(),
+            "--context".into(),
+            ctx.display().to_string(),
+            "--pass".into(),
+            pass.into(),
+            "--placement".into(),
+            placement.into(),
+            "--format".into(),
+            "json".into(),
+        ];
+        if input["allowed"] == true {
+            args.push("--allow-regex".into());
+        }
+        if let Some(d) = input["depth"].as_u64() {
+            args.extend(["--depth".into(), d.to_string()]);
+        }
+        if let Some(s) = input["speaker"].as_str() {
+            args.extend(["--speaker".into(), s.to_string()]);
+        }
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_stpreset"))
+            .args(&args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input["text"].as_str().unwrap().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", case["id"]);
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["text"], case["expected"]["text"], "{}", case["id"]);
+        ran += 1;
+    }
+    assert!(ran > 10);
+}

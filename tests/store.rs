@@ -775,3 +775,125 @@ fn a_read_only_file_can_be_listed_and_rendered_but_not_changed() {
         "nothing written"
     );
 }
+
+// ---- Regex script permission (SPEC §13.6.1) ----
+
+const SCRIPTED: &[u8] = br#"{"prompts": [
+    {"identifier": "main", "content": "M"},
+    {"identifier": "chatHistory", "marker": true}],
+    "extensions": {"regex_scripts": [
+        {"scriptName": "hide plans", "findRegex": "/<plan>.*?<\\/plan>/g", "placement": [2], "promptOnly": true}]}}"#;
+
+fn regex_ctx(allow: bool) -> Context {
+    let mut ctx = Context::from_json(
+        br#"{"items": [{"tag": "DIALOGUE_HISTORY", "role": "model", "text": "a<plan>x</plan>b"}]}"#,
+    )
+    .unwrap();
+    ctx.allow_preset_regex = allow;
+    ctx
+}
+
+fn history_text(store: &PresetStore, server: i64, ctx: &Context) -> (String, Vec<String>) {
+    let r = store.render(server, ctx).unwrap().unwrap();
+    let kinds = r.diagnostics.iter().map(|d| d.kind.to_string()).collect();
+    (r.messages.last().unwrap().text().into_owned(), kinds)
+}
+
+#[test]
+fn scripts_run_only_when_the_store_and_the_context_allow_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    let id = store.import(5, "s", SCRIPTED).unwrap();
+    assert!(!store.list(5).unwrap()[0].regex_allowed);
+    // The context allows, the store does not: nothing runs, and the render says so.
+    let (text, kinds) = history_text(&store, 5, &regex_ctx(true));
+    assert_eq!(text, "a<plan>x</plan>b");
+    assert!(kinds.contains(&"RegexNotAllowed".to_string()));
+    store.allow_regex(5, id, true).unwrap();
+    assert!(store.list(5).unwrap()[0].regex_allowed);
+    assert_eq!(history_text(&store, 5, &regex_ctx(true)).0, "ab");
+    // The store allows, the context does not.
+    assert_eq!(
+        history_text(&store, 5, &regex_ctx(false)).0,
+        "a<plan>x</plan>b"
+    );
+    // Another server cannot change it.
+    assert!(matches!(
+        store.allow_regex(6, id, false),
+        Err(StoreError::NotFound { .. })
+    ));
+    // Re-importing resets the permission.
+    let id = store.import(5, "s", SCRIPTED).unwrap();
+    assert_eq!(
+        history_text(&store, 5, &regex_ctx(true)).0,
+        "a<plan>x</plan>b"
+    );
+    store.allow_regex(5, id, true).unwrap();
+    store.allow_regex(5, id, false).unwrap();
+    assert_eq!(
+        history_text(&store, 5, &regex_ctx(true)).0,
+        "a<plan>x</plan>b"
+    );
+}
+
+#[test]
+fn a_schema_1_file_migrates_and_keeps_working() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.sqlite");
+    {
+        let store = PresetStore::open(&path).unwrap();
+        store.import(5, "s", SCRIPTED).unwrap();
+    }
+    // Make it the file an earlier build wrote: no permission column, version 1.
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "ALTER TABLE st_presets DROP COLUMN regex_allowed; PRAGMA user_version = 1;",
+        )
+        .unwrap();
+    }
+    let store = PresetStore::open(&path).unwrap();
+    let v: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(v as usize, PresetStore::schema_version());
+    let list = store.list(5).unwrap();
+    assert!(list[0].active && !list[0].regex_allowed);
+    assert_eq!(
+        history_text(&store, 5, &regex_ctx(true)).0,
+        "a<plan>x</plan>b"
+    );
+    store.allow_regex(5, list[0].id, true).unwrap();
+    assert_eq!(history_text(&store, 5, &regex_ctx(true)).0, "ab");
+}
+
+#[test]
+fn the_cli_allows_and_disallows_scripts() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("p.sqlite");
+    let file = dir.path().join("s.json");
+    std::fs::write(&file, SCRIPTED).unwrap();
+    let ctx = dir.path().join("ctx.json");
+    std::fs::write(
+        &ctx,
+        br#"{"items": [{"tag": "DIALOGUE_HISTORY", "role": "model", "text": "a<plan>x</plan>b"}]}"#,
+    )
+    .unwrap();
+    let out = cli(&db, 3, &["import", file.to_str().unwrap()]);
+    let id = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let render = |allow: bool| {
+        let mut args = vec!["render", "--context", ctx.to_str().unwrap()];
+        if allow {
+            args.push("--allow-regex");
+        }
+        String::from_utf8(cli(&db, 3, &args).stdout).unwrap()
+    };
+    assert!(render(true).contains("a<plan>x</plan>b"));
+    assert!(cli(&db, 3, &["allow-regex", &id]).status.success());
+    assert!(render(true).contains("\nab\n"), "{}", render(true));
+    assert!(render(false).contains("a<plan>x</plan>b"));
+    assert!(cli(&db, 3, &["disallow-regex", &id]).status.success());
+    assert!(render(true).contains("a<plan>x</plan>b"));
+    assert!(!cli(&db, 4, &["allow-regex", &id]).status.success());
+}

@@ -2,6 +2,7 @@
 
 use crate::api::Match;
 // stpreset patch: step bound.
+#[cfg(feature = "utf16")]
 use crate::api::StepLimit;
 use crate::bytesearch;
 use crate::cursor;
@@ -1269,6 +1270,7 @@ impl<Input: InputIndexer> BacktrackExecutor<'_, Input> {
 }
 
 // stpreset patch: the step-bounded search behind `Regex::find_at_utf16_bounded`.
+#[cfg(feature = "utf16")]
 impl<Input: InputIndexer> BacktrackExecutor<'_, Input> {
     /// Find the first match starting at or after code-unit offset `start`, spending at most
     /// `*steps` steps; subtracts what was spent. On `Err(StepLimit)`, `*steps` is 0.
