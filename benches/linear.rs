@@ -870,6 +870,102 @@ fn provider(t: &mut Table) {
     );
 }
 
+/// A compiled preset carrying `scripts` (SPEC §13), with roomy limits.
+fn scripted(scripts: serde_json::Value) -> stpreset::CompiledPreset {
+    let doc = json!({"prompts": [{"identifier": "main", "content": "x"},
+                                 {"identifier": "chatHistory", "marker": true}],
+                     "extensions": {"regex_scripts": scripts}});
+    Preset::from_json_with(&serde_json::to_vec(&doc).expect("json"), &roomy())
+        .expect("preset")
+        .compile()
+}
+
+fn store(p: &stpreset::CompiledPreset, text: &str) {
+    let mut ctx = context(0);
+    ctx.allow_preset_regex = true;
+    ctx.options.limits.regex_pass_steps = Limits::MAX.regex_pass_steps;
+    black_box(p.store_message(text, stpreset::Role::Model, &ctx));
+}
+
+/// Regex scripts (SPEC §13): how many, how long the text, how many matches, how large the
+/// replacement, trim strings, macros in replacements, and the prompt pass over history items.
+fn regex(t: &mut Table) {
+    let plain = |find: &str, repl: &str| json!({"findRegex": find, "replaceString": repl, "placement": [2]});
+    t.row(
+        "regex/script-count",
+        200,
+        |n| (scripted(json!(vec![plain("/<plan>[\\s\\S]*?<\\/plan>/g", ""); n])), "x <plan>y</plan> z ".repeat(20)),
+        |(p, text)| store(p, text),
+    );
+    t.row(
+        "regex/script-count-absent-literal",
+        2_000,
+        |n| (scripted(json!(vec![plain("/<nemo-pad>[\\s\\S]*?<\\/nemo-pad>/g", ""); n])), "plain reply text ".repeat(200)),
+        |(p, text)| store(p, text),
+    );
+    let one = scripted(json!([plain("/<think>[\\s\\S]*?<\\/think>/g", "")]));
+    t.row(
+        "regex/text-length",
+        20_000,
+        |n| "a<think>b</think>c ".repeat(n / 19),
+        |text| store(&one, text),
+    );
+    let word = scripted(json!([plain("/\\bcat\\b/g", "dog")]));
+    t.row("regex/match-count", 10_000, |n| "cat ".repeat(n), |text| store(&word, text));
+    let group = scripted(json!([plain("/(\\w+)/g", "[$1|$1]")]));
+    t.row("regex/match-count-values", 10_000, |n| "ab ".repeat(n), |text| store(&group, text));
+    t.row(
+        "regex/replacement-size",
+        2_000,
+        |n| scripted(json!([plain("/x/g", &"r$0".repeat(n))])),
+        |p| store(p, &"x ".repeat(50)),
+    );
+    t.row(
+        "regex/trim-strings",
+        200,
+        |n| {
+            let trims: Vec<String> = (0..n).map(|i| format!("t{i}")).collect();
+            scripted(json!([{"findRegex": "/(\\w+)/g", "replaceString": "$1", "placement": [2], "trimStrings": trims}]))
+        },
+        |p| store(p, &"word ".repeat(100)),
+    );
+    t.row(
+        "regex/nested-macros-in-replacement",
+        200,
+        |n| {
+            let repl = format!("{}$1{}", "{{reverse::".repeat(n), "}}".repeat(n));
+            scripted(json!([plain("/(\\w+)/g", &repl)]))
+        },
+        |p| store(p, &"ab ".repeat(50)),
+    );
+    t.row(
+        "regex/macro-replacement-matches",
+        5_000,
+        |n| "cat ".repeat(n),
+        {
+            let p = scripted(json!([plain("/(cat)/g", "{{getvar::$1}}{{user}}")]));
+            move |text: &String| store(&p, text)
+        },
+    );
+    let prompt = scripted(json!([{"findRegex": "/<plan>[\\s\\S]*?<\\/plan>/g", "placement": [2], "promptOnly": true}]));
+    t.row(
+        "regex/prompt-pass-history",
+        2_000,
+        |n| {
+            let mut ctx = context(n);
+            for item in &mut ctx.items {
+                item.text.push_str(" <plan>p</plan> tail");
+            }
+            ctx.allow_preset_regex = true;
+            ctx.options.limits.regex_pass_steps = Limits::MAX.regex_pass_steps;
+            ctx
+        },
+        |ctx| {
+            black_box(prompt.prompt_pass(ctx));
+        },
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mode = match args.iter().position(|a| a == "--one") {
@@ -897,6 +993,7 @@ fn main() {
     assembly_and_output(&mut t);
     provider(&mut t);
     settings(&mut t);
+    regex(&mut t);
     if table {
         println!("\n{} rows, worst ratio {:.1}", t.rows, t.worst);
     }

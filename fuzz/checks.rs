@@ -171,3 +171,63 @@ pub fn render(data: &[u8]) {
         assert!(size <= 4 * total + 6 * extra + 64 * a.messages.len() + 4096);
     }
 }
+
+/// One regex script from the fields of `data` (SPEC §13): `MODE \0 findRegex \0 replaceString
+/// \0 trimString \0 text`, where MODE's bytes choose the flags of the entry and the pass. Runs
+/// the store, edit, display and prompt passes and a render: bounded output, deterministic, and
+/// never over the step bound (a slow unit under `-timeout=1` is a finding).
+pub fn regex(data: &[u8]) {
+    let mut parts = data.splitn(5, |&b| b == 0);
+    let mode = parts.next().unwrap_or_default();
+    let field = |p: Option<&[u8]>| String::from_utf8_lossy(p.unwrap_or_default()).into_owned();
+    let (find, replace, trim, text) = (
+        field(parts.next()),
+        field(parts.next()),
+        field(parts.next()),
+        field(parts.next()),
+    );
+    let bit = |i: usize| mode.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0);
+    let script = serde_json::json!({
+        "findRegex": find, "replaceString": replace, "trimStrings": [trim],
+        "placement": [1, 2, 5], "promptOnly": bit(0), "markdownOnly": bit(1),
+        "runOnEdit": bit(2), "substituteRegex": u8::from(bit(3)) + u8::from(bit(4)),
+        "minDepth": if bit(5) { serde_json::json!(1) } else { serde_json::Value::Null },
+    });
+    let doc = serde_json::json!({
+        "prompts": [{"identifier": "main", "content": "M"}, {"identifier": "chatHistory", "marker": true}],
+        "extensions": {"regex_scripts": [script.clone(), script]}});
+    let Ok(preset) = Preset::from_json(doc.to_string().as_bytes()) else {
+        return;
+    };
+    let compiled = preset.compile();
+    let mut ctx = context();
+    ctx.allow_preset_regex = true;
+    ctx.variables.insert("v".into(), find.chars().take(64).collect());
+    // Small bounds keep each unit well under the fuzzer's timeout.
+    ctx.options.limits.regex_run_steps = 200_000;
+    ctx.options.limits.regex_run_steps_max = 2_000_000;
+    ctx.options.limits.regex_pass_steps = 4_000_000;
+    let limit = ctx.options.limits.output_bytes;
+    let role = if bit(6) { stpreset::Role::User } else { stpreset::Role::Model };
+    for out in [
+        compiled.store_message(&text, role, &ctx),
+        compiled.edit_message(&text, role, Some("Kaede"), &ctx),
+        compiled.display_message(&text, role, Some(2), Some("Kaede"), &ctx),
+    ] {
+        assert!(out.text.len() <= limit.max(text.len()));
+    }
+    let a = compiled.store_message(&text, role, &ctx);
+    let b = compiled.store_message(&text, role, &ctx);
+    assert_eq!(a, b, "same inputs, same result");
+    ctx.items.push(stpreset::ContextItem::new(
+        Some(stpreset::Tag::DialogueHistory),
+        role,
+        text.clone(),
+    ));
+    let pass = compiled.prompt_pass(&ctx);
+    assert_eq!(pass.items.len(), ctx.items.len());
+    let r = compiled.render(&ctx);
+    let total: usize = r.messages.iter().map(stpreset::Message::len).sum();
+    assert!(total <= limit);
+    assert_eq!(r.messages, compiled.render(&ctx).messages);
+}

@@ -108,3 +108,20 @@ put("cli", json.dumps({"prompts": [{"identifier": "main", "content": "Hi"},
                           "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "a b c"},
                                     {"tag": "DIALOGUE_HISTORY", "role": "model", "text": ""}]}))
 print("seeds written to", out)
+# SPEC §13: regex scripts, one per vector case with a text (MODE \0 find \0 replace \0 trim \0 text).
+regex = os.path.join(conf, "regex.json")
+if os.path.exists(regex):
+    doc = json.load(open(regex))
+    for case in doc["cases"]:
+        scripts = case["scripts"]
+        if isinstance(scripts, dict):
+            s = doc["script_sets"][scripts["set"]]
+            scripts = [s[scripts["index"]]] if "index" in scripts else s[:1]
+        for s in scripts[:2]:
+            if not isinstance(s, dict) or not isinstance(s.get("findRegex"), str):
+                continue
+            mode = (1 if s.get("promptOnly") else 0) | (2 if s.get("markdownOnly") else 0) | 4
+            trims = s.get("trimStrings") or [""]
+            text = case["input"].get("text") or ""
+            put("regex", bytes([mode]) + b"\0" + "\0".join([s["findRegex"], s.get("replaceString") or "",
+                str(trims[0]) if isinstance(trims, list) and trims else "", text]).encode())

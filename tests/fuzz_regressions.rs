@@ -49,3 +49,8 @@ fn import_regressions() {
 fn cli_regressions() {
     replay("cli", checks::cli);
 }
+
+#[test]
+fn regex_regressions() {
+    replay("regex", checks::regex);
+}

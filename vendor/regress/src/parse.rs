@@ -1558,7 +1558,10 @@ where
             }
             // CharacterEscape :: RegExpUnicodeEscapeSequence
             'u' => {
-                if let Some(c) = self.try_escape_unicode_sequence() {
+                // stpreset patch: surrogate pairs of escapes are one character only in
+                // unicode mode.
+                let unicode = self.flags.unicode || self.flags.unicode_sets;
+                if let Some(c) = self.try_escape_unicode_sequence(unicode) {
                     Ok(c)
                 } else if !self.flags.unicode {
                     // CharacterEscape :: IdentityEscape :: SourceCharacterIdentityEscape
@@ -1776,7 +1779,9 @@ where
     }
 
     #[allow(clippy::branches_sharing_code)]
-    fn try_escape_unicode_sequence(&mut self) -> Option<u32> {
+    // stpreset patch: `combine_surrogates` says whether `\uD83D\uDE00` is read as one
+    // character (unicode mode, and group names in every mode) or as two (see below).
+    fn try_escape_unicode_sequence(&mut self, combine_surrogates: bool) -> Option<u32> {
         let mut orig_input = self.input.clone();
 
         // Support \u{X..X} (Unicode CodePoint)
@@ -1825,9 +1830,7 @@ where
                     // stpreset patch: only with the `u`/`v` flag is `\uD83D\uDE00` one
                     // character (ES RegExpUnicodeEscapeSequence[+UnicodeMode]); without it
                     // these are two characters, each matching one code unit, as in V8.
-                    if (0xD800..=0xDBFF).contains(&u)
-                        && (self.flags.unicode || self.flags.unicode_sets)
-                    {
+                    if (0xD800..=0xDBFF).contains(&u) && combine_surrogates {
                         // Found a high surrogate. Try to parse a low surrogate next
                         // to see if we can rebuild the original `char`
 
@@ -1870,6 +1873,23 @@ where
         }
     }
 
+    /// stpreset patch. The next pattern character of a group name, joining a high and a low
+    /// surrogate into one code point: ES RegExpIdentifierStart/Part accept
+    /// `UnicodeLeadSurrogate UnicodeTrailSurrogate` without the `u` flag, and a non-unicode
+    /// pattern given as UTF-16 units spells astral name characters that way.
+    fn next_name_code_point(&mut self) -> Option<u32> {
+        let c = self.next()?;
+        if (0xD800..=0xDBFF).contains(&c) {
+            if let Some(lo) = self.peek() {
+                if (0xDC00..=0xDFFF).contains(&lo) {
+                    self.next();
+                    return Some(0x1_0000 + ((c - 0xD800) << 10) + (lo - 0xDC00));
+                }
+            }
+        }
+        Some(c)
+    }
+
     fn try_consume_named_capture_group_name(&mut self) -> Option<String> {
         if !self.try_consume('<') {
             return None;
@@ -1878,9 +1898,14 @@ where
         let orig_input = self.input.clone();
         let mut group_name = String::new();
 
-        if let Some(mut c) = self.next().and_then(char::from_u32) {
+        // stpreset patch: `next_name_code_point` joins a surrogate pair (the caller feeds a
+        // non-unicode pattern as UTF-16 units).
+        if let Some(mut c) = self.next_name_code_point().and_then(char::from_u32) {
             if c == '\\' && self.try_consume('u') {
-                if let Some(escaped) = self.try_escape_unicode_sequence().and_then(char::from_u32) {
+                if let Some(escaped) = self
+                    .try_escape_unicode_sequence(true)
+                    .and_then(char::from_u32)
+                {
                     c = escaped;
                 } else {
                     self.input = orig_input;
@@ -1900,10 +1925,11 @@ where
         }
 
         loop {
-            if let Some(mut c) = self.next().and_then(char::from_u32) {
+            if let Some(mut c) = self.next_name_code_point().and_then(char::from_u32) {
                 if c == '\\' && self.try_consume('u') {
-                    if let Some(escaped) =
-                        self.try_escape_unicode_sequence().and_then(char::from_u32)
+                    if let Some(escaped) = self
+                        .try_escape_unicode_sequence(true)
+                        .and_then(char::from_u32)
                     {
                         c = escaped;
                     } else {

@@ -426,6 +426,21 @@ fn es2025_syntax_is_rejected() {
             "/{p}/{f} should be a syntax error"
         );
     }
+    // Astral group names: literal, fed as UTF-16 units (as the caller does without `u`),
+    // and as escaped surrogate pairs.
+    for pattern in [
+        "(?<𝑓𝑜𝑥>fox)",
+        r"(?<\ud835\udc53\ud835\udc5c\ud835\udc65>fox)",
+        r"(?<\u{1d453}\u{1d45c}\u{1d465}>fox)",
+    ] {
+        let r = Regex::from_unicode(pattern.encode_utf16().map(u32::from), "").unwrap();
+        let mut steps = 1000;
+        let m = r
+            .find_at_utf16_bounded(&u("a fox"), 0, &mut steps)
+            .unwrap()
+            .unwrap();
+        assert_eq!(m.named_group("𝑓𝑜𝑥"), Some(2..5), "{pattern}");
+    }
     for (p, f) in [
         ("(?:a)", ""),
         ("(?=a)", ""),

@@ -1,0 +1,98 @@
+//! Regex scripts (SPEC §13) on NemoNet 2.0 and NemoEngine 11.5.2 (from `../shared`, skipped
+//! when absent) over a realistic 200-message history whose replies carry `<think>`, `<plan>`,
+//! tracker and pad blocks (~1–5 KB each):
+//! - `off`: the render with scripts not allowed (the baseline);
+//! - `first`: the first render with scripts allowed (a freshly compiled preset, empty cache);
+//! - `next`: the render a bot does next turn, one message appended (the cache holds the rest);
+//!   the issue's target is `next` ≤ 1.5 × `off`;
+//! - `store`: one reply through the store pass.
+
+use std::hint::black_box;
+use std::path::PathBuf;
+
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use serde_json::json;
+use stpreset::{Context, Preset, Role};
+
+/// A reply as the corpus presets' models write them (deterministic, `i` varies it).
+fn reply(i: usize) -> String {
+    let para = "Tomori's breath hitched as the lantern swung past the archive door. Her heart pounded, \
+                and she smiled warmly despite the fear; the scent of ozone filled the air. ";
+    let body = para.repeat(2 + i % 12);
+    format!(
+        "<think>\nAlice wants to sneak in tonight (turn {i}). Tomori would hesitate, then go along.\n{}</think>\n\
+         <plan>\nBeat: Tomori balks at the locked door.\nRisk: the guard's lantern.\n</plan>\n\
+         {body}\n<nemo-pad>padding {i}</nemo-pad>\n\
+         <st-tracker type=\"status\" title=\"Archive Run\"><st-row k=\"Location\" v=\"Archive\"/>\
+         <st-bar k=\"Suspicion\" v=\"{}\"/></st-tracker>",
+        "Tension first, then a choice. ".repeat(3 + i % 5),
+        30 + i % 40
+    )
+}
+
+fn context(messages: usize, allow: bool) -> Context {
+    let mut items = vec![
+        json!({"tag": "SYSTEM_PERSONA_PROMPT", "role": "system", "text": "{{char}} is a shrine maiden."}),
+        json!({"tag": "KNOWLEDGE_LOREBOOK_BEFORE", "role": "system", "text": "The archive is old."}),
+    ];
+    for i in 0..messages {
+        if i % 2 == 0 {
+            items.push(json!({"tag": "DIALOGUE_HISTORY", "role": "user", "name": "Alice",
+                "text": format!("*sneaks closer* Message {i}: we should look at the east wing shelves.")}));
+        } else {
+            items.push(json!({"tag": "DIALOGUE_HISTORY", "role": "model", "name": "Tomori", "text": reply(i)}));
+        }
+    }
+    let doc = json!({"user": "Alice", "char": "Tomori", "seed": 7, "chat_id": "c",
+        "now": "2026-11-29T17:07:00Z", "allow_preset_regex": allow, "items": items});
+    Context::from_json(doc.to_string().as_bytes()).unwrap()
+}
+
+fn bench(c: &mut Criterion) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/presets");
+    for name in ["nemo__NemoNet-2.0", "nemo__NemoEngine-11.5.2-General-RP"] {
+        let Ok(bytes) = std::fs::read(dir.join(format!("{name}.json"))) else {
+            eprintln!("SKIPPED: {name} not found (../shared is not beside this checkout)");
+            continue;
+        };
+        let preset = Preset::from_json(&bytes).unwrap();
+        let compiled = preset.compile();
+        let (off, on) = (context(200, false), context(200, true));
+        let next = context(201, true);
+        let mut g = c.benchmark_group(format!("regex/{name}"));
+        g.sample_size(20);
+        g.bench_function("off", |b| b.iter(|| compiled.render(black_box(&off))));
+        g.bench_function("first", |b| {
+            b.iter_batched(
+                || preset.compile(),
+                |p| {
+                    p.render(black_box(&on));
+                    p
+                },
+                BatchSize::PerIteration,
+            )
+        });
+        g.bench_function("next", |b| {
+            b.iter_batched(
+                || {
+                    let p = preset.compile();
+                    p.render(&on);
+                    p
+                },
+                |p| {
+                    p.render(black_box(&next));
+                    p
+                },
+                BatchSize::PerIteration,
+            )
+        });
+        let text = reply(7);
+        g.bench_function("store", |b| {
+            b.iter(|| compiled.store_message(black_box(&text), Role::Model, &on))
+        });
+        g.finish();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
