@@ -894,13 +894,26 @@ fn regex(t: &mut Table) {
     t.row(
         "regex/script-count",
         200,
-        |n| (scripted(json!(vec![plain("/<plan>[\\s\\S]*?<\\/plan>/g", ""); n])), "x <plan>y</plan> z ".repeat(20)),
+        |n| {
+            (
+                scripted(json!(vec![plain("/<plan>[\\s\\S]*?<\\/plan>/g", ""); n])),
+                "x <plan>y</plan> z ".repeat(20),
+            )
+        },
         |(p, text)| store(p, text),
     );
     t.row(
         "regex/script-count-absent-literal",
         2_000,
-        |n| (scripted(json!(vec![plain("/<nemo-pad>[\\s\\S]*?<\\/nemo-pad>/g", ""); n])), "plain reply text ".repeat(200)),
+        |n| {
+            (
+                scripted(json!(vec![
+                    plain("/<nemo-pad>[\\s\\S]*?<\\/nemo-pad>/g", "");
+                    n
+                ])),
+                "plain reply text ".repeat(200),
+            )
+        },
         |(p, text)| store(p, text),
     );
     let one = scripted(json!([plain("/<think>[\\s\\S]*?<\\/think>/g", "")]));
@@ -911,9 +924,19 @@ fn regex(t: &mut Table) {
         |text| store(&one, text),
     );
     let word = scripted(json!([plain("/\\bcat\\b/g", "dog")]));
-    t.row("regex/match-count", 10_000, |n| "cat ".repeat(n), |text| store(&word, text));
+    t.row(
+        "regex/match-count",
+        10_000,
+        |n| "cat ".repeat(n),
+        |text| store(&word, text),
+    );
     let group = scripted(json!([plain("/(\\w+)/g", "[$1|$1]")]));
-    t.row("regex/match-count-values", 10_000, |n| "ab ".repeat(n), |text| store(&group, text));
+    t.row(
+        "regex/match-count-values",
+        10_000,
+        |n| "ab ".repeat(n),
+        |text| store(&group, text),
+    );
     t.row(
         "regex/replacement-size",
         2_000,
@@ -947,7 +970,9 @@ fn regex(t: &mut Table) {
             move |text: &String| store(&p, text)
         },
     );
-    let prompt = scripted(json!([{"findRegex": "/<plan>[\\s\\S]*?<\\/plan>/g", "placement": [2], "promptOnly": true}]));
+    let prompt = scripted(
+        json!([{"findRegex": "/<plan>[\\s\\S]*?<\\/plan>/g", "placement": [2], "promptOnly": true}]),
+    );
     t.row(
         "regex/prompt-pass-history",
         2_000,

@@ -202,13 +202,18 @@ pub fn regex(data: &[u8]) {
     let compiled = preset.compile();
     let mut ctx = context();
     ctx.allow_preset_regex = true;
-    ctx.variables.insert("v".into(), find.chars().take(64).collect());
+    ctx.variables
+        .insert("v".into(), find.chars().take(64).collect());
     // Small bounds keep each unit well under the fuzzer's timeout.
     ctx.options.limits.regex_run_steps = 200_000;
     ctx.options.limits.regex_run_steps_max = 2_000_000;
     ctx.options.limits.regex_pass_steps = 4_000_000;
     let limit = ctx.options.limits.output_bytes;
-    let role = if bit(6) { stpreset::Role::User } else { stpreset::Role::Model };
+    let role = if bit(6) {
+        stpreset::Role::User
+    } else {
+        stpreset::Role::Model
+    };
     for out in [
         compiled.store_message(&text, role, &ctx),
         compiled.edit_message(&text, role, Some("Kaede"), &ctx),

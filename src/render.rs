@@ -216,6 +216,7 @@ pub(crate) fn preset<'c>(parts: &PresetParts<'_>, ctx: &'c Context) -> Rendered<
     let regexed = parts
         .scripts
         .prompt_items(ctx, parts.regex_allowed, false, &mut diagnostics);
+
     let mut ev = eval::evaluate(&eval_nodes, ctx);
     diagnostics.extend(ev.diagnostics);
     let template_texts = ev.texts.split_off(parts.nodes.len());

@@ -205,7 +205,13 @@ pub(super) fn host_text<'c>(
     if item.tag == Some(Tag::DialogueHistory) {
         match (item.name.as_deref(), after) {
             (Some(name), text) if !name.is_empty() => {
-                Cow::Owned(format!("{name}: {}", text.unwrap_or(&item.text)))
+                // Pushed, not `format!`: a history is hundreds of these per render.
+                let text = text.unwrap_or(&item.text);
+                let mut out = String::with_capacity(name.len() + 2 + text.len());
+                out.push_str(name);
+                out.push_str(": ");
+                out.push_str(text);
+                Cow::Owned(out)
             }
             (_, Some(text)) => Cow::Owned(text.to_string()),
             _ => Cow::Borrowed(&item.text),

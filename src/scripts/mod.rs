@@ -25,7 +25,7 @@ pub use read::{RegexScript, Substitute};
 use replace::{Body, Piece, Template, Token};
 
 /// Which call a pass reproduces (SPEC §13.2.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum PassKind {
     /// A model reply or user message before the host stores it (ST `cleanUpMessage`,
@@ -40,7 +40,7 @@ pub enum PassKind {
 }
 
 /// Where the text comes from (SPEC §13.1 placements).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Placement {
     /// 1: a user message.
@@ -372,6 +372,10 @@ struct PassRun<'a> {
     reported: Vec<(DiagnosticKind, Option<u32>)>,
     /// Find templates' patterns, by expanded text, for this pass.
     patterns: HashMap<String, Rc<Result<Pattern, String>>>,
+    /// The scripts a pass kind and placement select, before depth.
+    candidates: HashMap<(PassKind, Placement), Vec<usize>>,
+    /// While a result is being recorded for the cache: every diagnostic reported.
+    log: Option<Vec<Diagnostic>>,
 }
 
 /// What one run did.
@@ -397,6 +401,8 @@ impl<'a> PassRun<'a> {
             diagnostics: scripts.import.clone(),
             reported: Vec::new(),
             patterns: HashMap::new(),
+            candidates: HashMap::new(),
+            log: None,
         }
     }
 
@@ -410,6 +416,9 @@ impl<'a> PassRun<'a> {
     }
 
     fn report(&mut self, d: Diagnostic) {
+        if let Some(log) = &mut self.log {
+            log.push(d.clone());
+        }
         let key = (d.kind, d.script);
         if !self.reported.contains(&key) {
             self.reported.push(key);
@@ -432,27 +441,33 @@ impl<'a> PassRun<'a> {
     }
 
     /// Indices of the scripts a pass runs on a text with this placement and depth.
-    fn selected(&self, kind: PassKind, placement: Placement, depth: Option<u32>) -> Vec<usize> {
-        let p = placement.number();
-        self.scripts
-            .list
+    fn selected(&mut self, kind: PassKind, placement: Placement, depth: Option<u32>) -> Vec<usize> {
+        // The kind and placement filter once per pass; only depth varies by item.
+        let list = &self.scripts.list;
+        let candidates = self.candidates.entry((kind, placement)).or_insert_with(|| {
+            let p = placement.number();
+            (0..list.len())
+                .filter(|&i| {
+                    let s = &list[i].script;
+                    let by_kind = match kind {
+                        PassKind::Store => !s.markdown_only && !s.prompt_only,
+                        PassKind::Edit => !s.markdown_only && !s.prompt_only && s.run_on_edit,
+                        PassKind::Prompt => s.prompt_only,
+                        PassKind::Display => s.markdown_only,
+                    };
+                    by_kind && s.live() && s.placement.contains(&p)
+                })
+                .collect()
+        });
+        candidates
             .iter()
-            .enumerate()
-            .filter(|(_, c)| {
-                let s = &c.script;
-                let by_kind = match kind {
-                    PassKind::Store => !s.markdown_only && !s.prompt_only,
-                    PassKind::Edit => !s.markdown_only && !s.prompt_only && s.run_on_edit,
-                    PassKind::Prompt => s.prompt_only,
-                    PassKind::Display => s.markdown_only,
-                };
-                by_kind && s.live() && s.placement.contains(&p) && depth_allows(s, depth)
-            })
-            .map(|(i, _)| i)
+            .copied()
+            .filter(|&i| depth_allows(&list[i].script, depth))
             .collect()
     }
 
-    /// A prompt-pass history item, from the cache when its scripts are pure (SPEC §13.11).
+    /// A prompt-pass history item, from the cache when its scripts are pure (SPEC §13.11):
+    /// the whole item when its text and script set were seen, else each run that was.
     fn cached(
         &mut self,
         text: &str,
@@ -470,42 +485,89 @@ impl<'a> PassRun<'a> {
                 Cow::Borrowed(_) => None,
             };
         }
-        let env = {
-            use xxhash_rust::xxh3::Xxh3;
-            let mut h = Xxh3::new();
-            h.update(&fingerprint.to_le_bytes());
-            h.update(&placement.number().to_le_bytes());
-            for i in &selected {
-                h.update(&(*i as u64).to_le_bytes());
+        // One-shot hashes of a few words: the environment (context values, placement) and
+        // which scripts run.
+        let env = |parts: &[u64]| {
+            let mut buf = [0u8; 16 + 8 * 8];
+            buf[..16].copy_from_slice(&fingerprint.to_le_bytes());
+            let mut h = xxhash_rust::xxh3::xxh3_128(&buf[..16]) ^ placement.number() as u128;
+            for chunk in parts.chunks(8) {
+                let mut n = 16;
+                for p in chunk {
+                    buf[n..n + 8].copy_from_slice(&p.to_le_bytes());
+                    n += 8;
+                }
+                buf[..16].copy_from_slice(&h.to_le_bytes());
+                h = xxhash_rust::xxh3::xxh3_128(&buf[..n]);
             }
-            h.digest128()
+            h
         };
+        let ids: smallvec::SmallVec<[u64; 16]> = selected.iter().map(|&i| i as u64).collect();
+        let hash = xxhash_rust::xxh3::xxh3_128(text.as_bytes());
         let key = CacheKey {
-            text: xxhash_rust::xxh3::xxh3_128(text.as_bytes()),
-            env,
+            text: hash,
+            env: env(&ids),
         };
-        let hit = self
-            .scripts
-            .cache
-            .lock()
-            .ok()
-            .and_then(|c| c.map.get(&key).cloned());
-        if let Some(hit) = hit
-            && hit.steps <= self.steps_left
-            && !self.pass_spent
-        {
-            self.steps_left -= hit.steps;
-            for d in hit.diagnostics {
-                self.report(d);
-            }
-            return hit.text;
+        if let Some(hit) = self.lookup(key) {
+            return hit;
         }
-        let (steps_before, diags_before) = (self.steps_left, self.diagnostics.len());
-        let out = match self.run_all(text, &selected, None) {
-            Cow::Owned(t) => Some(Arc::<str>::from(t)),
-            Cow::Borrowed(_) => None,
-        };
-        // A run the pass total cut short is not what a fresh pass would give: not kept.
+        self.record(key, |run| {
+            // Each run on its own (a new message's depth changes the set by one script).
+            let mut cur: Option<Arc<str>> = None;
+            let mut hash = hash;
+            for &i in &selected {
+                let now: &str = cur.as_deref().unwrap_or(text);
+                if now.is_empty() || run.pass_spent {
+                    break;
+                }
+                let key = CacheKey {
+                    text: hash,
+                    env: env(&[u64::MAX, i as u64]),
+                };
+                let out = match run.lookup(key) {
+                    Some(hit) => hit,
+                    None => {
+                        let now = now.to_string();
+                        run.record(key, |run| run.run_one(i, &now, None).map(Arc::from))
+                    }
+                };
+                if let Some(out) = out {
+                    hash = xxhash_rust::xxh3::xxh3_128(out.as_bytes());
+                    cur = Some(out);
+                }
+            }
+            cur
+        })
+    }
+
+    /// A cached result, applied to this pass as if it ran: its steps spent, its diagnostics
+    /// reported. `None` when there is none, or when the pass could not afford it now.
+    fn lookup(&mut self, key: CacheKey) -> Option<Option<Arc<str>>> {
+        let hit = self.scripts.cache.lock().ok()?.map.get(&key).cloned()?;
+        if hit.steps > self.steps_left || self.pass_spent {
+            return None;
+        }
+        self.steps_left -= hit.steps;
+        for d in hit.diagnostics {
+            self.report(d);
+        }
+        Some(hit.text)
+    }
+
+    /// Runs `f` and keeps its result, steps and every diagnostic it reported under `key`,
+    /// unless the pass total cut it short (a fresh pass would not give the same).
+    fn record(
+        &mut self,
+        key: CacheKey,
+        f: impl FnOnce(&mut Self) -> Option<Arc<str>>,
+    ) -> Option<Arc<str>> {
+        let steps_before = self.steps_left;
+        let outer = self.log.replace(Vec::new());
+        let out = f(self);
+        let log = std::mem::replace(&mut self.log, outer).unwrap_or_default();
+        if let Some(outer) = &mut self.log {
+            outer.extend(log.iter().cloned());
+        }
         if !self.pass_spent
             && let Ok(mut cache) = self.scripts.cache.lock()
         {
@@ -516,7 +578,7 @@ impl<'a> PassRun<'a> {
                 key,
                 Cached {
                     text: out.clone(),
-                    diagnostics: self.diagnostics[diags_before..].to_vec(),
+                    diagnostics: log,
                     steps: steps_before - self.steps_left,
                 },
             );
@@ -546,41 +608,47 @@ impl<'a> PassRun<'a> {
         let mut cur: Cow<'t, str> = Cow::Borrowed(text);
         for &i in selected {
             // An empty text is never changed (SPEC §13.2.4).
-            if cur.is_empty() {
+            if cur.is_empty() || self.pass_spent {
                 break;
             }
-            if self.pass_spent {
-                break;
-            }
-            match self.run(i, &cur, speaker) {
-                Outcome::Unchanged => {}
-                Outcome::Changed(units) => cur = Cow::Owned(String::from_utf16_lossy(&units)),
-                Outcome::Limit(why) => {
-                    let label = self.scripts.list[i].script.label();
-                    self.report(
-                        Diagnostic::new(
-                            DiagnosticKind::RegexLimit,
-                            None,
-                            format!("{label}{why}; the run was discarded"),
-                        )
-                        .for_script(Some(i)),
-                    );
-                }
-                Outcome::PassSpent => {
-                    self.pass_spent = true;
-                    let total = self.limits.regex_pass_steps;
-                    self.report(Diagnostic::new(
-                        DiagnosticKind::RegexLimit,
-                        None,
-                        format!(
-                            "regex scripts: the pass spent its {total} matcher steps; the \
-                             remaining runs were skipped"
-                        ),
-                    ));
-                }
+            if let Some(out) = self.run_one(i, &cur, speaker) {
+                cur = Cow::Owned(out);
             }
         }
         cur
+    }
+
+    /// Script `i` on `text`: the new text when it changed, with the run's diagnostics.
+    fn run_one(&mut self, i: usize, text: &str, speaker: Option<&str>) -> Option<String> {
+        match self.run(i, text, speaker) {
+            Outcome::Unchanged => None,
+            Outcome::Changed(units) => Some(String::from_utf16_lossy(&units)),
+            Outcome::Limit(why) => {
+                let label = self.scripts.list[i].script.label();
+                self.report(
+                    Diagnostic::new(
+                        DiagnosticKind::RegexLimit,
+                        None,
+                        format!("{label}{why}; the run was discarded"),
+                    )
+                    .for_script(Some(i)),
+                );
+                None
+            }
+            Outcome::PassSpent => {
+                self.pass_spent = true;
+                let total = self.limits.regex_pass_steps;
+                self.report(Diagnostic::new(
+                    DiagnosticKind::RegexLimit,
+                    None,
+                    format!(
+                        "regex scripts: the pass spent its {total} matcher steps; the \
+                         remaining runs were skipped"
+                    ),
+                ));
+                None
+            }
+        }
     }
 
     /// The pattern of script `i` for this run.
@@ -671,9 +739,9 @@ impl<'a> PassRun<'a> {
             },
             _ => return Outcome::Unchanged,
         };
-        if !pattern.may_match(text) {
+        let Some(last_start) = pattern.last_start(text) else {
             return Outcome::Unchanged;
-        }
+        };
         let units: Vec<u16> = text.encode_utf16().collect();
         let l = units.len() as u64;
         let own = self
@@ -684,8 +752,12 @@ impl<'a> PassRun<'a> {
         let pass_bound = own > self.steps_left;
         let budget = own.min(self.steps_left);
         let mut steps = budget;
-        let out_cap = self.limits.output_bytes;
-        let outcome = self.replace_all(i, pattern, &units, &mut steps, out_cap, speaker);
+        let subject = Subject {
+            text,
+            units: &units,
+            last_start,
+        };
+        let outcome = self.replace_all(i, pattern, subject, &mut steps, speaker);
         self.steps_left -= budget - steps;
         match outcome {
             Err(Stop::Steps) if pass_bound => Outcome::PassSpent,
@@ -701,19 +773,45 @@ impl<'a> PassRun<'a> {
         &mut self,
         i: usize,
         pattern: &Pattern,
-        units: &[u16],
+        subject: Subject<'_>,
         steps: &mut u64,
-        out_cap: usize,
         speaker: Option<&str>,
     ) -> Result<Option<Vec<u16>>, Stop> {
+        let Subject {
+            text,
+            units,
+            last_start,
+        } = subject;
+        let out_cap = self.limits.output_bytes;
         let scripts = self.scripts;
         let c = &scripts.list[i];
         let mut out: Vec<u16> = Vec::new();
         let (mut pos, mut last) = (0usize, 0usize);
         let mut trims: Option<Vec<Vec<u16>>> = None;
         let mut changed = false;
-        while pos <= units.len() {
-            let m = match pattern.regex.find_at_utf16_bounded(units, pos, steps) {
+        // Where matches can start (prefix literals), when the pattern says.
+        let starts = pattern.starts(text);
+        let mut next_start = 0;
+        // No match starts after the last required literal (`Pattern::last_start`).
+        while pos <= units.len() && pos <= last_start {
+            let found = match &starts {
+                None => pattern.regex.find_at_utf16_bounded(units, pos, steps),
+                Some(starts) => {
+                    let mut found = Ok(None);
+                    while let Some(&at) = starts.get(next_start) {
+                        next_start += 1;
+                        if at < pos {
+                            continue;
+                        }
+                        found = pattern.regex.match_at_utf16_bounded(units, at, steps);
+                        if !matches!(found, Ok(None)) {
+                            break;
+                        }
+                    }
+                    found
+                }
+            };
+            let m = match found {
                 Ok(Some(m)) => m,
                 Ok(None) => break,
                 Err(regress::StepLimit) => return Err(Stop::Steps),
@@ -800,6 +898,14 @@ impl<'a> PassRun<'a> {
         }
         Ok(Some(out))
     }
+}
+
+/// The text a run works on: as UTF-8, as UTF-16 units, and the unit offset after which no
+/// match can start.
+struct Subject<'t> {
+    text: &'t str,
+    units: &'t [u16],
+    last_start: usize,
 }
 
 /// Why a run stopped early.

@@ -11,8 +11,12 @@ pub(crate) struct Pattern {
     pub regex: regress::Regex,
     pub global: bool,
     pub unicode: bool,
-    /// A literal every match contains (SPEC §13.6.2 lets a prefilter skip work).
+    /// Literals of which every match contains one (one per top-level alternative): a text
+    /// without any cannot match, and no match starts after the last one (SPEC §13.6.2 lets a
+    /// prefilter skip work).
     required: Option<AhoCorasick>,
+    /// Literals one of which every match starts with: only their occurrences are tried.
+    prefixes: Option<AhoCorasick>,
 }
 
 fn is_line_terminator(c: char) -> bool {
@@ -83,11 +87,18 @@ pub(crate) fn compile(f: &str) -> Result<Pattern, String> {
         regress::Regex::from_unicode(body.encode_utf16().map(u32::from), options)
     }
     .map_err(|e| e.to_string())?;
-    let required = required_literal(body, options.icase, unicode).and_then(|lit| {
+    let required = required_literals(body, options.icase, unicode).and_then(|lits| {
         AhoCorasickBuilder::new()
             .ascii_case_insensitive(options.icase)
-            .match_kind(MatchKind::LeftmostFirst)
-            .build([lit])
+            .match_kind(MatchKind::Standard)
+            .build(lits)
+            .ok()
+    });
+    let prefixes = prefix_literals(body, options.icase, unicode, 0).and_then(|lits| {
+        AhoCorasickBuilder::new()
+            .ascii_case_insensitive(options.icase)
+            .match_kind(MatchKind::Standard)
+            .build(lits)
             .ok()
     });
     Ok(Pattern {
@@ -95,14 +106,328 @@ pub(crate) fn compile(f: &str) -> Result<Pattern, String> {
         global: flags.contains('g'),
         unicode,
         required,
+        prefixes,
     })
 }
 
 impl Pattern {
-    /// False when the text lacks a literal every match needs: no match is possible.
-    pub fn may_match(&self, text: &str) -> bool {
-        self.required.as_ref().is_none_or(|ac| ac.is_match(text))
+    /// Where matches can start, in UTF-16 units, ascending: every occurrence of a prefix
+    /// literal; `None` when the pattern has no prefixes (every position).
+    pub fn starts(&self, text: &str) -> Option<Vec<usize>> {
+        let ac = self.prefixes.as_ref()?;
+        let mut bytes: Vec<usize> = ac.find_overlapping_iter(text).map(|m| m.start()).collect();
+        bytes.sort_unstable();
+        bytes.dedup();
+        // Byte offsets to unit offsets with one forward walk.
+        let (mut b, mut u) = (0usize, 0usize);
+        let mut chars = text.char_indices().peekable();
+        Some(
+            bytes
+                .into_iter()
+                .map(|target| {
+                    while b < target {
+                        let Some((i, c)) = chars.next() else { break };
+                        b = i + c.len_utf8();
+                        u += c.len_utf16();
+                    }
+                    u
+                })
+                .collect(),
+        )
     }
+
+    /// The UTF-16 offset after which no match can start: the start of the last occurrence of
+    /// a required literal (every match contains one, from its own start on); `None` when the
+    /// text has none, so nothing matches. Without a prefilter, the end of the text.
+    pub fn last_start(&self, text: &str) -> Option<usize> {
+        let Some(ac) = &self.required else {
+            return Some(usize::MAX);
+        };
+        let last = ac.find_overlapping_iter(text).map(|m| m.start()).max()?;
+        Some(text[..last].encode_utf16().count())
+    }
+}
+
+/// Literals every match starts with (one of them; `None` when unsure): per top-level
+/// alternative, after `^` and `\b`, the literal it starts with, or the prefixes of a group
+/// there; an element that may match nothing (`?`, `*`, `{0,n}`) adds what follows it.
+fn prefix_literals(body: &str, icase: bool, unicode: bool, level: usize) -> Option<Vec<String>> {
+    if level > MAX_GROUP_DEPTH {
+        return None;
+    }
+    let mut out = Vec::new();
+    for alt in split_alternatives(body) {
+        out.extend(branch_prefixes(alt, icase, unicode, level)?);
+    }
+    Some(out)
+}
+
+/// A quantifier at the start of `s`: its length and whether it allows zero repetitions.
+fn quantifier(s: &str) -> (usize, bool) {
+    let b = s.as_bytes();
+    let (len, zero) = match b.first() {
+        Some(b'?' | b'*') => (1, true),
+        Some(b'+') => (1, false),
+        Some(b'{') => {
+            let digits = b[1..].iter().take_while(|c| c.is_ascii_digit()).count();
+            let body = b[1..]
+                .iter()
+                .take_while(|c| c.is_ascii_digit() || **c == b',')
+                .count();
+            if digits == 0 || b.get(1 + body) != Some(&b'}') {
+                return (0, false); // a lone `{` (Annex B) is a literal, not a quantifier
+            }
+            (body + 2, s[1..1 + digits].bytes().all(|c| c == b'0'))
+        }
+        _ => (0, false),
+    };
+    // A lazy quantifier's `?`.
+    (
+        len + usize::from(len > 0 && b.get(len) == Some(&b'?')),
+        zero,
+    )
+}
+
+fn branch_prefixes(alt: &str, icase: bool, unicode: bool, level: usize) -> Option<Vec<String>> {
+    if level > MAX_GROUP_DEPTH {
+        return None;
+    }
+    let mut b = alt;
+    while let Some(rest) = b.strip_prefix('^').or_else(|| b.strip_prefix("\\b")) {
+        b = rest;
+    }
+    let (first, rest) = if b.starts_with('(') {
+        let close = group_end(b)?;
+        let inner = &b[1..close];
+        let inner = if let Some(rest) = inner.strip_prefix("?:") {
+            rest
+        } else if inner.starts_with("?<") && !inner.starts_with("?<=") && !inner.starts_with("?<!")
+        {
+            &inner[inner.find('>')? + 1..]
+        } else if inner.starts_with('?') {
+            return None; // a lookaround: the match starts with what follows, unknown here
+        } else {
+            inner
+        };
+        (
+            prefix_literals(inner, icase, unicode, level + 1)?,
+            &b[close + 1..],
+        )
+    } else {
+        let lit = leading_literal(b, icase, unicode)?;
+        let width = literal_width(b)?;
+        // `leading_literal` stops before a character a quantifier makes optional.
+        let (q, _) = quantifier(&b[width..]);
+        if q == 0 || lit.chars().count() > 1 {
+            return Some(vec![lit]);
+        }
+        (vec![lit], &b[width..])
+    };
+    let (q, zero) = quantifier(rest);
+    if !zero {
+        return Some(first);
+    }
+    let mut all = first;
+    all.extend(branch_prefixes(&rest[q..], icase, unicode, level + 1)?);
+    Some(all)
+}
+
+/// The bytes of the first literal character of `b` as written (`x`, `\.`, `\n`).
+fn literal_width(b: &str) -> Option<usize> {
+    let c = b.chars().next()?;
+    Some(if c == '\\' {
+        1 + b[1..].chars().next()?.len_utf8()
+    } else {
+        c.len_utf8()
+    })
+}
+
+/// The top-level alternatives of a pattern.
+fn split_alternatives(body: &str) -> Vec<&str> {
+    let (mut depth, mut in_class, mut escaped, mut start) = (0usize, false, false, 0);
+    let mut out = Vec::new();
+    for (i, c) in body.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            ']' if in_class => in_class = false,
+            _ if in_class => {}
+            '[' => in_class = true,
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            '|' if depth == 0 => {
+                out.push(&body[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&body[start..]);
+    out
+}
+
+/// The byte index of the `)` closing the group that `b` starts with.
+fn group_end(b: &str) -> Option<usize> {
+    let (mut depth, mut in_class, mut escaped) = (0usize, false, false);
+    for (i, c) in b.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            ']' if in_class => in_class = false,
+            _ if in_class => {}
+            '[' => in_class = true,
+            '(' => depth += 1,
+            ')' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The literal characters `b` starts with (a character its quantifier may repeat zero times
+/// is not one; one with `+` is the last).
+fn leading_literal(b: &str, icase: bool, unicode: bool) -> Option<String> {
+    let chars: Vec<char> = b.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let (c, width) = match chars[i] {
+            '\\' => match chars.get(i + 1) {
+                Some(&n) if n.is_ascii_punctuation() => (n, 2),
+                Some('n') => ('\n', 2),
+                Some('r') => ('\r', 2),
+                Some('t') => ('\t', 2),
+                Some('f') => ('\u{c}', 2),
+                Some('v') => ('\u{b}', 2),
+                _ => break,
+            },
+            '.' | '^' | '$' | '|' | '*' | '+' | '?' | '{' | '}' | '[' | ']' | '(' | ')' => break,
+            c => (c, 1),
+        };
+        if icase && !(c.is_ascii() && !(unicode && matches!(c.to_ascii_lowercase(), 'k' | 's'))) {
+            break;
+        }
+        let rest: String = chars[i + width..].iter().take(24).collect();
+        match quantifier(&rest) {
+            (0, _) => out.push(c),
+            (_, true) if out.is_empty() => {
+                // An optional first character: the caller adds what may follow it.
+                out.push(c);
+                break;
+            }
+            (_, true) => break,
+            (_, false) => {
+                out.push(c);
+                break;
+            }
+        }
+        i += width;
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// Deepest group nesting the prefilter analysis looks into (each level rescans its text).
+const MAX_GROUP_DEPTH: usize = 16;
+
+/// Literals of which every match of `body` contains at least one, read conservatively
+/// (`None` when unsure): per top-level alternative, its best candidate (see [`branch`]).
+fn required_literals(body: &str, icase: bool, unicode: bool) -> Option<Vec<String>> {
+    alternatives(body, icase, unicode, 0)
+}
+
+fn alternatives(body: &str, icase: bool, unicode: bool, level: usize) -> Option<Vec<String>> {
+    if level > MAX_GROUP_DEPTH {
+        return None;
+    }
+    let (mut depth, mut in_class, mut escaped, mut start) = (0usize, false, false, 0);
+    let mut out = Vec::new();
+    let push = |b: &str, out: &mut Vec<String>| -> Option<()> {
+        out.extend(branch(b, icase, unicode, level)?);
+        Some(())
+    };
+    for (i, c) in body.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            ']' if in_class => in_class = false,
+            _ if in_class => {}
+            '[' => in_class = true,
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            '|' if depth == 0 => {
+                push(&body[start..i], &mut out)?;
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    push(&body[start..], &mut out)?;
+    Some(out)
+}
+
+/// The best candidate of one alternative (no top-level `|`): its longest top-level literal
+/// run, or the literals of a group every match goes through once (not quantified to allow
+/// zero, not a lookaround), whichever has the longer shortest literal.
+fn branch(b: &str, icase: bool, unicode: bool, level: usize) -> Option<Vec<String>> {
+    let mut best: Option<Vec<String>> = required_literal(b, icase, unicode).map(|l| vec![l]);
+    let score = |c: &Option<Vec<String>>| {
+        c.as_ref()
+            .map_or(0, |v| v.iter().map(String::len).min().unwrap_or(0))
+    };
+    let chars: Vec<(usize, char)> = b.char_indices().collect();
+    let (mut depth, mut in_class, mut escaped, mut open) = (0usize, false, false, 0usize);
+    for (k, &(i, c)) in chars.iter().enumerate() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            ']' if in_class => in_class = false,
+            _ if in_class => {}
+            '[' => in_class = true,
+            '(' => {
+                if depth == 0 {
+                    open = i;
+                }
+                depth += 1;
+            }
+            ')' if depth > 0 => {
+                depth -= 1;
+                if depth > 0 {
+                    continue;
+                }
+                let next = chars.get(k + 1).map(|&(_, c)| c);
+                if matches!(next, Some('*' | '?' | '{')) {
+                    continue;
+                }
+                let inner = &b[open + 1..i];
+                let inner = if let Some(rest) = inner.strip_prefix("?:") {
+                    rest
+                } else if inner.starts_with("?<")
+                    && !inner.starts_with("?<=")
+                    && !inner.starts_with("?<!")
+                {
+                    match inner.find('>') {
+                        Some(end) => &inner[end + 1..],
+                        None => continue,
+                    }
+                } else if inner.starts_with('?') {
+                    continue; // a lookaround consumes nothing
+                } else {
+                    inner
+                };
+                let candidate = alternatives(inner, icase, unicode, level + 1);
+                if score(&candidate) > score(&best) {
+                    best = candidate;
+                }
+            }
+            _ => {}
+        }
+    }
+    best.filter(|v| !v.is_empty() && v.iter().all(|l| !l.is_empty()))
 }
 
 /// The longest run of literal characters that every match of `body` contains, read
@@ -243,6 +568,57 @@ mod tests {
         assert_eq!(lit(r"\k<name>x\p{Lu}").as_deref(), Some("x"));
         assert_eq!(lit(r"\u0041\x41yz").as_deref(), Some("yz"));
         assert_eq!(lit("a|b"), None);
+        assert_eq!(
+            required_literals(
+                r"(.*?</think(ing)?>(\\n)?)|(<think(ing)?>[\s\S]*<\/think>)",
+                false,
+                false
+            ),
+            Some(vec!["</think".into(), "</think>".into()])
+        );
+        assert_eq!(
+            required_literals("(?:ab)?c|(?=xyz)d", false, false),
+            Some(vec!["c".into(), "d".into()])
+        );
+        assert_eq!(required_literals(&"(".repeat(5000), false, false), None);
+        assert_eq!(
+            required_literals(r"x.*?</t>|<t>.*y|[|]z", false, false),
+            Some(vec!["</t>".into(), "<t>".into(), "z".into()])
+        );
+        assert_eq!(
+            prefix_literals(r"^<plan>[\s\S]*?|(?:<a>|\bb+)x|(?<n>cd)", false, false, 0),
+            Some(vec!["<plan>".into(), "<a>".into(), "b".into(), "cd".into()])
+        );
+        assert_eq!(prefix_literals("a|.b", false, false, 0), None);
+        assert_eq!(
+            prefix_literals("(?:a)?b", false, false, 0),
+            Some(vec!["a".into(), "b".into()])
+        );
+        assert_eq!(
+            prefix_literals("ab*", false, false, 0),
+            Some(vec!["a".into()])
+        );
+        assert_eq!(
+            prefix_literals(r"(?:\r?\n){0,2}<nemo-pad>[\s\S]*?", true, false, 0),
+            Some(vec!["\r".into(), "\n".into(), "<nemo-pad>".into()])
+        );
+        assert_eq!(prefix_literals(r"a?", false, false, 0), None);
+        assert_eq!(
+            prefix_literals(r"a*b", false, false, 0),
+            Some(vec!["a".into(), "b".into()])
+        );
+        assert_eq!(prefix_literals(r"(?=x)y", false, false, 0), None);
+        assert_eq!(
+            prefix_literals(r"a{0}b", false, false, 0),
+            Some(vec!["a".into(), "b".into()])
+        );
+        assert_eq!(
+            compile("/😀a|a/").unwrap().starts("x😀a a"),
+            Some(vec![1, 3, 5])
+        );
+        let p = compile("/ab|cd/g").unwrap();
+        assert_eq!(p.last_start("ab 😀 cd x"), Some(6));
+        assert_eq!(p.last_start("xx"), None);
         assert_eq!(lit("(?:x|y)z"), Some("z".into()));
         assert_eq!(lit("ab+c").as_deref(), Some("ab"));
         assert_eq!(lit(r"\d+"), None);

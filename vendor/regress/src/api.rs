@@ -555,14 +555,40 @@ impl Regex {
                 input,
                 MatchAttempter::new(&self.cr, input.left_end()),
             )
-            .find_bounded(start, steps)
+            .find_bounded(start, steps, false)
         } else {
             let input = Ucs2Input::new(text, false);
             super::classicalbacktrack::BacktrackExecutor::new(
                 input,
                 MatchAttempter::new(&self.cr, input.left_end()),
             )
-            .find_bounded(start, steps)
+            .find_bounded(start, steps, false)
+        }
+    }
+
+    /// stpreset patch. As [`Regex::find_at_utf16_bounded`], but tries a match starting at
+    /// `start` only (a caller that knows where matches can start skips the rest).
+    #[cfg(feature = "utf16")]
+    pub fn match_at_utf16_bounded(
+        &self,
+        text: &[u16],
+        start: usize,
+        steps: &mut u64,
+    ) -> Result<Option<Match>, StepLimit> {
+        if self.cr.flags.unicode || self.cr.flags.unicode_sets {
+            let input = Utf16Input::new(text, true);
+            super::classicalbacktrack::BacktrackExecutor::new(
+                input,
+                MatchAttempter::new(&self.cr, input.left_end()),
+            )
+            .find_bounded(start, steps, true)
+        } else {
+            let input = Ucs2Input::new(text, false);
+            super::classicalbacktrack::BacktrackExecutor::new(
+                input,
+                MatchAttempter::new(&self.cr, input.left_end()),
+            )
+            .find_bounded(start, steps, true)
         }
     }
 

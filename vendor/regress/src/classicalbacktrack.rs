@@ -58,10 +58,14 @@ enum BacktrackInsn<Input: InputIndexer> {
         max: Input::Position,
     },
 
+    // stpreset patch: a lazy single-character loop keeps how many more characters it may
+    // take instead of its furthest position, so entering it costs O(1) instead of a scan to
+    // the end of the text (upstream made every `[\s\S]*?` match O(remaining text), so n
+    // matches in a text of length L cost O(n·L)). Each resumption tests one character.
     NonGreedyLoop1Char {
         continuation: IP,
         min: Input::Position,
-        max: Input::Position,
+        left: usize,
     },
 }
 
@@ -389,81 +393,6 @@ impl<'a, Input: InputIndexer> MatchAttempter<'a, Input> {
         }
     }
 
-    // Helper function for compute_max_pos to avoid duplication
-    fn with_scm_compute_max<Dir: Direction>(
-        re: &CompiledRegex,
-        input: &Input,
-        pos: Input::Position,
-        limit: usize,
-        dir: Dir,
-        ip: IP,
-        fuel: &mut Fuel, // stpreset patch
-    ) -> Option<Input::Position> {
-        let result = match re.insns.iat(ip + 1) {
-            &Insn::Char(c) => {
-                let c = <<Input as InputIndexer>::Element as ElementType>::try_from(c)?;
-                Self::compute_max_pos(input, pos, limit, dir, scm::Char { c }, fuel)
-            }
-            &Insn::Bracket(idx) => {
-                let bc = &re.brackets[idx];
-                Self::compute_max_pos(input, pos, limit, dir, scm::Bracket { bc }, fuel)
-            }
-            Insn::AsciiBracket(bitmap) => Self::compute_max_pos(
-                input,
-                pos,
-                limit,
-                dir,
-                scm::MatchByteSet { bytes: bitmap },
-                fuel,
-            ),
-            Insn::MatchAny => {
-                Self::compute_max_pos(input, pos, limit, dir, scm::MatchAny::new(), fuel)
-            }
-            Insn::MatchAnyExceptLineTerminator => Self::compute_max_pos(
-                input,
-                pos,
-                limit,
-                dir,
-                scm::MatchAnyExceptLineTerminator::new(),
-                fuel,
-            ),
-            Insn::CharSet(chars) => {
-                Self::compute_max_pos(input, pos, limit, dir, scm::CharSet { chars }, fuel)
-            }
-            &Insn::ByteSet2(bytes) => {
-                Self::compute_max_pos(input, pos, limit, dir, scm::MatchByteArraySet(bytes), fuel)
-            }
-            &Insn::ByteSet3(bytes) => {
-                Self::compute_max_pos(input, pos, limit, dir, scm::MatchByteArraySet(bytes), fuel)
-            }
-            &Insn::ByteSet4(bytes) => {
-                Self::compute_max_pos(input, pos, limit, dir, scm::MatchByteArraySet(bytes), fuel)
-            }
-            Insn::ByteSeq1(bytes) => {
-                Self::compute_max_pos(input, pos, limit, dir, scm::MatchByteSeq(bytes), fuel)
-            }
-            Insn::ByteSeq2(bytes) => {
-                Self::compute_max_pos(input, pos, limit, dir, scm::MatchByteSeq(bytes), fuel)
-            }
-            Insn::ByteSeq3(bytes) => {
-                Self::compute_max_pos(input, pos, limit, dir, scm::MatchByteSeq(bytes), fuel)
-            }
-            Insn::ByteSeq4(bytes) => {
-                Self::compute_max_pos(input, pos, limit, dir, scm::MatchByteSeq(bytes), fuel)
-            }
-            Insn::ByteSeq5(bytes) => {
-                Self::compute_max_pos(input, pos, limit, dir, scm::MatchByteSeq(bytes), fuel)
-            }
-            Insn::ByteSeq6(bytes) => {
-                Self::compute_max_pos(input, pos, limit, dir, scm::MatchByteSeq(bytes), fuel)
-            }
-            _ => {
-                unreachable!("Missing SCM: {:?}", re.insns.iat(ip + 1));
-            }
-        };
-        Some(result)
-    }
-
     // Given that ip points at a loop whose body matches exactly one character, run
     // a "single character loop". The big idea here is that we don't need to save
     // our position every iteration: we know that our loop body matches a single
@@ -492,28 +421,9 @@ impl<'a, Input: InputIndexer> MatchAttempter<'a, Input> {
             // For greedy loops, compute both min and max positions
             Self::with_scm_loop_impl(self.re, input, *pos, min, max, dir, ip, &mut fuel)
         } else {
-            // For non-greedy loops, initially only compute the minimum position
-            match Self::with_scm_loop_impl(self.re, input, *pos, min, min, dir, ip, &mut fuel) {
-                None => None,
-                Some((min_pos, _)) => {
-                    // For non-greedy loops, we only compute the max position if we need to set up backtracking
-                    if min < max {
-                        // We need to compute the max for backtracking purposes
-                        Self::with_scm_compute_max(
-                            self.re,
-                            input,
-                            min_pos,
-                            max - min,
-                            dir,
-                            ip,
-                            &mut fuel,
-                        )
-                        .map(|max_pos| (min_pos, max_pos))
-                    } else {
-                        Some((min_pos, min_pos))
-                    }
-                }
-            }
+            // For non-greedy loops only the minimum position: stpreset patch, the backtrack
+            // entry extends the loop one character at a time (see NonGreedyLoop1Char).
+            Self::with_scm_loop_impl(self.re, input, *pos, min, min, dir, ip, &mut fuel)
         };
         self.steps += fuel_at_start - fuel.left;
         if fuel.out {
@@ -534,22 +444,19 @@ impl<'a, Input: InputIndexer> MatchAttempter<'a, Input> {
         // Oh no where is the continuation? It's one past the loop body, which is one
         // past the loop. Strap in!
         let continuation = ip + 2;
-        if min_pos != max_pos {
+        if greedy && min_pos != max_pos {
             // Backtracking is possible.
-            let bti = if greedy {
-                BacktrackInsn::GreedyLoop1Char {
-                    continuation,
-                    min: min_pos,
-                    max: max_pos,
-                }
-            } else {
-                BacktrackInsn::NonGreedyLoop1Char {
-                    continuation,
-                    min: min_pos,
-                    max: max_pos,
-                }
-            };
-            self.bts.push(bti);
+            self.bts.push(BacktrackInsn::GreedyLoop1Char {
+                continuation,
+                min: min_pos,
+                max: max_pos,
+            });
+        } else if !greedy && min < max {
+            self.bts.push(BacktrackInsn::NonGreedyLoop1Char {
+                continuation,
+                min: min_pos,
+                left: max - min,
+            });
         }
 
         // Start at the max (min) if greedy (nongreedy).
@@ -732,40 +639,53 @@ impl<'a, Input: InputIndexer> MatchAttempter<'a, Input> {
                 BacktrackInsn::NonGreedyLoop1Char {
                     continuation,
                     min,
-                    max,
+                    left,
                 } => {
-                    // The match failed at the min location.
-                    debug_assert!(
-                        if Dir::FORWARD { max >= min } else { max <= min },
-                        "max should be >= min (or <= if tracking backwards)"
-                    );
-                    if *max == *min {
-                        // We have backtracked this loop as far as possible.
+                    // The match failed at `min`: take one more character, if the loop may and
+                    // the character matches its body (stpreset patch, see the variant).
+                    if *left == 0 {
                         self.bts.pop();
                         continue;
                     }
-                    // Move in the direction of the cursor.
-                    let newmin = if Dir::FORWARD {
-                        input.next_right_pos(*min)
-                    } else {
-                        input.next_left_pos(*min)
+                    let (cont, at) = (*continuation, *min);
+                    let mut fuel = Fuel {
+                        left: self.limit.saturating_sub(self.steps),
+                        out: false,
                     };
-                    if let Some(mut newmin) = newmin {
-                        // stpreset patch: never step past `max` (see GreedyLoop1Char).
-                        if Dir::FORWARD {
-                            if newmin > *max {
-                                newmin = *max;
-                            }
-                        } else if newmin < *max {
-                            newmin = *max;
-                        }
-                        *pos = newmin;
-                        *min = newmin;
-                    } else {
-                        rs_unreachable!("Should always be able to advance since min != max")
+                    let before = fuel.left;
+                    let next = Self::with_scm_loop_impl(
+                        self.re,
+                        input,
+                        at,
+                        1,
+                        1,
+                        _dir,
+                        cont - 2,
+                        &mut fuel,
+                    );
+                    self.steps += before - fuel.left;
+                    if fuel.out {
+                        self.exhaust_steps();
+                        self.bts.truncate(1);
+                        return false;
                     }
-                    *ip = *continuation;
-                    return true;
+                    match next {
+                        Some((newmin, _)) => {
+                            if let Some(BacktrackInsn::NonGreedyLoop1Char { min, left, .. }) =
+                                self.bts.last_mut()
+                            {
+                                *min = newmin;
+                                *left -= 1;
+                            }
+                            *pos = newmin;
+                            *ip = cont;
+                            return true;
+                        }
+                        None => {
+                            self.bts.pop();
+                            continue;
+                        }
+                    }
                 }
             }
         }
@@ -1280,11 +1200,12 @@ impl<Input: InputIndexer> BacktrackExecutor<'_, Input> {
         &mut self,
         start: usize,
         steps: &mut u64,
+        anchored: bool,
     ) -> Result<Option<Match>, StepLimit> {
         let budget = *steps;
         self.matcher.steps = 0;
         self.matcher.limit = budget;
-        let result = self.find_bounded_inner(start);
+        let result = self.find_bounded_inner(start, anchored);
         let spent = self.matcher.steps.min(budget);
         debug_assert!(result.is_ok() || spent == budget);
         *steps = budget - spent;
@@ -1294,7 +1215,11 @@ impl<Input: InputIndexer> BacktrackExecutor<'_, Input> {
         result
     }
 
-    fn find_bounded_inner(&mut self, start: usize) -> Result<Option<Match>, StepLimit> {
+    fn find_bounded_inner(
+        &mut self,
+        start: usize,
+        anchored: bool,
+    ) -> Result<Option<Match>, StepLimit> {
         let inp = self.input;
         let Some(mut pos) = inp.try_move_right(inp.left_end(), start) else {
             return Ok(None);
@@ -1310,6 +1235,10 @@ impl<Input: InputIndexer> BacktrackExecutor<'_, Input> {
             }
             if self.matcher.out_of_steps() {
                 return Err(StepLimit);
+            }
+            // stpreset patch: an anchored search tries `start` only.
+            if anchored {
+                return Ok(None);
             }
             match inp.next_right_pos(pos) {
                 Some(next) => pos = next,

@@ -573,3 +573,30 @@ fn bounded_agrees_with_unbounded() {
     eprintln!("property check: {compiled} patterns compiled, {checked} searches compared");
     assert!(compiled > 1000, "{compiled}");
 }
+
+/// stpreset patch: a lazy single-character loop is entered in O(1), so n matches of
+/// `<t>[\s\S]*?</t>` cost O(text), not O(n · text) (upstream scanned to the end of the text
+/// on every entry).
+#[test]
+fn lazy_loops_do_not_scan_ahead() {
+    let re = Regex::from_unicode(
+        "<t>[\\s\\S]*?<\\/t>".encode_utf16().map(u32::from),
+        regress::Flags::default(),
+    )
+    .unwrap();
+    let cost = |n: usize| {
+        let text: Vec<u16> = "a<t>b</t>c ".repeat(n).encode_utf16().collect();
+        let mut steps = 1u64 << 40;
+        let before = steps;
+        let (mut pos, mut found) = (0, 0);
+        while let Ok(Some(m)) = re.find_at_utf16_bounded(&text, pos, &mut steps) {
+            assert_eq!(m.end() - m.start(), 8);
+            pos = m.end();
+            found += 1;
+        }
+        assert_eq!(found, n);
+        before - steps
+    };
+    let (small, large) = (cost(100), cost(1000));
+    assert!(large < small * 11, "{small} -> {large}");
+}
