@@ -167,7 +167,49 @@ const CACHE_ENTRIES: usize = 4096;
 /// Prompt-pass runs from earlier renders, by what decides them (SPEC §13.11).
 #[derive(Debug, Default)]
 struct PromptCache {
-    map: HashMap<CacheKey, Cached>,
+    map: HashMap<CacheKey, Cached, KeyHasher>,
+}
+
+/// Keys are already hashes, seeded per process (`text_hash`), so chat text cannot aim at one
+/// bucket: the map uses their low bits as they are.
+#[derive(Debug, Default, Clone, Copy)]
+struct KeyHasher;
+
+impl std::hash::BuildHasher for KeyHasher {
+    type Hasher = KeyHash;
+    fn build_hasher(&self) -> KeyHash {
+        KeyHash(0)
+    }
+}
+
+#[derive(Debug)]
+struct KeyHash(u64);
+
+impl std::hash::Hasher for KeyHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            self.0 = self.0.rotate_left(5) ^ u64::from_le_bytes(b);
+        }
+    }
+    fn write_u128(&mut self, n: u128) {
+        self.0 = self.0.rotate_left(5) ^ (n as u64) ^ ((n >> 64) as u64);
+    }
+}
+
+/// A text's cache hash: xxh3 with a seed drawn once per process, so the keys of chat text a
+/// stranger wrote cannot be predicted (no crafted collisions, no crafted buckets).
+fn text_hash(bytes: &[u8]) -> u128 {
+    static SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    // std's `RandomState` carries random keys per process: one hash of it is the seed.
+    let seed = *SEED.get_or_init(|| {
+        std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), 0u8)
+    });
+    xxhash_rust::xxh3::xxh3_128_with_seed(bytes, seed)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -373,7 +415,7 @@ struct PassRun<'a> {
     /// Find templates' patterns, by expanded text, for this pass.
     patterns: HashMap<String, Rc<Result<Pattern, String>>>,
     /// The scripts a pass kind and placement select, before depth.
-    candidates: HashMap<(PassKind, Placement), Vec<usize>>,
+    candidates: [Option<Vec<usize>>; 12],
     /// While a result is being recorded for the cache: every diagnostic reported.
     log: Option<Vec<Diagnostic>>,
 }
@@ -401,7 +443,7 @@ impl<'a> PassRun<'a> {
             diagnostics: scripts.import.clone(),
             reported: Vec::new(),
             patterns: HashMap::new(),
-            candidates: HashMap::new(),
+            candidates: Default::default(),
             log: None,
         }
     }
@@ -444,7 +486,8 @@ impl<'a> PassRun<'a> {
     fn selected(&mut self, kind: PassKind, placement: Placement, depth: Option<u32>) -> Vec<usize> {
         // The kind and placement filter once per pass; only depth varies by item.
         let list = &self.scripts.list;
-        let candidates = self.candidates.entry((kind, placement)).or_insert_with(|| {
+        let slot = kind as usize * 3 + placement as usize;
+        let candidates = self.candidates[slot].get_or_insert_with(|| {
             let p = placement.number();
             (0..list.len())
                 .filter(|&i| {
@@ -503,7 +546,7 @@ impl<'a> PassRun<'a> {
             h
         };
         let ids: smallvec::SmallVec<[u64; 16]> = selected.iter().map(|&i| i as u64).collect();
-        let hash = xxhash_rust::xxh3::xxh3_128(text.as_bytes());
+        let hash = text_hash(text.as_bytes());
         let key = CacheKey {
             text: hash,
             env: env(&ids),
@@ -532,7 +575,7 @@ impl<'a> PassRun<'a> {
                     }
                 };
                 if let Some(out) = out {
-                    hash = xxhash_rust::xxh3::xxh3_128(out.as_bytes());
+                    hash = text_hash(out.as_bytes());
                     cur = Some(out);
                 }
             }
