@@ -47,6 +47,11 @@ export interface Context {
   /** The chat's variables as the last render returned them. */
   variables?: Record<string, string>;
   items?: ContextItem[];
+  /**
+   * SPEC §13.6: lets the preset's regex scripts run (in `render`'s prompt pass and the message
+   * calls). Default `false`: nothing runs and a `RegexNotAllowed` note says so.
+   */
+  allow_preset_regex?: boolean;
   /** How depth nodes enter the history (default `merge`). */
   injection?: 'merge' | 'separate';
   /**
@@ -104,6 +109,8 @@ export interface Diagnostic {
   span?: [number, number];
   line?: number;
   column?: number;
+  /** Regex diagnostics (SPEC §13.8): the script's 0-based position, `null` for the call. */
+  script?: number | null;
   message: string;
 }
 
@@ -157,6 +164,47 @@ export interface PresetSettings {
   [key: string]: unknown;
 }
 
+/** One imported regex script (SPEC §13.1), its fields as read (snake_case). */
+export interface RegexScript {
+  /** 0-based position in the preset's list (diagnostics say `script`). */
+  position: number;
+  id: string;
+  name: string;
+  /** The pattern as written (`/body/flags` or a bare body). */
+  find_regex: string;
+  replace_string: string;
+  trim_strings: string[];
+  /** 1 user input, 2 model output, 5 world info (others are kept but never run). */
+  placement: number[];
+  disabled: boolean;
+  /** Runs only in the display pass. */
+  markdown_only: boolean;
+  /** Runs only in the prompt pass. */
+  prompt_only: boolean;
+  /** Also runs when a message is edited. */
+  run_on_edit: boolean;
+  /** How `find_regex` is expanded as a template first. */
+  substitute: 'none' | 'raw' | 'escaped';
+  min_depth: number | null;
+  max_depth: number | null;
+}
+
+/** One regex pass over one text (SPEC §13.7). */
+export interface Regexed {
+  text: string;
+  diagnostics: Diagnostic[];
+}
+
+/** The prompt pass over a context's items (SPEC §13.2.3). */
+export interface PromptPass {
+  /** One per context item: its text after the pass (no `name` prefix); `null`: a lore item it dropped. */
+  items: (string | null)[];
+  diagnostics: Diagnostic[];
+}
+
+/** A message's role; `'assistant'` is read as `'model'`. */
+export type MessageRole = Role | 'assistant';
+
 export interface Expansion {
   text: string;
   diagnostics: Diagnostic[];
@@ -194,6 +242,37 @@ export declare class CompiledPreset {
   request(context?: Context | string): RequestResult;
   /** Only the request body, as UTF-8 JSON bytes to POST (no JS strings made: the fast path). */
   requestBody(context?: Context | string): Buffer;
+  /** The regex scripts it runs (SPEC §13.1). */
+  readonly regexScripts: RegexScript[];
+  /**
+   * A model reply or user message before the bot stores it (SPEC §13.7 store pass: scripts
+   * with neither `markdownOnly` nor `promptOnly`). Scripts run only when the context has
+   * `allow_preset_regex: true`; otherwise the text comes back unchanged with a
+   * `RegexNotAllowed` note. Throws `ContextError` (kind `Role`) for an unknown role.
+   */
+  storeMessage(text: string, role: MessageRole, context?: Context | string): Regexed;
+  /**
+   * An edited message (the store pass's scripts that have `runOnEdit`). `speaker` (or `null`)
+   * stands for `{{char}}` in trim strings.
+   */
+  editMessage(text: string, role: MessageRole, speaker?: string | null, context?: Context | string): Regexed;
+  /**
+   * Text shown to people (`markdownOnly` scripts; they often emit HTML, never sanitized here:
+   * do not send the result to a model). `depth`: 0 is the newest message, `null` none;
+   * `speaker` (or `null`) stands for `{{char}}` in trim strings.
+   */
+  displayMessage(
+    text: string,
+    role: MessageRole,
+    depth?: number | null,
+    speaker?: string | null,
+    context?: Context | string,
+  ): Regexed;
+  /**
+   * The prompt pass `render` runs over the context's items (SPEC §13.2.3), alone: each item's
+   * text after it, without the `name` prefix.
+   */
+  promptPass(context?: Context | string): PromptPass;
 }
 
 export declare class Preset {
@@ -202,6 +281,8 @@ export declare class Preset {
   audit(): Audit;
   /** The preset's settings (SPEC §14), after SillyTavern's migration. */
   readonly settings: PresetSettings;
+  /** The preset's regex scripts as imported (SPEC §13.1): valid entries only, each with its `position`. */
+  readonly regexScripts: RegexScript[];
 }
 
 export declare class Template {

@@ -67,6 +67,27 @@ function contextJson(context) {
   return JSON.stringify(context);
 }
 
+// A message's text, role, depth and speaker for the regex passes (SPEC §13.7): the role's
+// spelling is checked natively (`ContextError` with kind `Role`).
+function message(text, role) {
+  if (typeof text !== 'string') throw new TypeError('the message text must be a string');
+  if (typeof role !== 'string') throw new TypeError("the role must be a string: 'user', 'model' or 'system'");
+}
+
+function optionalSpeaker(speaker) {
+  if (speaker === undefined || speaker === null) return null;
+  if (typeof speaker !== 'string') throw new TypeError('the speaker must be a string or null');
+  return speaker;
+}
+
+function optionalDepth(depth) {
+  if (depth === undefined || depth === null) return null;
+  if (!Number.isInteger(depth) || depth < 0 || depth > 0xffffffff) {
+    throw new RangeError('the depth must be an integer from 0 (the newest message) or null');
+  }
+  return depth;
+}
+
 /** A preset compiled once, rendered many times (from any number of async tasks). */
 class CompiledPreset {
   constructor(inner) {
@@ -75,6 +96,42 @@ class CompiledPreset {
   /** The settings it renders with (SPEC §14): `{ temperature, openai_max_tokens, ... }`. */
   get settings() {
     return JSON.parse(this._inner.settingsJson());
+  }
+  /** The regex scripts it runs (SPEC §13.1): `[{ position, name, find_regex, placement, ... }]`. */
+  get regexScripts() {
+    return JSON.parse(this._inner.regexScriptsJson());
+  }
+  /**
+   * A model reply (`'model'`) or user message (`'user'`) before the bot stores it (SPEC §13.7,
+   * SillyTavern's store pass): `{ text, diagnostics }`. Scripts run only when the context has
+   * `allow_preset_regex: true` (otherwise a `RegexNotAllowed` note, text unchanged).
+   */
+  storeMessage(text, role, context) {
+    message(text, role);
+    return JSON.parse(withContext(context, (json) => this._inner.storeMessageJson(text, role, json)));
+  }
+  /** An edited message (`runOnEdit` scripts; `speaker` is `{{char}}` in trim strings): `{ text, diagnostics }`. */
+  editMessage(text, role, speaker, context) {
+    message(text, role);
+    const who = optionalSpeaker(speaker);
+    return JSON.parse(withContext(context, (json) => this._inner.editMessageJson(text, role, who, json)));
+  }
+  /**
+   * Text shown to people (`markdownOnly` scripts, which may emit HTML: never send the result to
+   * a model); `depth` 0 is the newest message: `{ text, diagnostics }`.
+   */
+  displayMessage(text, role, depth, speaker, context) {
+    message(text, role);
+    const d = optionalDepth(depth);
+    const who = optionalSpeaker(speaker);
+    return JSON.parse(withContext(context, (json) => this._inner.displayMessageJson(text, role, d, who, json)));
+  }
+  /**
+   * The prompt pass `render` runs (SPEC §13.2.3), alone: `{ items, diagnostics }`, each context
+   * item's text after it (no `name` prefix; `null` for a lore item it dropped).
+   */
+  promptPass(context) {
+    return JSON.parse(withContext(context, (json) => this._inner.promptPassJson(json)));
   }
   /** `{ messages, diagnostics, variables, globals, prompt_tokens, effective }` (SPEC §9, §14.3). */
   render(context) {
@@ -116,6 +173,13 @@ class Preset {
    */
   get settings() {
     return JSON.parse(this._inner.settingsJson());
+  }
+  /**
+   * The preset's regex scripts as imported (SPEC §13.1): valid entries, each with its
+   * `position` in the file's list: `[{ position, id, name, find_regex, replace_string, ... }]`.
+   */
+  get regexScripts() {
+    return JSON.parse(this._inner.regexScriptsJson());
   }
   /** `{ nodes, enabled, diagnostics }`: findings for preset authors, with line and column. */
   audit() {

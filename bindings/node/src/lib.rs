@@ -18,6 +18,25 @@ fn context(json: &str) -> Result<stpreset::Context> {
     stpreset::Context::from_json(json.as_bytes()).map_err(|e| error("ContextError", e.kind(), e))
 }
 
+/// A message's role as the context file spells it (`assistant` is `model`).
+fn role(name: &str) -> Result<stpreset::Role> {
+    serde_json::from_value(serde_json::Value::String(name.to_string())).map_err(|_| {
+        let name = serde_json::Value::String(name.to_string());
+        error(
+            "ContextError",
+            "Role",
+            format!(
+                "role: expected \"user\", \"model\" (or \"assistant\") or \"system\", not {name}"
+            ),
+        )
+    })
+}
+
+/// The regex scripts (SPEC §13.1) as a JSON list of their fields as read.
+fn scripts_json(scripts: &[stpreset::RegexScript]) -> String {
+    serde_json::to_string(scripts).unwrap_or_default()
+}
+
 /// An imported preset.
 #[napi]
 pub struct Preset {
@@ -43,7 +62,15 @@ impl Preset {
     pub fn compile(&self) -> CompiledPreset {
         CompiledPreset {
             inner: Arc::new(self.inner.compile()),
+            scripts: self.inner.regex_scripts().into(),
         }
+    }
+
+    /// The preset's regex scripts (SPEC §13.1) as a JSON list: valid entries, each with its
+    /// `position` in the file's list.
+    #[napi]
+    pub fn regex_scripts_json(&self) -> String {
+        scripts_json(self.inner.regex_scripts())
     }
 
     /// The audit document (`{"nodes", "enabled", "diagnostics"}`) as JSON.
@@ -63,6 +90,8 @@ impl Preset {
 #[napi]
 pub struct CompiledPreset {
     inner: Arc<stpreset::CompiledPreset>,
+    /// The scripts it was compiled with, as imported (the compiled form does not list them).
+    scripts: Arc<[stpreset::RegexScript]>,
 }
 
 #[napi]
@@ -100,6 +129,77 @@ impl CompiledPreset {
         let ctx = context(&context_json)?;
         let (request, _) = self.inner.render(&ctx).to_request(&ctx.provider_options);
         Ok(request.to_string().into_bytes().into())
+    }
+
+    /// The regex scripts it runs (SPEC §13.1) as a JSON list.
+    #[napi]
+    pub fn regex_scripts_json(&self) -> String {
+        scripts_json(&self.scripts)
+    }
+
+    /// A model reply or user message before the bot stores it (SPEC §13.7 store pass):
+    /// `{"diagnostics", "text"}` as JSON.
+    #[napi]
+    pub fn store_message_json(
+        &self,
+        text: String,
+        role_name: String,
+        context_json: String,
+    ) -> Result<String> {
+        let role = role(&role_name)?;
+        let ctx = context(&context_json)?;
+        Ok(self.inner.store_message(&text, role, &ctx).to_json())
+    }
+
+    /// An edited message (SPEC §13.7 edit pass; `speaker` is `char` in trim strings):
+    /// `{"diagnostics", "text"}` as JSON.
+    #[napi]
+    pub fn edit_message_json(
+        &self,
+        text: String,
+        role_name: String,
+        speaker: Option<String>,
+        context_json: String,
+    ) -> Result<String> {
+        let role = role(&role_name)?;
+        let ctx = context(&context_json)?;
+        Ok(self
+            .inner
+            .edit_message(&text, role, speaker.as_deref(), &ctx)
+            .to_json())
+    }
+
+    /// Text shown to people (SPEC §13.7 display pass; `depth` 0 = newest message):
+    /// `{"diagnostics", "text"}` as JSON.
+    #[napi]
+    pub fn display_message_json(
+        &self,
+        text: String,
+        role_name: String,
+        depth: Option<u32>,
+        speaker: Option<String>,
+        context_json: String,
+    ) -> Result<String> {
+        let role = role(&role_name)?;
+        let ctx = context(&context_json)?;
+        Ok(self
+            .inner
+            .display_message(&text, role, depth, speaker.as_deref(), &ctx)
+            .to_json())
+    }
+
+    /// The prompt pass a render runs (SPEC §13.2.3), alone: `{"diagnostics", "items"}` as JSON,
+    /// one item per context item (`null`: a lore item it dropped).
+    #[napi]
+    pub fn prompt_pass_json(&self, context_json: String) -> Result<String> {
+        let ctx = context(&context_json)?;
+        let out = self.inner.prompt_pass(&ctx);
+        // Keys in byte order, as the library's documents.
+        Ok(format!(
+            "{{\"diagnostics\":{},\"items\":{}}}",
+            serde_json::to_string(&out.diagnostics).unwrap_or_default(),
+            serde_json::to_string(&out.items).unwrap_or_default()
+        ))
     }
 
     /// Renders against a context file's JSON; returns the render document as an object, built

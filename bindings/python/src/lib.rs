@@ -17,6 +17,25 @@ fn context(json: &str) -> PyResult<stpreset::Context> {
     stpreset::Context::from_json(json.as_bytes()).map_err(|e| error("ContextError", e.kind(), e))
 }
 
+/// A message's role as the context file spells it (`assistant` is `model`).
+fn role(name: &str) -> PyResult<stpreset::Role> {
+    serde_json::from_value(serde_json::Value::String(name.to_string())).map_err(|_| {
+        let name = serde_json::Value::String(name.to_string());
+        error(
+            "ContextError",
+            "Role",
+            format!(
+                "role: expected \"user\", \"model\" (or \"assistant\") or \"system\", not {name}"
+            ),
+        )
+    })
+}
+
+/// The regex scripts (SPEC §13.1) as a JSON list of their fields as read.
+fn scripts_json(scripts: &[stpreset::RegexScript]) -> String {
+    serde_json::to_string(scripts).unwrap_or_default()
+}
+
 /// Text or bytes from Python: `str` is UTF-8 already; `bytes` are checked by the engine.
 #[derive(FromPyObject)]
 enum Text {
@@ -45,7 +64,15 @@ impl Preset {
 
     fn compile(&self, py: Python<'_>) -> CompiledPreset {
         let inner = py.detach(|| Arc::new(self.inner.compile()));
-        CompiledPreset { inner }
+        CompiledPreset {
+            inner,
+            scripts: self.inner.regex_scripts().into(),
+        }
+    }
+
+    /// The regex scripts as imported (SPEC §13.1), a JSON list.
+    fn regex_scripts_json(&self) -> String {
+        scripts_json(self.inner.regex_scripts())
     }
 
     fn audit_json(&self, py: Python<'_>) -> String {
@@ -61,6 +88,8 @@ impl Preset {
 #[pyclass(frozen, module = "stpreset._native")]
 struct CompiledPreset {
     inner: Arc<stpreset::CompiledPreset>,
+    /// The scripts it was compiled with, as imported (the compiled form does not list them).
+    scripts: Arc<[stpreset::RegexScript]>,
 }
 
 #[pymethods]
@@ -97,6 +126,78 @@ impl CompiledPreset {
             Ok::<_, PyErr>(request.to_string())
         })?;
         Ok(PyBytes::new(py, body.as_bytes()))
+    }
+
+    /// The regex scripts it runs (SPEC §13.1), a JSON list.
+    fn regex_scripts_json(&self) -> String {
+        scripts_json(&self.scripts)
+    }
+
+    /// A reply or user message before the bot stores it (SPEC §13.7 store pass):
+    /// `{"diagnostics", "text"}` as JSON.
+    fn store_message_json(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        role_name: &str,
+        context_json: &str,
+    ) -> PyResult<String> {
+        let role = role(role_name)?;
+        py.detach(|| {
+            let ctx = context(context_json)?;
+            Ok(self.inner.store_message(text, role, &ctx).to_json())
+        })
+    }
+
+    /// An edited message (SPEC §13.7 edit pass): `{"diagnostics", "text"}` as JSON.
+    #[pyo3(signature = (text, role_name, speaker, context_json))]
+    fn edit_message_json(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        role_name: &str,
+        speaker: Option<&str>,
+        context_json: &str,
+    ) -> PyResult<String> {
+        let role = role(role_name)?;
+        py.detach(|| {
+            let ctx = context(context_json)?;
+            Ok(self.inner.edit_message(text, role, speaker, &ctx).to_json())
+        })
+    }
+
+    /// Text shown to people (SPEC §13.7 display pass): `{"diagnostics", "text"}` as JSON.
+    #[pyo3(signature = (text, role_name, depth, speaker, context_json))]
+    fn display_message_json(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        role_name: &str,
+        depth: Option<u32>,
+        speaker: Option<&str>,
+        context_json: &str,
+    ) -> PyResult<String> {
+        let role = role(role_name)?;
+        py.detach(|| {
+            let ctx = context(context_json)?;
+            Ok(self
+                .inner
+                .display_message(text, role, depth, speaker, &ctx)
+                .to_json())
+        })
+    }
+
+    /// The prompt pass a render runs (SPEC §13.2.3), alone: `{"diagnostics", "items"}` as JSON.
+    fn prompt_pass_json(&self, py: Python<'_>, context_json: &str) -> PyResult<String> {
+        py.detach(|| {
+            let out = self.inner.prompt_pass(&context(context_json)?);
+            // Keys in byte order, as the library's documents.
+            Ok(format!(
+                "{{\"diagnostics\":{},\"items\":{}}}",
+                serde_json::to_string(&out.diagnostics).unwrap_or_default(),
+                serde_json::to_string(&out.items).unwrap_or_default()
+            ))
+        })
     }
 
     /// The render document as dicts and lists, built from the same `Serialize`

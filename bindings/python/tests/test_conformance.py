@@ -92,3 +92,62 @@ def test_a_sample_of_the_settings_vectors():
         elif "request" in expect and not _same(body, expect["request"]):
             failures.append(f"{c['name']}: request {body} != {expect['request']}")
     assert failures == [], "\n".join(failures)
+
+
+def test_regex_vectors_sample():
+    """SPEC §13: a sample of the regex vectors through the message passes and the prompt pass.
+    Cases whose scripts draw ``random`` need the vectors' "first item" RNG, which a context
+    cannot ask for; world-info and single-text prompt cases have no message call."""
+    v = vectors("regex.json")
+
+    def scripts_of(c):
+        if isinstance(c["scripts"], list):
+            return c["scripts"]
+        found = v["script_sets"][c["scripts"]["set"]]
+        return found if "index" not in c["scripts"] else [found[c["scripts"]["index"]]]
+
+    eligible = [
+        c
+        for c in v["cases"]
+        if "random" not in json.dumps(scripts_of(c))
+        and (c["kind"] == "history" or (c["input"]["pass"] != "prompt" and c["input"]["placement"] != 5))
+    ]
+    step = -(-len(eligible) // 20)
+    sample = [
+        c
+        for i, c in enumerate(eligible)
+        if i % step == 0 or c["kind"] == "history" or c["input"]["pass"] == "edit"
+    ]
+    failures = []
+    for c in sample:
+        preset = {"prompts": [{"identifier": "main", "content": "x"}], "extensions": {"regex_scripts": scripts_of(c)}}
+        compiled = stpreset.Preset.from_json(json.dumps(preset)).compile()
+        inp, expected = c["input"], c["expected"]
+        m = inp["macros"]
+        ctx = {
+            "user": m["user"],
+            "char": m["char"],
+            "variables": m["variables"],
+            "globals": m["globals"],
+            "allow_preset_regex": inp["allowed"],
+        }
+        if c["kind"] == "history":
+            out = compiled.prompt_pass({**ctx, "items": inp["items"]})
+            got, want = out["items"], expected["items"]
+        else:
+            role = "user" if inp["placement"] == 1 else "model"
+            if inp["pass"] == "store":
+                out = compiled.store_message(inp["text"], role, ctx)
+            elif inp["pass"] == "edit":
+                out = compiled.edit_message(inp["text"], role, inp["speaker"], ctx)
+            else:
+                out = compiled.display_message(inp["text"], role, inp["depth"], inp["speaker"], ctx)
+            got, want = out["text"], expected["text"]
+        kinds = [(d["kind"], d["script"]) for d in out["diagnostics"] if d["kind"].startswith("Regex")]
+        want_kinds = [(d["kind"], d["script"]) for d in expected["diagnostics"]]
+        if got != want:
+            failures.append(f"{c['id']}: {got!r:.200} != {want!r:.200}")
+        elif kinds != want_kinds:
+            failures.append(f"{c['id']}: diagnostics {kinds} != {want_kinds}")
+    assert len(sample) >= 20, f"only {len(sample)} cases sampled"
+    assert failures == [], f"{len(failures)} of {len(sample)} fail"

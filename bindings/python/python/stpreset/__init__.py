@@ -92,6 +92,30 @@ def _context_json(context) -> str:
         raise ContextError("Json", f"the context is not JSON data: {e}") from None
 
 
+def _message(text, role) -> None:
+    # The role's spelling is checked natively (ContextError, kind "Role").
+    if not isinstance(text, str):
+        raise TypeError(f"the message text must be a str, not {type(text).__name__}")
+    if not isinstance(role, str):
+        raise TypeError(f"the role must be a str ('user', 'model' or 'system'), not {type(role).__name__}")
+
+
+def _speaker(speaker):
+    if speaker is not None and not isinstance(speaker, str):
+        raise TypeError(f"the speaker must be a str or None, not {type(speaker).__name__}")
+    return speaker
+
+
+def _depth(depth):
+    if depth is None:
+        return None
+    if not isinstance(depth, int) or isinstance(depth, bool):
+        raise TypeError(f"the depth must be an int or None, not {type(depth).__name__}")
+    if not 0 <= depth <= 0xFFFFFFFF:
+        raise ValueError(f"the depth must be 0 (the newest message) or more, not {depth}")
+    return depth
+
+
 class CompiledPreset:
     """A preset compiled once, rendered many times (from any thread)."""
 
@@ -104,6 +128,43 @@ class CompiledPreset:
     def settings(self) -> dict:
         """The settings it renders with (SPEC §14)."""
         return _json.loads(self._inner.settings_json())
+
+    @property
+    def regex_scripts(self) -> list:
+        """The regex scripts it runs (SPEC §13.1): ``[{"position", "name", "find_regex", ...}]``."""
+        return _json.loads(self._inner.regex_scripts_json())
+
+    def store_message(self, text: str, role: str, context=None) -> dict:
+        """A model reply (``"model"``) or user message (``"user"``) before the bot stores it
+        (SPEC §13.7 store pass): ``{"text", "diagnostics"}``. Scripts run only when the context
+        has ``"allow_preset_regex": True``; otherwise the text comes back unchanged with a
+        ``RegexNotAllowed`` note. An unknown role raises ``ContextError`` (kind ``Role``)."""
+        _message(text, role)
+        return _json.loads(_with_context(lambda c: self._inner.store_message_json(text, role, c), context))
+
+    def edit_message(self, text: str, role: str, speaker=None, context=None) -> dict:
+        """An edited message (the store pass's scripts that have ``runOnEdit``); ``speaker``
+        stands for ``{{char}}`` in trim strings: ``{"text", "diagnostics"}``."""
+        _message(text, role)
+        speaker = _speaker(speaker)
+        return _json.loads(_with_context(lambda c: self._inner.edit_message_json(text, role, speaker, c), context))
+
+    def display_message(self, text: str, role: str, depth=None, speaker=None, context=None) -> dict:
+        """Text shown to people (``markdownOnly`` scripts, which often emit HTML, never
+        sanitized here: do not send the result to a model). ``depth`` 0 is the newest message;
+        ``speaker`` stands for ``{{char}}`` in trim strings: ``{"text", "diagnostics"}``."""
+        _message(text, role)
+        depth = _depth(depth)
+        speaker = _speaker(speaker)
+        return _json.loads(
+            _with_context(lambda c: self._inner.display_message_json(text, role, depth, speaker, c), context)
+        )
+
+    def prompt_pass(self, context=None) -> dict:
+        """The prompt pass ``render`` runs over the context's items (SPEC §13.2.3), alone:
+        ``{"items", "diagnostics"}``, each item's text after it (no ``name`` prefix; ``None``
+        for a lore item it dropped)."""
+        return _json.loads(_with_context(self._inner.prompt_pass_json, context))
 
     def render(self, context=None) -> dict:
         """``{"messages", "diagnostics", "variables", "globals", "prompt_tokens", "effective"}``
@@ -144,6 +205,12 @@ class Preset:
     def compile(self) -> CompiledPreset:
         """Parses every enabled node once."""
         return CompiledPreset(self._inner.compile())
+
+    @property
+    def regex_scripts(self) -> list:
+        """The preset's regex scripts as imported (SPEC §13.1): valid entries, each with its
+        ``position`` in the file's list: ``[{"position", "id", "name", "find_regex", ...}]``."""
+        return _json.loads(self._inner.regex_scripts_json())
 
     def audit(self) -> dict:
         """``{"nodes", "enabled", "diagnostics"}``: findings for preset authors, with line and column."""

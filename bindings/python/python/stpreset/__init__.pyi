@@ -10,6 +10,7 @@ class Diagnostic(TypedDict, total=False):
     span: List[int]
     line: int
     column: int
+    script: Optional[int]
     message: str
 
 class Message(TypedDict):
@@ -41,6 +42,32 @@ class RequestResult(TypedDict):
     variables: Dict[str, str]
     globals: Dict[str, str]
 
+class RegexScript(TypedDict):
+    position: int
+    id: str
+    name: str
+    find_regex: str
+    replace_string: str
+    trim_strings: List[str]
+    placement: List[int]
+    disabled: bool
+    markdown_only: bool
+    prompt_only: bool
+    run_on_edit: bool
+    substitute: Literal["none", "raw", "escaped"]
+    min_depth: Optional[float]
+    max_depth: Optional[float]
+
+class Regexed(TypedDict):
+    text: str
+    diagnostics: List[Diagnostic]
+
+class PromptPass(TypedDict):
+    items: List[Optional[str]]
+    diagnostics: List[Diagnostic]
+
+Role = Literal["user", "model", "assistant", "system"]
+
 class Expansion(TypedDict):
     text: str
     diagnostics: List[Diagnostic]
@@ -69,6 +96,19 @@ class CompiledPreset:
     def render(self, context: _Ctx = ...) -> Rendered: ...
     def render_request(self, context: _Ctx = ...) -> RequestResult: ...
     def request_body(self, context: _Ctx = ...) -> bytes: ...
+    @property
+    def regex_scripts(self) -> List[RegexScript]: ...
+    def store_message(self, text: str, role: Role, context: _Ctx = ...) -> Regexed: ...
+    def edit_message(self, text: str, role: Role, speaker: Optional[str] = ..., context: _Ctx = ...) -> Regexed: ...
+    def display_message(
+        self,
+        text: str,
+        role: Role,
+        depth: Optional[int] = ...,
+        speaker: Optional[str] = ...,
+        context: _Ctx = ...,
+    ) -> Regexed: ...
+    def prompt_pass(self, context: _Ctx = ...) -> PromptPass: ...
 
 class Preset:
     @classmethod
@@ -77,6 +117,8 @@ class Preset:
     def audit(self) -> Audit: ...
     @property
     def settings(self) -> Dict[str, Any]: ...
+    @property
+    def regex_scripts(self) -> List[RegexScript]: ...
 
 class Template:
     def __init__(self, source: _Text) -> None: ...
