@@ -830,7 +830,6 @@ impl<'a> PassRun<'a> {
         let c = &scripts.list[i];
         let mut out: Vec<u16> = Vec::new();
         let (mut pos, mut last) = (0usize, 0usize);
-        let mut trims: Option<Vec<Vec<u16>>> = None;
         let mut changed = false;
         // Where matches can start (prefix literals), when the pattern says.
         let starts = pattern.starts(text);
@@ -862,23 +861,9 @@ impl<'a> PassRun<'a> {
             let (s, e) = (m.start(), m.end());
             changed = true;
             out.extend_from_slice(&units[last..s]);
-            // Values (SPEC §13.4.3), each trimmed (§13.4.4); trim strings expand once per run.
-            if trims.is_none() && !c.trims.is_empty() {
-                let mut diags = Vec::new();
-                let list = c
-                    .trims
-                    .iter()
-                    .map(|t| {
-                        self.expand(i, t, &[], false, speaker, &mut diags)
-                            .encode_utf16()
-                            .collect()
-                    })
-                    .collect();
-                for d in diags {
-                    self.report(d.for_script(Some(i)));
-                }
-                trims = Some(list);
-            }
+            // Values (SPEC §13.4.3), each trimmed (§13.4.4). A trim string with macros expands
+            // for every value, as SillyTavern's `filterString` does (its `random` draws in
+            // that order); a plain one is its text.
             let mut values = Vec::with_capacity(c.replacement.tokens.len());
             for t in &c.replacement.tokens {
                 let range = match t {
@@ -887,9 +872,27 @@ impl<'a> PassRun<'a> {
                 };
                 let mut v = range.map_or_else(Vec::new, |r| units[r].to_vec());
                 spend(steps, v.len() as u64)?;
-                for t in trims.iter().flatten() {
-                    let examined = replace::remove_all(&mut v, t);
-                    spend(steps, examined as u64)?;
+                for trim in &c.trims {
+                    let expanded;
+                    let pat: &[u16] = match &trim.body {
+                        Body::Plain(pieces) => match pieces.first() {
+                            Some(Piece::Text(u)) => u,
+                            _ => &[],
+                        },
+                        Body::Macros(_) => {
+                            let mut diags = Vec::new();
+                            expanded = self
+                                .expand(i, trim, &[], false, speaker, &mut diags)
+                                .encode_utf16()
+                                .collect::<Vec<u16>>();
+                            for d in diags {
+                                self.report(d.for_script(Some(i)));
+                            }
+                            &expanded
+                        }
+                    };
+                    let examined = replace::remove_all(&mut v, pat);
+                    spend(steps, examined as u64 + 1)?;
                 }
                 values.push(v);
             }
