@@ -435,3 +435,60 @@ fn a_sample_through_the_cli() {
     }
     assert!(ran > 10);
 }
+
+/// Compiling is bounded too (regress folds classes through Unicode tables, is quadratic in
+/// alternatives and recurses per alternative and nesting level): long patterns and too many
+/// case-insensitive classes are refused before compiling, and a small thread's stack holds.
+#[test]
+fn pattern_compile_is_bounded_and_fits_small_stacks() {
+    let run = |find: String| {
+        std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(move || {
+                let p = scripted(
+                    json!([{"findRegex": find, "replaceString": "X", "placement": [2]}]),
+                    json!([{"identifier": "main", "content": "x"}]),
+                );
+                let out = p.store_message("ab b", Role::Model, &allowed(json!([])));
+                (out.text, regex_kinds(&out.diagnostics))
+            })
+            .unwrap()
+            .join()
+            .expect("no stack overflow")
+    };
+    // 8,000 alternatives (the most a pattern within the length cap holds).
+    let (text, kinds) = run(format!("/{}b/g", "a|".repeat(8000)));
+    assert_eq!((text.as_str(), kinds.len()), ("XX X", 0));
+    // 250 nested groups.
+    let (text, _) = run(format!("/{}b{}/", "(?:".repeat(250), ")".repeat(250)));
+    assert_eq!(text, "aX b");
+    // Over the length cap, and too many case-insensitive classes: refused.
+    for find in [
+        format!("/{}b/", "a|".repeat(9000)),
+        format!("/{}/i", "[a]".repeat(300)),
+    ] {
+        let (text, kinds) = run(find);
+        assert_eq!(text, "ab b");
+        assert_eq!(kinds, [("RegexInvalid".to_string(), Some(0))]);
+    }
+}
+
+#[test]
+fn the_presets_patterns_share_one_compile_budget() {
+    // 40 scripts of 50 case-insensitive `\p` classes (weight 250) each: the budget (8,192)
+    // pays for the first 32; the rest are refused whichever pass meets them.
+    let scripts: Vec<Value> = (0..40)
+        .map(|_| json!({"findRegex": format!("/{}/giu", "\\p{L}".repeat(50)), "placement": [2]}))
+        .collect();
+    let p = scripted(
+        json!(scripts),
+        json!([{"identifier": "main", "content": "x"}]),
+    );
+    let out = p.store_message("hello", Role::Model, &allowed(json!([])));
+    let invalid: Vec<Option<u32>> = regex_kinds(&out.diagnostics)
+        .into_iter()
+        .filter(|(k, _)| k == "RegexInvalid")
+        .map(|(_, s)| s)
+        .collect();
+    assert_eq!(invalid, (32..40).map(Some).collect::<Vec<_>>());
+}

@@ -146,6 +146,9 @@ enum Find {
 #[derive(Debug)]
 struct Compiled {
     script: RegexScript,
+    /// Its pattern does not fit the preset's compile budget ([`pattern::Cost::TOTAL`], spent
+    /// in list order): it is refused, the same way whichever pass meets it first.
+    over_budget: bool,
     find: Find,
     replacement: Template,
     trims: Vec<Template>,
@@ -234,9 +237,13 @@ impl Scripts {
     }
 
     pub fn compile(scripts: &[RegexScript], import: &[Diagnostic], limits: &Limits) -> Scripts {
+        let mut budget = pattern::Cost::TOTAL;
         let list = scripts
             .iter()
             .map(|s| {
+                let over_budget = s.substitute == Substitute::None
+                    && s.live()
+                    && !budget.spend(&pattern::cost(&s.find_regex));
                 let find = match s.substitute {
                     Substitute::None => Find::Fixed(std::sync::OnceLock::new()),
                     sub => Find::Template(
@@ -255,6 +262,7 @@ impl Scripts {
                     || matches!(&find, Find::Template(t, _) if t.impure());
                 Compiled {
                     script: s.clone(),
+                    over_budget,
                     find,
                     replacement,
                     trims,
@@ -276,6 +284,10 @@ impl Scripts {
 
     /// A pass over one text (SPEC §13.7 `apply_regex`).
     pub fn apply(&self, text: &str, pass: &RegexPass, ctx: &Context, allowed: bool) -> Regexed {
+        deep(|| self.apply_inner(text, pass, ctx, allowed))
+    }
+
+    fn apply_inner(&self, text: &str, pass: &RegexPass, ctx: &Context, allowed: bool) -> Regexed {
         let mut run = PassRun::new(self, ctx);
         let text = if allowed {
             let speaker = match pass.kind {
@@ -301,6 +313,16 @@ impl Scripts {
     /// The prompt pass over a context's items (SPEC §13.2.3): per item, `None` when it is
     /// unchanged.
     pub fn prompt_items(
+        &self,
+        ctx: &Context,
+        allowed: bool,
+        with_import: bool,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> Vec<Option<ItemText>> {
+        deep(|| self.prompt_items_inner(ctx, allowed, with_import, diagnostics))
+    }
+
+    fn prompt_items_inner(
         &self,
         ctx: &Context,
         allowed: bool,
@@ -418,6 +440,8 @@ struct PassRun<'a> {
     candidates: [Option<Vec<usize>>; 12],
     /// While a result is being recorded for the cache: every diagnostic reported.
     log: Option<Vec<Diagnostic>>,
+    /// What the pass's find templates may still cost to compile.
+    compile_budget: pattern::Cost,
 }
 
 /// What one run did.
@@ -445,6 +469,7 @@ impl<'a> PassRun<'a> {
             patterns: HashMap::new(),
             candidates: Default::default(),
             log: None,
+            compile_budget: pattern::Cost::TOTAL,
         }
     }
 
@@ -700,7 +725,11 @@ impl<'a> PassRun<'a> {
         let c = &scripts.list[i];
         let (template, escaped) = match &c.find {
             Find::Fixed(cell) => {
-                return match cell.get_or_init(|| pattern::compile(&c.script.find_regex)) {
+                let compile = || match c.over_budget {
+                    true => Err(OVER_BUDGET.to_string()),
+                    false => pattern::compile(&c.script.find_regex),
+                };
+                return match cell.get_or_init(compile) {
                     Ok(_) => None,
                     Err(e) => Some(Rc::new(Err(e.clone()))),
                 };
@@ -718,7 +747,7 @@ impl<'a> PassRun<'a> {
         let compiled = self
             .patterns
             .entry(f)
-            .or_insert_with_key(|f| Rc::new(pattern::compile(f)));
+            .or_insert_with_key(|f| Rc::new(pattern::compile_within(f, &mut self.compile_budget)));
         Some(compiled.clone())
     }
 
@@ -970,10 +999,24 @@ fn spend(steps: &mut u64, n: u64) -> Result<(), Stop> {
     Ok(())
 }
 
+/// Runs `f` with at least 4 MiB of stack (on a fresh 8 MiB segment when the thread has
+/// less): regress's parser, optimizer and matcher recurse per nesting level (up to 256) and
+/// per alternative (up to 8,192 within `Cost::ONE`), deeper than a small thread's stack.
+fn deep<T>(f: impl FnOnce() -> T) -> T {
+    stacker::maybe_grow(4 << 20, 8 << 20, f)
+}
+
+const OVER_BUDGET: &str = "the preset's patterns together are too large to compile";
+
 /// The audit's findings about scripts (SPEC §13.7): patterns that do not compile (those
 /// written without macros), depth bounds a plain script never meets, and entries no pass can
 /// run. `RegexScriptInvalid` comes with the import.
 pub(crate) fn audit(scripts: &[RegexScript], out: &mut Vec<Diagnostic>) {
+    deep(|| audit_inner(scripts, out));
+}
+
+fn audit_inner(scripts: &[RegexScript], out: &mut Vec<Diagnostic>) {
+    let mut budget = pattern::Cost::TOTAL;
     for s in scripts {
         let at = |kind, message: String| {
             Diagnostic::new(kind, None, format!("{}{message}", s.label()))
@@ -984,7 +1027,7 @@ pub(crate) fn audit(scripts: &[RegexScript], out: &mut Vec<Diagnostic>) {
         }
         if s.substitute == Substitute::None
             && !s.find_regex.is_empty()
-            && let Err(e) = pattern::compile(&s.find_regex)
+            && let Err(e) = pattern::compile_within(&s.find_regex, &mut budget)
         {
             out.push(at(
                 DiagnosticKind::RegexInvalid,

@@ -66,17 +66,129 @@ pub(crate) fn split(f: &str) -> Option<(&str, Option<&str>)> {
 /// Reads and compiles `F` (after any §13.5.4 expansion). The error is the message for
 /// `RegexInvalid`.
 pub(crate) fn compile(f: &str) -> Result<Pattern, String> {
+    compile_within(f, &mut Cost::MAX.clone())
+}
+
+/// What compiling a pattern may cost. Compile time is not bounded by the matcher's steps:
+/// regress folds every class of a case-insensitive pattern through Unicode tables (~50 µs
+/// each, ~250 µs for `\p{…}`), its optimizer is quadratic in the number of alternatives, and
+/// its parser and emitter recurse per nesting level and per alternative. Real presets' patterns
+/// are at most a few hundred characters with a few dozen alternatives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Cost {
+    /// UTF-16 units of pattern text.
+    pub units: usize,
+    /// Case-insensitive classes, `\p{…}` weighing 5.
+    pub classes: usize,
+}
+
+impl Cost {
+    /// Caps of one pattern.
+    pub const ONE: Cost = Cost {
+        units: 16 * 1024,
+        classes: 256,
+    };
+    /// Caps of all the patterns a preset (or a pass's find templates) compiles.
+    pub const TOTAL: Cost = Cost {
+        units: 1 << 20,
+        classes: 8 * 1024,
+    };
+    pub const MAX: Cost = Cost {
+        units: usize::MAX,
+        classes: usize::MAX,
+    };
+
+    /// What compiling `body` with these flags costs.
+    fn of(body: &str, icase: bool) -> Cost {
+        let units = body.encode_utf16().count();
+        let mut classes = 0;
+        if icase {
+            let mut chars = body.chars();
+            while let Some(c) = chars.next() {
+                match c {
+                    '[' => {
+                        classes += 1;
+                        // To the class's end (escapes included); nested `[` is literal here.
+                        let mut esc = false;
+                        for c in chars.by_ref() {
+                            match c {
+                                _ if esc => esc = false,
+                                '\\' => esc = true,
+                                ']' => break,
+                                _ => {}
+                            }
+                        }
+                    }
+                    '\\' => match chars.next() {
+                        Some('p' | 'P') => classes += 5,
+                        Some('w' | 'W' | 's' | 'S' | 'd' | 'D') => classes += 1,
+                        _ => {}
+                    },
+                    _ => {}
+                }
+            }
+        }
+        Cost { units, classes }
+    }
+
+    /// Spends `c` from this budget; false (nothing spent) when it does not fit.
+    pub(crate) fn spend(&mut self, c: &Cost) -> bool {
+        if c.units > self.units || c.classes > self.classes {
+            return false;
+        }
+        self.units -= c.units;
+        self.classes -= c.classes;
+        true
+    }
+}
+
+/// What compiling `f` (a `findRegex` as written) costs; zero when it does not read.
+pub(crate) fn cost(f: &str) -> Cost {
+    match split(f) {
+        Some((body, flags)) => Cost::of(body, flags.unwrap_or("").contains('i')),
+        None => Cost {
+            units: 0,
+            classes: 0,
+        },
+    }
+}
+
+/// [`compile`], paying its cost from `budget`: a pattern over [`Cost::ONE`], or one the
+/// budget cannot pay for, is refused (`RegexInvalid`) before regress sees it.
+pub(crate) fn compile_within(f: &str, budget: &mut Cost) -> Result<Pattern, String> {
     let (body, flags) = split(f).ok_or("the pattern is only line breaks")?;
     let flags = flags.unwrap_or("");
     if let Some(bad) = flags.chars().find(|c| "xXUAJ".contains(*c)) {
         return Err(format!("invalid flag `{bad}`"));
     }
     let unicode = flags.contains('u');
+    let icase = flags.contains('i');
+    let cost = Cost::of(body, icase);
+    if cost.units > Cost::ONE.units {
+        return Err(format!(
+            "the pattern is {} UTF-16 units long; stpreset compiles at most {}",
+            cost.units,
+            Cost::ONE.units
+        ));
+    }
+    if cost.classes > Cost::ONE.classes {
+        return Err(format!(
+            "the pattern has too many case-insensitive classes (weight {}, at most {})",
+            cost.classes,
+            Cost::ONE.classes
+        ));
+    }
+    if !budget.spend(&cost) {
+        return Err("the preset's patterns together are too large to compile".into());
+    }
     let options = regress::Flags {
-        icase: flags.contains('i'),
+        icase,
         multiline: flags.contains('m'),
         dot_all: flags.contains('s'),
         unicode,
+        // The optimizer is quadratic in the number of alternatives; a pattern with many
+        // matches the same without it (it only makes matching faster).
+        no_opt: body.matches('|').count() > 64,
         ..Default::default()
     };
     // Without `u` the pattern is UTF-16 code units, as V8 reads it: an astral character is
