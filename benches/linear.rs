@@ -954,7 +954,8 @@ fn regex(t: &mut Table) {
     );
     t.row(
         "regex/nested-macros-in-replacement",
-        200,
+        // Above the tag nesting limit (64), where the work grows with the levels past it.
+        2_000,
         |n| {
             let repl = format!("{}$1{}", "{{reverse::".repeat(n), "}}".repeat(n));
             scripted(json!([plain("/(\\w+)/g", &repl)]))
@@ -969,6 +970,48 @@ fn regex(t: &mut Table) {
             let p = scripted(json!([plain("/(cat)/g", "{{getvar::$1}}{{user}}")]));
             move |text: &String| store(&p, text)
         },
+    );
+    // From a hostile review: shapes whose work the step count once missed.
+    let same = scripted(json!([plain(&format!("/{}a/", "a|".repeat(3000)), "X")]));
+    t.row(
+        "regex/identical-prefix-alternatives",
+        10_000,
+        |n| "a".repeat(n),
+        |text| store(&same, text),
+    );
+    let groups = scripted(json!([plain(
+        &format!("/a(?:x{})/g", "()".repeat(1000)),
+        "X"
+    )]));
+    t.row(
+        "regex/groups-per-attempt",
+        10_000,
+        |n| "a".repeat(n),
+        |text| store(&groups, text),
+    );
+    let tokens = scripted(json!([plain("/(?:)/g", &"$9".repeat(1000))]));
+    t.row(
+        "regex/empty-value-tokens",
+        1_000,
+        |n| "a".repeat(n),
+        |text| store(&tokens, text),
+    );
+    t.row(
+        "regex/periodic-trim-string",
+        10_000,
+        |n| {
+            let trim = format!("{}b", "a".repeat(n / 2 - 1));
+            let p = scripted(json!([{"findRegex": "/[^]+/", "replaceString": "$0",
+                                     "placement": [2], "trimStrings": [trim]}]));
+            (p, "a".repeat(n))
+        },
+        |(p, text)| store(p, text),
+    );
+    t.row(
+        "regex/long-literal-pattern",
+        1_600,
+        |n| scripted(json!([plain(&format!("/{}/g", "a".repeat(n)), "X")])),
+        |p| store(p, "aaaa b"),
     );
     let prompt = scripted(
         json!([{"findRegex": "/<plan>[\\s\\S]*?<\\/plan>/g", "placement": [2], "promptOnly": true}]),

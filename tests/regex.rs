@@ -492,3 +492,77 @@ fn the_presets_patterns_share_one_compile_budget() {
         .collect();
     assert_eq!(invalid, (32..40).map(Some).collect::<Vec<_>>());
 }
+
+/// Found by a hostile review: the literal prefilter read octal and decimal escapes as text.
+#[test]
+fn octal_and_backreference_escapes_are_not_literals() {
+    for (find, text, want) in [
+        ("/\\0123/g", "a\n3b", "aXb"),
+        ("/(a)\\10xyz/g", "a\u{8}xyz", "X"),
+        ("/\\012?/", "s", "Xs"),
+    ] {
+        let p = scripted(
+            json!([{"findRegex": find, "replaceString": "X", "placement": [2]}]),
+            json!([{"identifier": "main", "content": "x"}]),
+        );
+        let out = p.store_message(text, Role::Model, &allowed(json!([])));
+        assert_eq!(out.text, want, "{find}");
+    }
+}
+
+/// Found by a hostile review: cached prompt-pass results must not outlive what they read.
+#[test]
+fn the_cache_follows_host_facts_and_the_work_budget() {
+    let p = scripted(
+        json!([{"findRegex": "/hi/", "replaceString": "{{if capability:web}}WEB{{else}}NOWEB{{/if}}",
+                "placement": [2], "promptOnly": true}]),
+        json!([{"identifier": "chatHistory", "marker": true}]),
+    );
+    let item = json!([{"tag": "DIALOGUE_HISTORY", "role": "model", "text": "hi there"}]);
+    let mut ctx = allowed(item.clone());
+    let on: Context = Context::from_json(
+        json!({"allow_preset_regex": true, "capabilities": {"web": true}, "items": item})
+            .to_string()
+            .as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(p.prompt_pass(&on).items[0].as_deref(), Some("WEB there"));
+    ctx.allow_preset_regex = true;
+    let off = Context::from_json(
+        json!({"allow_preset_regex": true, "capabilities": {"web": false}, "items": item})
+            .to_string()
+            .as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(p.prompt_pass(&off).items[0].as_deref(), Some("NOWEB there"));
+
+    // A result cached with budget to spare must not be replayed when the budget is spent.
+    let p = scripted(
+        json!([{"findRegex": "/h(i)/g", "replaceString": "{{user}}{{user}}{{user}}",
+                "placement": [2], "promptOnly": true}]),
+        json!([{"identifier": "chatHistory", "marker": true}]),
+    );
+    let history = |n: usize| {
+        let items: Vec<Value> = (0..n)
+            .map(|_| json!({"tag": "DIALOGUE_HISTORY", "role": "model", "text": "hi"}))
+            .collect();
+        let mut ctx = allowed(json!(items));
+        ctx.options.limits.work_bytes = 200;
+        ctx
+    };
+    let small = history(1);
+    let big = history(35);
+    p.prompt_pass(&small);
+    let cached = p.prompt_pass(&big);
+    let fresh = scripted(
+        json!([{"findRegex": "/h(i)/g", "replaceString": "{{user}}{{user}}{{user}}",
+                "placement": [2], "promptOnly": true}]),
+        json!([{"identifier": "chatHistory", "marker": true}]),
+    )
+    .prompt_pass(&big);
+    assert_eq!(cached.items, fresh.items);
+    assert_eq!(
+        regex_kinds(&cached.diagnostics),
+        regex_kinds(&fresh.diagnostics)
+    );
+}

@@ -288,6 +288,16 @@ impl<'a> ScriptEngine<'a> {
         ScriptEngine { eng }
     }
 
+    /// Bytes of the pass's work budget left (SPEC §13.6.3), and whether it ran out.
+    pub fn work(&self) -> (usize, bool) {
+        (self.eng.work_left, self.eng.work_out)
+    }
+
+    /// Sets the bytes left (a cached result replayed what it spent).
+    pub fn set_work_left(&mut self, left: usize) {
+        self.eng.work_left = left;
+    }
+
     /// Expands `tree` (a template whose value tokens are `stpreset_capture` calls) with the
     /// tokens' `values`. `id` names the template in diagnostics and seeds `pick`. Writes are
     /// undone afterwards; `{{trim}}` trims the output, which is otherwise kept as it is

@@ -229,6 +229,8 @@ struct Cached {
     text: Option<Arc<str>>,
     diagnostics: Vec<Diagnostic>,
     steps: u64,
+    /// Bytes of the pass's work budget its expansions spent.
+    work: usize,
 }
 
 impl Scripts {
@@ -442,6 +444,11 @@ struct PassRun<'a> {
     log: Option<Vec<Diagnostic>>,
     /// What the pass's find templates may still cost to compile.
     compile_budget: pattern::Cost,
+    /// Bytes the pass's expansions may still produce (SPEC §13.6.3; the engine's own count
+    /// once it exists).
+    work_left: usize,
+    /// The work budget ran out during this pass.
+    work_out: bool,
 }
 
 /// What one run did.
@@ -457,6 +464,7 @@ enum Outcome {
 impl<'a> PassRun<'a> {
     fn new(scripts: &'a Scripts, ctx: &'a Context) -> Self {
         let limits = ctx.options.limits.clamped();
+        let work_left = limits.work_bytes;
         PassRun {
             scripts,
             ctx,
@@ -470,15 +478,20 @@ impl<'a> PassRun<'a> {
             candidates: Default::default(),
             log: None,
             compile_budget: pattern::Cost::TOTAL,
+            work_left,
+            work_out: false,
         }
     }
 
     fn engine(&mut self) -> &mut ScriptEngine<'a> {
-        let ctx = self.ctx;
+        let (ctx, work_left) = (self.ctx, self.work_left);
         self.engine.get_or_insert_with(|| {
             // The regex stream (SPEC §16): the context seed mixed with the tag `regex`.
             let seed = crate::eval::stream_seed(ctx.seed, "regex");
-            ScriptEngine::new(ctx, seed, ctx.options.regex_random == RandomSource::First)
+            let mut e =
+                ScriptEngine::new(ctx, seed, ctx.options.regex_random == RandomSource::First);
+            e.set_work_left(work_left);
+            e
         })
     }
 
@@ -612,10 +625,17 @@ impl<'a> PassRun<'a> {
     /// reported. `None` when there is none, or when the pass could not afford it now.
     fn lookup(&mut self, key: CacheKey) -> Option<Option<Arc<str>>> {
         let hit = self.scripts.cache.lock().ok()?.map.get(&key).cloned()?;
-        if hit.steps > self.steps_left || self.pass_spent {
+        if hit.steps > self.steps_left || self.pass_spent || hit.work > self.work_left {
             return None;
         }
         self.steps_left -= hit.steps;
+        if hit.work > 0 {
+            self.work_left -= hit.work;
+            let left = self.work_left;
+            if let Some(e) = &mut self.engine {
+                e.set_work_left(left);
+            }
+        }
         for d in hit.diagnostics {
             self.report(d);
         }
@@ -629,14 +649,16 @@ impl<'a> PassRun<'a> {
         key: CacheKey,
         f: impl FnOnce(&mut Self) -> Option<Arc<str>>,
     ) -> Option<Arc<str>> {
-        let steps_before = self.steps_left;
+        let (steps_before, work_before) = (self.steps_left, self.work_left);
         let outer = self.log.replace(Vec::new());
         let out = f(self);
         let log = std::mem::replace(&mut self.log, outer).unwrap_or_default();
         if let Some(outer) = &mut self.log {
             outer.extend(log.iter().cloned());
         }
+        // Nor is one whose macros the work budget emptied.
         if !self.pass_spent
+            && !self.work_out
             && let Ok(mut cache) = self.scripts.cache.lock()
         {
             if cache.map.len() >= CACHE_ENTRIES {
@@ -648,6 +670,7 @@ impl<'a> PassRun<'a> {
                     text: out.clone(),
                     diagnostics: log,
                     steps: steps_before - self.steps_left,
+                    work: work_before - self.work_left,
                 },
             );
         }
@@ -775,8 +798,10 @@ impl<'a> PassRun<'a> {
             Body::Macros(tree) => {
                 let values = values.iter().map(|v| String::from_utf16_lossy(v)).collect();
                 let id = format!("script:{}", i + 1);
-                self.engine()
-                    .expand(&id, tree, values, escape, speaker, diags)
+                let engine = self.engine();
+                let out = engine.expand(&id, tree, values, escape, speaker, diags);
+                (self.work_left, self.work_out) = engine.work();
+                out
             }
         }
     }
@@ -861,26 +886,23 @@ impl<'a> PassRun<'a> {
         let (mut pos, mut last) = (0usize, 0usize);
         let mut changed = false;
         // Where matches can start (prefix literals), when the pattern says.
-        let starts = pattern.starts(text);
-        let mut next_start = 0;
+        let mut cursor = pattern::Cursor::default();
         // No match starts after the last required literal (`Pattern::last_start`).
         while pos <= units.len() && pos <= last_start {
-            let found = match &starts {
-                None => pattern.regex.find_at_utf16_bounded(units, pos, steps),
-                Some(starts) => {
-                    let mut found = Ok(None);
-                    while let Some(&at) = starts.get(next_start) {
-                        next_start += 1;
-                        if at < pos {
-                            continue;
-                        }
-                        found = pattern.regex.match_at_utf16_bounded(units, at, steps);
-                        if !matches!(found, Ok(None)) {
-                            break;
-                        }
+            let found = if pattern.has_starts() {
+                // Only where a prefix literal occurs, each tried alone.
+                let mut found = Ok(None);
+                let mut at = pos;
+                while let Some(start) = pattern.next_start(text, &mut cursor, at) {
+                    found = pattern.regex.match_at_utf16_bounded(units, start, steps);
+                    if !matches!(found, Ok(None)) {
+                        break;
                     }
-                    found
+                    at = start + 1;
                 }
+                found
+            } else {
+                pattern.regex.find_at_utf16_bounded(units, pos, steps)
             };
             let m = match found {
                 Ok(Some(m)) => m,
@@ -900,7 +922,8 @@ impl<'a> PassRun<'a> {
                     Token::Named(name) => m.named_group(name),
                 };
                 let mut v = range.map_or_else(Vec::new, |r| units[r].to_vec());
-                spend(steps, v.len() as u64)?;
+                // A token costs a step even when its value is empty.
+                spend(steps, v.len() as u64 + 1)?;
                 for trim in &c.trims {
                     let expanded;
                     let pat: &[u16] = match &trim.body {

@@ -199,20 +199,10 @@ pub(crate) fn compile_within(f: &str, budget: &mut Cost) -> Result<Pattern, Stri
         regress::Regex::from_unicode(body.encode_utf16().map(u32::from), options)
     }
     .map_err(|e| e.to_string())?;
-    let required = required_literals(body, options.icase, unicode).and_then(|lits| {
-        AhoCorasickBuilder::new()
-            .ascii_case_insensitive(options.icase)
-            .match_kind(MatchKind::Standard)
-            .build(lits)
-            .ok()
-    });
-    let prefixes = prefix_literals(body, options.icase, unicode, 0).and_then(|lits| {
-        AhoCorasickBuilder::new()
-            .ascii_case_insensitive(options.icase)
-            .match_kind(MatchKind::Standard)
-            .build(lits)
-            .ok()
-    });
+    let required =
+        required_literals(body, options.icase, unicode).and_then(|l| searcher(l, options.icase));
+    let prefixes =
+        prefix_literals(body, options.icase, unicode, 0).and_then(|l| searcher(l, options.icase));
     Ok(Pattern {
         regex,
         global: flags.contains('g'),
@@ -222,41 +212,90 @@ pub(crate) fn compile_within(f: &str, budget: &mut Cost) -> Result<Pattern, Stri
     })
 }
 
-impl Pattern {
-    /// Where matches can start, in UTF-16 units, ascending: every occurrence of a prefix
-    /// literal; `None` when the pattern has no prefixes (every position).
-    pub fn starts(&self, text: &str) -> Option<Vec<usize>> {
-        let ac = self.prefixes.as_ref()?;
-        let mut bytes: Vec<usize> = ac.find_overlapping_iter(text).map(|m| m.start()).collect();
-        bytes.sort_unstable();
-        bytes.dedup();
-        // Byte offsets to unit offsets with one forward walk.
-        let (mut b, mut u) = (0usize, 0usize);
-        let mut chars = text.char_indices().peekable();
-        Some(
-            bytes
-                .into_iter()
-                .map(|target| {
-                    while b < target {
-                        let Some((i, c)) = chars.next() else { break };
-                        b = i + c.len_utf8();
-                        u += c.len_utf16();
-                    }
-                    u
-                })
-                .collect(),
-        )
+/// Longest literal a prefilter searches for: a match containing (or starting with) a literal
+/// also contains its first bytes, and aho-corasick's build time grows faster than linearly in
+/// the length of a periodic pattern (`aaaa…`).
+const MAX_LITERAL: usize = 16;
+
+/// The literals a prefilter searches for: each cut to [`MAX_LITERAL`] bytes (at a character
+/// boundary), duplicates dropped; `None` when one is empty.
+fn searcher(lits: Vec<String>, icase: bool) -> Option<AhoCorasick> {
+    let mut cut: Vec<String> = lits
+        .into_iter()
+        .map(|l| crate::limits::fit(&l, MAX_LITERAL).to_string())
+        .collect();
+    cut.sort_unstable();
+    cut.dedup();
+    if cut.iter().any(String::is_empty) {
+        return None;
+    }
+    AhoCorasickBuilder::new()
+        .ascii_case_insensitive(icase)
+        .match_kind(MatchKind::LeftmostFirst)
+        .build(cut)
+        .ok()
+}
+
+/// A position in a text as both a UTF-8 byte offset and a UTF-16 unit offset, moved forward
+/// only (so a run's conversions cost one walk over the text).
+#[derive(Debug, Default)]
+pub(crate) struct Cursor {
+    byte: usize,
+    unit: usize,
+}
+
+impl Cursor {
+    /// Moves to the first character boundary at or after unit `unit`.
+    fn advance_to_unit(&mut self, text: &str, unit: usize) {
+        while self.unit < unit {
+            let Some(c) = text[self.byte..].chars().next() else {
+                return;
+            };
+            self.byte += c.len_utf8();
+            self.unit += c.len_utf16();
+        }
     }
 
-    /// The UTF-16 offset after which no match can start: the start of the last occurrence of
-    /// a required literal (every match contains one, from its own start on); `None` when the
-    /// text has none, so nothing matches. Without a prefilter, the end of the text.
+    /// Moves to byte `byte` (a character boundary at or after the cursor).
+    fn advance_to_byte(&mut self, text: &str, byte: usize) {
+        while self.byte < byte {
+            let Some(c) = text[self.byte..].chars().next() else {
+                return;
+            };
+            self.byte += c.len_utf8();
+            self.unit += c.len_utf16();
+        }
+    }
+}
+
+impl Pattern {
+    /// Whether the pattern names where its matches start (its prefix literals).
+    pub fn has_starts(&self) -> bool {
+        self.prefixes.is_some()
+    }
+
+    /// The first position at or after unit `pos` where a match can start (an occurrence of a
+    /// prefix literal), in UTF-16 units; `None` when there is none. Calls for one text must
+    /// come with ascending `pos` and the same `cursor`.
+    pub fn next_start(&self, text: &str, cursor: &mut Cursor, pos: usize) -> Option<usize> {
+        let ac = self.prefixes.as_ref()?;
+        cursor.advance_to_unit(text, pos);
+        let input = aho_corasick::Input::new(text).span(cursor.byte..text.len());
+        let m = ac.find(input)?;
+        cursor.advance_to_byte(text, m.start());
+        Some(cursor.unit)
+    }
+
+    /// The UTF-16 offset after which no match can start: every match contains an occurrence
+    /// of a required literal, and every occurrence starts before the end of the last
+    /// leftmost-first match. `None` when the text has none, so nothing matches. Without a
+    /// prefilter, the end of the text.
     pub fn last_start(&self, text: &str) -> Option<usize> {
         let Some(ac) = &self.required else {
             return Some(usize::MAX);
         };
-        let last = ac.find_overlapping_iter(text).map(|m| m.start()).max()?;
-        Some(text[..last].encode_utf16().count())
+        let end = ac.find_iter(text).last()?.end();
+        Some(text[..end].encode_utf16().count().saturating_sub(1))
     }
 }
 
@@ -601,6 +640,12 @@ fn required_literal(body: &str, icase: bool, unicode: bool) -> Option<String> {
                         ('u', None) => 4,
                         ('x', None) => 2,
                         ('c', None) => 1,
+                        // A backreference or (without `u`) an octal escape: `\012` is a line
+                        // feed, `\10` may be octal U+0008; its digits are never literal text.
+                        (d, None) if d.is_ascii_digit() => chars[i + 2..]
+                            .iter()
+                            .take_while(|c| c.is_ascii_digit())
+                            .count(),
                         _ => 0,
                     };
                 }
@@ -679,6 +724,11 @@ mod tests {
         assert_eq!(lit("ab*c").as_deref(), Some("a"));
         assert_eq!(lit(r"\k<name>x\p{Lu}").as_deref(), Some("x"));
         assert_eq!(lit(r"\u0041\x41yz").as_deref(), Some("yz"));
+        assert_eq!(lit(r"\0123"), None);
+        assert_eq!(lit(r"(a)\10xyz").as_deref(), Some("xyz"));
+        // The same through the passes: `\012` is a line feed, never the text "12".
+        let p = compile("/\\0123/g").unwrap();
+        assert_eq!(p.last_start("a\n3b"), Some(usize::MAX));
         assert_eq!(lit("a|b"), None);
         assert_eq!(
             required_literals(
@@ -724,12 +774,16 @@ mod tests {
             prefix_literals(r"a{0}b", false, false, 0),
             Some(vec!["a".into(), "b".into()])
         );
-        assert_eq!(
-            compile("/😀a|a/").unwrap().starts("x😀a a"),
-            Some(vec![1, 3, 5])
-        );
+        let p = compile("/😀a|a/").unwrap();
+        let mut cursor = Cursor::default();
+        let text = "x😀a a";
+        let starts: Vec<Option<usize>> = [0, 2, 4, 6]
+            .iter()
+            .map(|&pos| p.next_start(text, &mut cursor, pos))
+            .collect();
+        assert_eq!(starts, [Some(1), Some(3), Some(5), None]);
         let p = compile("/ab|cd/g").unwrap();
-        assert_eq!(p.last_start("ab 😀 cd x"), Some(6));
+        assert_eq!(p.last_start("ab 😀 cd x"), Some(7));
         assert_eq!(p.last_start("xx"), None);
         assert_eq!(lit("(?:x|y)z"), Some("z".into()));
         assert_eq!(lit("ab+c").as_deref(), Some("ab"));

@@ -166,40 +166,66 @@ impl Template {
         }
     }
 
-    /// Whether expanding it can give different output for the same inputs, or read the
-    /// history (SPEC §13.11: then prompt-pass results are not cached).
+    /// Whether expanding it can give different output for the same inputs, or read what the
+    /// cache's context fingerprint leaves out: the history (`lastMessage`) and the host's
+    /// capability and tool facts (TomoriBot blocks). Then prompt-pass results are not cached
+    /// (SPEC §13.11).
     pub fn impure(&self) -> bool {
         use crate::syntax::catalog::MacroKind::*;
         match &self.body {
             Body::Plain(_) => false,
-            Body::Macros(tree) => tree.calls.iter().any(|c| {
-                c.kind.is_temporal()
-                    || matches!(
-                        c.kind,
-                        Random | Pick | Roll | LastMessage | LastUserMessage | LastCharMessage
-                    )
-            }),
+            Body::Macros(tree) => {
+                tree.calls.iter().any(|c| {
+                    c.kind.is_temporal()
+                        || matches!(
+                            c.kind,
+                            Random | Pick | Roll | LastMessage | LastUserMessage | LastCharMessage
+                        )
+                }) || tree
+                    .blocks
+                    .iter()
+                    .any(|b| matches!(b.kind, crate::syntax::tree::BlockKind::Tomori { .. }))
+            }
         }
     }
 }
 
 /// Removes every occurrence of `pat` from `value`, left to right (JavaScript's `replaceAll`
-/// with `""`). Returns the units examined, which the caller counts as steps.
+/// with `""`), in one pass (Knuth–Morris–Pratt: a periodic trim string on a long value must
+/// not cost their product). Returns the units examined, which the caller counts as steps.
 pub(crate) fn remove_all(value: &mut Vec<u16>, pat: &[u16]) -> usize {
     if pat.is_empty() || value.len() < pat.len() {
-        return value.len();
+        return value.len() + pat.len();
+    }
+    // fail[i]: length of the longest proper prefix of pat[..=i] that is also its suffix.
+    let mut fail = vec![0usize; pat.len()];
+    let mut k = 0;
+    for i in 1..pat.len() {
+        while k > 0 && pat[i] != pat[k] {
+            k = fail[k - 1];
+        }
+        if pat[i] == pat[k] {
+            k += 1;
+        }
+        fail[i] = k;
     }
     let mut out = Vec::with_capacity(value.len());
-    let mut i = 0;
-    while i < value.len() {
-        if value[i..].starts_with(pat) {
-            i += pat.len();
-        } else {
-            out.push(value[i]);
-            i += 1;
+    let mut k = 0;
+    for &u in value.iter() {
+        while k > 0 && u != pat[k] {
+            k = fail[k - 1];
+        }
+        out.push(u);
+        if u == pat[k] {
+            k += 1;
+        }
+        if k == pat.len() {
+            // A whole occurrence: drop it; the next search starts after it (no overlap).
+            out.truncate(out.len() - pat.len());
+            k = 0;
         }
     }
-    let examined = value.len() * pat.len().min(64);
+    let examined = 2 * value.len() + pat.len();
     *value = out;
     examined
 }
@@ -241,6 +267,26 @@ mod tests {
         ));
         assert!(Template::replacement("{{random::a,b}}", &l).impure());
         assert!(!Template::replacement("{{getvar::$1}}", &l).impure());
+        assert!(Template::replacement("{{if capability:web}}W{{/if}}", &l).impure());
+    }
+
+    #[test]
+    fn remove_all_matches_a_naive_replace_all() {
+        let cases = [
+            ("aaaa", "aa", ""),
+            ("aaa", "aa", "a"),
+            ("abababx", "abab", "abx"),
+            ("xabcabcabdy", "abcabd", "xabcy"),
+            ("aab", "ab", "a"),
+            ("", "a", ""),
+            ("abc", "", "abc"),
+        ];
+        for (v, p, want) in cases {
+            let mut units: Vec<u16> = v.encode_utf16().collect();
+            remove_all(&mut units, &p.encode_utf16().collect::<Vec<_>>());
+            assert_eq!(String::from_utf16_lossy(&units), want, "{v} - {p}");
+            assert_eq!(v.replace(p, ""), want, "the reference itself");
+        }
     }
 
     #[test]

@@ -1203,9 +1203,16 @@ impl<Input: InputIndexer> BacktrackExecutor<'_, Input> {
         anchored: bool,
     ) -> Result<Option<Match>, StepLimit> {
         let budget = *steps;
-        self.matcher.steps = 0;
+        // stpreset patch: setting up the matcher costs one step per capture group and loop
+        // (its state is that large), so many calls on a pattern with thousands of groups are
+        // bounded like any other work.
+        self.matcher.steps = u64::from(self.matcher.re.groups) + u64::from(self.matcher.re.loops);
         self.matcher.limit = budget;
-        let result = self.find_bounded_inner(start, anchored);
+        let result = if self.matcher.out_of_steps() {
+            Err(StepLimit)
+        } else {
+            self.find_bounded_inner(start, anchored)
+        };
         let spent = self.matcher.steps.min(budget);
         debug_assert!(result.is_ok() || spent == budget);
         *steps = budget - spent;
