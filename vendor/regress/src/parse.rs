@@ -579,6 +579,8 @@ where
                                 invert: false,
                                 unicode_icase: self.flags.unicode && self.flags.icase,
                             });
+                            // stpreset patch: `\b+` is "Nothing to repeat" in V8.
+                            quantifier_allowed = false;
                         }
                         // Term :: Assertion :: \B
                         'B' => {
@@ -587,6 +589,8 @@ where
                                 invert: true,
                                 unicode_icase: self.flags.unicode && self.flags.icase,
                             });
+                            // stpreset patch: as `\b`.
+                            quantifier_allowed = false;
                         }
                         // Term :: Atom :: \ AtomEscape :: CharacterEscape :: c AsciiLetter
                         // Term :: ExtendedAtom :: \ [lookahead = c]
@@ -1561,6 +1565,11 @@ where
                 // stpreset patch: surrogate pairs of escapes are one character only in
                 // unicode mode.
                 let unicode = self.flags.unicode || self.flags.unicode_sets;
+                // stpreset patch: without `u`, `\u{…}` is no code point escape (V8): `\u` is
+                // the letter `u` and the braces follow (`/\u{2}/` matches `uu`).
+                if !unicode && self.peek() == Some('{' as u32) {
+                    return Ok(c);
+                }
                 if let Some(c) = self.try_escape_unicode_sequence(unicode) {
                     Ok(c)
                 } else if !self.flags.unicode {

@@ -600,3 +600,33 @@ fn lazy_loops_do_not_scan_ahead() {
     let (small, large) = (cost(100), cost(1000));
     assert!(large < small * 11, "{small} -> {large}");
 }
+
+/// stpreset patch: quantified `\b`/`\B` are syntax errors and `\u{…}` without `u` is the
+/// letter `u` followed by braces, as in V8 (Node 20).
+#[test]
+fn v8_syntax_details() {
+    let compile = |p: &str, unicode: bool| {
+        Regex::from_unicode(
+            p.encode_utf16().map(u32::from),
+            Flags {
+                unicode,
+                ..Flags::default()
+            },
+        )
+    };
+    for bad in [r"\b+", r"\B{1}", r"\b?", r"x\u{61}*"] {
+        assert!(compile(bad, false).is_err(), "{bad}");
+    }
+    let find = |p: &str, unicode: bool, text: &str| {
+        let re = compile(p, unicode).unwrap();
+        let units: Vec<u16> = text.encode_utf16().collect();
+        let mut steps = 1 << 30;
+        re.find_at_utf16_bounded(&units, 0, &mut steps)
+            .unwrap()
+            .map(|m| String::from_utf16_lossy(&units[m.range()]))
+    };
+    assert_eq!(find(r"\u{2}", false, "uu").as_deref(), Some("uu"));
+    assert_eq!(find(r"\u{61}", true, "a").as_deref(), Some("a"));
+    assert_eq!(find(r"[\u{61}]", false, "{").as_deref(), Some("{"));
+    assert_eq!(find(r"(?=a)*a", false, "a").as_deref(), Some("a"));
+}
