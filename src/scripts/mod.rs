@@ -3,6 +3,7 @@
 //! over UTF-16 code units with its step and size bounds, and the prompt pass of a render with
 //! its cache.
 
+mod literals;
 mod pattern;
 mod read;
 mod replace;

@@ -20,16 +20,7 @@ fn context(json: &str) -> Result<stpreset::Context> {
 
 /// A message's role as the context file spells it (`assistant` is `model`).
 fn role(name: &str) -> Result<stpreset::Role> {
-    serde_json::from_value(serde_json::Value::String(name.to_string())).map_err(|_| {
-        let name = serde_json::Value::String(name.to_string());
-        error(
-            "ContextError",
-            "Role",
-            format!(
-                "role: expected \"user\", \"model\" (or \"assistant\") or \"system\", not {name}"
-            ),
-        )
-    })
+    name.parse().map_err(|e| error("ContextError", "Role", e))
 }
 
 /// The regex scripts (SPEC §13.1) as a JSON list of their fields as read.
