@@ -208,6 +208,9 @@ pub fn regex(data: &[u8]) {
     ctx.options.limits.regex_run_steps = 200_000;
     ctx.options.limits.regex_run_steps_max = 2_000_000;
     ctx.options.limits.regex_pass_steps = 4_000_000;
+    // A replacement may multiply the text up to the output limit (linear, but 8 MiB through
+    // seven passes and two renders' token counts is seconds): a smaller limit, same rules.
+    ctx.options.limits.output_bytes = 256 << 10;
     let limit = ctx.options.limits.output_bytes;
     let role = if bit(6) {
         stpreset::Role::User
