@@ -566,3 +566,23 @@ fn the_cache_follows_host_facts_and_the_work_budget() {
         regex_kinds(&fresh.diagnostics)
     );
 }
+
+/// From a second hostile review: runs whose prefilter finds nothing still pay for reading the
+/// text, so a pass of thousands of scripts meets its total.
+#[test]
+fn runs_that_find_nothing_still_spend_steps() {
+    let scripts: Vec<Value> = (0..2_000)
+        .map(|_| json!({"findRegex": "/ab|cd/", "placement": [2]}))
+        .collect();
+    let p = scripted(
+        json!(scripts),
+        json!([{"identifier": "main", "content": "x"}]),
+    );
+    let mut ctx = allowed(json!([]));
+    ctx.options.limits.regex_pass_steps = 5_000_000;
+    let out = p.store_message(&"ac".repeat(50_000), Role::Model, &ctx);
+    assert_eq!(
+        regex_kinds(&out.diagnostics),
+        [("RegexLimit".to_string(), None)]
+    );
+}

@@ -152,13 +152,16 @@ fn group_end(b: &str) -> Option<usize> {
 /// The literal characters `b` starts with (a character its quantifier may repeat zero times
 /// is not one; one with `+` is the last).
 fn leading_literal(b: &str, icase: bool, unicode: bool) -> Option<String> {
-    let chars: Vec<char> = b.chars().collect();
     let mut out = String::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let (c, width) = match chars[i] {
-            '\\' => match chars.get(i + 1) {
-                Some(&n) if n.is_ascii_punctuation() => (n, 2),
+    let mut rest = b;
+    loop {
+        let mut chars = rest.chars();
+        let Some(first) = chars.next() else {
+            break;
+        };
+        let (c, width) = match first {
+            '\\' => match chars.next() {
+                Some(n) if n.is_ascii_punctuation() => (n, 1 + n.len_utf8()),
                 Some('n') => ('\n', 2),
                 Some('r') => ('\r', 2),
                 Some('t') => ('\t', 2),
@@ -167,13 +170,14 @@ fn leading_literal(b: &str, icase: bool, unicode: bool) -> Option<String> {
                 _ => break,
             },
             '.' | '^' | '$' | '|' | '*' | '+' | '?' | '{' | '}' | '[' | ']' | '(' | ')' => break,
-            c => (c, 1),
+            c => (c, c.len_utf8()),
         };
         if icase && !(c.is_ascii() && !(unicode && matches!(c.to_ascii_lowercase(), 'k' | 's'))) {
             break;
         }
-        let rest: String = chars[i + width..].iter().take(24).collect();
-        match quantifier(&rest) {
+        rest = &rest[width..];
+        // The whole quantifier is read, however long (`a{000…0}` allows zero).
+        match quantifier(rest) {
             (0, _) => out.push(c),
             (_, true) if out.is_empty() => {
                 // An optional first character: the caller adds what may follow it.
@@ -186,7 +190,6 @@ fn leading_literal(b: &str, icase: bool, unicode: bool) -> Option<String> {
                 break;
             }
         }
-        i += width;
     }
     (!out.is_empty()).then_some(out)
 }
@@ -421,6 +424,11 @@ mod tests {
             Some(vec!["a".into(), "b".into()])
         );
         assert_eq!(prefix_literals(r"(?=x)y", false, false, 0), None);
+        let zeros = "0".repeat(30);
+        assert_eq!(
+            prefix_literals(&format!("xa{{{zeros}}}b"), false, false, 0),
+            Some(vec!["x".into()])
+        );
         assert_eq!(
             prefix_literals(r"a{0}b", false, false, 0),
             Some(vec!["a".into(), "b".into()])

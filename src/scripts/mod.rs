@@ -837,11 +837,7 @@ impl<'a> PassRun<'a> {
             },
             _ => return Outcome::Unchanged,
         };
-        let Some(last_start) = pattern.last_start(text) else {
-            return Outcome::Unchanged;
-        };
-        let units: Vec<u16> = text.encode_utf16().collect();
-        let l = units.len() as u64;
+        let l = text.chars().map(char::len_utf16).sum::<usize>() as u64;
         let own = self
             .limits
             .regex_run_steps
@@ -850,12 +846,7 @@ impl<'a> PassRun<'a> {
         let pass_bound = own > self.steps_left;
         let budget = own.min(self.steps_left);
         let mut steps = budget;
-        let subject = Subject {
-            text,
-            units: &units,
-            last_start,
-        };
-        let outcome = self.replace_all(i, pattern, subject, &mut steps, speaker);
+        let outcome = self.search(i, pattern, text, l, &mut steps, speaker);
         self.steps_left -= budget - steps;
         match outcome {
             Err(Stop::Steps) if pass_bound => Outcome::PassSpent,
@@ -864,6 +855,31 @@ impl<'a> PassRun<'a> {
             Ok(None) => Outcome::Unchanged,
             Ok(Some(out)) => Outcome::Changed(out),
         }
+    }
+
+    /// A run's work within `steps`: the prefilter's scan of the text (one step per unit, as
+    /// SPEC §13.6.2 allows for skipped positions: a run that finds nothing is not free, so a
+    /// pass of many scripts meets its total), then the match loop.
+    fn search(
+        &mut self,
+        i: usize,
+        pattern: &Pattern,
+        text: &str,
+        units_len: u64,
+        steps: &mut u64,
+        speaker: Option<&str>,
+    ) -> Result<Option<Vec<u16>>, Stop> {
+        spend(steps, units_len + 1)?;
+        let Some(last_start) = pattern.last_start(text) else {
+            return Ok(None);
+        };
+        let units: Vec<u16> = text.encode_utf16().collect();
+        let subject = Subject {
+            text,
+            units: &units,
+            last_start,
+        };
+        self.replace_all(i, pattern, subject, steps, speaker)
     }
 
     /// The match loop: replaces the first match, or every match with `g`.

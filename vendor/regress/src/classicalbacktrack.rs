@@ -87,6 +87,10 @@ pub(crate) struct MatchAttempter<'a, Input: InputIndexer> {
     limit: u64,
 }
 
+/// stpreset patch: the most backtrack entries a search keeps (about 64 MiB): every step can
+/// push one, so without a cap memory would grow with the step budget (10⁸ steps, gigabytes).
+const MAX_BACKTRACK: usize = 2 << 20;
+
 /// stpreset patch: the step limit used by the unbounded APIs (never reached in practice;
 /// kept well below u64::MAX so `limit + 1` cannot overflow).
 const UNBOUNDED_STEPS: u64 = u64::MAX / 4;
@@ -723,8 +727,12 @@ impl<'a, Input: InputIndexer> MatchAttempter<'a, Input> {
                     };
                 }
 
-                // stpreset patch: one step per instruction executed.
+                // stpreset patch: one step per instruction executed, and a backtrack stack
+                // over its cap ends the search like the step budget (V8 caps its stack too).
                 self.steps += 1;
+                if self.bts.len() > MAX_BACKTRACK {
+                    self.exhaust_steps();
+                }
                 if self.out_of_steps() {
                     self.bts.truncate(1);
                     return None;

@@ -630,3 +630,18 @@ fn v8_syntax_details() {
     assert_eq!(find(r"[\u{61}]", false, "{").as_deref(), Some("{"));
     assert_eq!(find(r"(?=a)*a", false, "a").as_deref(), Some("a"));
 }
+
+/// stpreset patch: the backtrack stack is capped (about 64 MiB), so memory does not grow
+/// with the step budget; a search over the cap ends like one over its steps.
+#[test]
+fn backtrack_stack_is_capped() {
+    let pattern = format!("(?:{}a)*[c]", "()".repeat(5000));
+    let re = Regex::from_unicode(pattern.encode_utf16().map(u32::from), Flags::default()).unwrap();
+    let text: Vec<u16> = "a".repeat(12_000).encode_utf16().collect();
+    let mut steps = 100_000_000;
+    assert!(matches!(
+        re.find_at_utf16_bounded(&text, 0, &mut steps),
+        Err(StepLimit)
+    ));
+    assert!(steps == 0);
+}
