@@ -586,3 +586,22 @@ fn runs_that_find_nothing_still_spend_steps() {
         [("RegexLimit".to_string(), None)]
     );
 }
+
+#[test]
+fn macro_diagnostics_of_expansions_are_positionless_with_the_script() {
+    let p = scripted(
+        json!([{"findRegex": "/b/", "replaceString": "{{nope::x}}", "placement": [2]}]),
+        json!([{"identifier": "main", "content": "x"}]),
+    );
+    let out = p.store_message("abc", Role::Model, &allowed(json!([])));
+    assert_eq!(out.text, "a{{nope::x}}c");
+    let d = &out.diagnostics[0];
+    assert_eq!((d.kind, d.script), (DiagnosticKind::UnknownMacro, Some(0)));
+    assert_eq!((d.node.as_deref(), d.span, d.line), (None, None, None));
+    assert!(
+        d.message.starts_with("regex script 1 \"\": "),
+        "{}",
+        d.message
+    );
+    assert!(out.to_json().contains(r#""script":0"#));
+}

@@ -800,8 +800,16 @@ impl<'a> PassRun<'a> {
                 let values = values.iter().map(|v| String::from_utf16_lossy(v)).collect();
                 let id = format!("script:{}", i + 1);
                 let engine = self.engine();
+                let from = diags.len();
                 let out = engine.expand(&id, tree, values, escape, speaker, diags);
                 (self.work_left, self.work_out) = engine.work();
+                // Positionless, like every regex diagnostic (SPEC §13.8): the spans would
+                // point into the rewritten template, not the field the author wrote.
+                let label = self.scripts.list[i].script.label();
+                for d in &mut diags[from..] {
+                    (d.node, d.span, d.line, d.column) = (None, None, None, None);
+                    d.message = format!("{label}{}", d.message);
+                }
                 out
             }
         }
