@@ -134,6 +134,11 @@ impl CompiledPreset {
         self.regex_permitted = permitted;
     }
 
+    /// The regex scripts it runs (SPEC §13.1), as [`Preset::regex_scripts`] lists them.
+    pub fn regex_scripts(&self) -> impl Iterator<Item = &crate::RegexScript> {
+        self.scripts.scripts()
+    }
+
     /// Runs the preset's regex scripts over one text (SPEC §13.7), when `ctx` allows them:
     /// the scripts `pass` selects, in list order. Diagnostics begin with the import's
     /// `RegexScriptInvalid`s.

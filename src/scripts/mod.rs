@@ -280,6 +280,11 @@ impl Scripts {
         }
     }
 
+    /// The scripts as imported, in list order.
+    pub fn scripts(&self) -> impl Iterator<Item = &RegexScript> {
+        self.list.iter().map(|c| &c.script)
+    }
+
     /// Whether a pass reports `RegexNotAllowed` when not allowed: a valid entry not disabled.
     fn any_enabled(&self) -> bool {
         self.list.iter().any(|c| !c.script.disabled)

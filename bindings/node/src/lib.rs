@@ -24,8 +24,9 @@ fn role(name: &str) -> Result<stpreset::Role> {
 }
 
 /// The regex scripts (SPEC §13.1) as a JSON list of their fields as read.
-fn scripts_json(scripts: &[stpreset::RegexScript]) -> String {
-    serde_json::to_string(scripts).unwrap_or_default()
+fn scripts_json<'a>(scripts: impl IntoIterator<Item = &'a stpreset::RegexScript>) -> String {
+    let list: Vec<&stpreset::RegexScript> = scripts.into_iter().collect();
+    serde_json::to_string(&list).unwrap_or_default()
 }
 
 /// An imported preset.
@@ -53,7 +54,6 @@ impl Preset {
     pub fn compile(&self) -> CompiledPreset {
         CompiledPreset {
             inner: Arc::new(self.inner.compile()),
-            scripts: self.inner.regex_scripts().into(),
         }
     }
 
@@ -81,8 +81,6 @@ impl Preset {
 #[napi]
 pub struct CompiledPreset {
     inner: Arc<stpreset::CompiledPreset>,
-    /// The scripts it was compiled with, as imported (the compiled form does not list them).
-    scripts: Arc<[stpreset::RegexScript]>,
 }
 
 #[napi]
@@ -125,7 +123,7 @@ impl CompiledPreset {
     /// The regex scripts it runs (SPEC §13.1) as a JSON list.
     #[napi]
     pub fn regex_scripts_json(&self) -> String {
-        scripts_json(&self.scripts)
+        scripts_json(self.inner.regex_scripts())
     }
 
     /// A model reply or user message before the bot stores it (SPEC §13.7 store pass):

@@ -23,8 +23,9 @@ fn role(name: &str) -> PyResult<stpreset::Role> {
 }
 
 /// The regex scripts (SPEC §13.1) as a JSON list of their fields as read.
-fn scripts_json(scripts: &[stpreset::RegexScript]) -> String {
-    serde_json::to_string(scripts).unwrap_or_default()
+fn scripts_json<'a>(scripts: impl IntoIterator<Item = &'a stpreset::RegexScript>) -> String {
+    let list: Vec<&stpreset::RegexScript> = scripts.into_iter().collect();
+    serde_json::to_string(&list).unwrap_or_default()
 }
 
 /// Text or bytes from Python: `str` is UTF-8 already; `bytes` are checked by the engine.
@@ -55,10 +56,7 @@ impl Preset {
 
     fn compile(&self, py: Python<'_>) -> CompiledPreset {
         let inner = py.detach(|| Arc::new(self.inner.compile()));
-        CompiledPreset {
-            inner,
-            scripts: self.inner.regex_scripts().into(),
-        }
+        CompiledPreset { inner }
     }
 
     /// The regex scripts as imported (SPEC §13.1), a JSON list.
@@ -79,8 +77,6 @@ impl Preset {
 #[pyclass(frozen, module = "stpreset._native")]
 struct CompiledPreset {
     inner: Arc<stpreset::CompiledPreset>,
-    /// The scripts it was compiled with, as imported (the compiled form does not list them).
-    scripts: Arc<[stpreset::RegexScript]>,
 }
 
 #[pymethods]
@@ -121,7 +117,7 @@ impl CompiledPreset {
 
     /// The regex scripts it runs (SPEC §13.1), a JSON list.
     fn regex_scripts_json(&self) -> String {
-        scripts_json(&self.scripts)
+        scripts_json(self.inner.regex_scripts())
     }
 
     /// A reply or user message before the bot stores it (SPEC §13.7 store pass):
