@@ -1030,6 +1030,15 @@ impl<'a, Input: InputIndexer> MatchAttempter<'a, Input> {
 
                     Insn::EnterLoop(fields) => {
                         // Entering a loop, not re-entering it.
+                        // stpreset patch: save the loop's state first, so backtracking into
+                        // an earlier iteration of an enclosing loop finds this loop's count as
+                        // it was. Without it, a nested loop over a body that can match empty
+                        // (`(?:(?:a*)*)*b`) reset its count on every entry and never ended.
+                        let data = *self.s.loops.mat(fields.loop_id as usize);
+                        self.push_backtrack(BacktrackInsn::SetLoopData {
+                            id: fields.loop_id,
+                            data,
+                        });
                         self.s.loops.mat(fields.loop_id as usize).iters = 0;
                         match self.run_loop(fields, pos, ip) {
                             Some(next_ip) => {
