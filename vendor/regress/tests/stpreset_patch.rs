@@ -651,7 +651,9 @@ fn backtrack_stack_is_capped() {
 /// produced by Node 20's `RegExp.prototype.exec`.
 #[test]
 fn nested_loops_over_empty_bodies_end() {
-    let cases: [(&str, &str, Option<&[Option<&str>]>); 8] = [
+    // Pattern, text, and the match with its groups (None: no match).
+    type Case<'a> = (&'a str, &'a str, Option<&'a [Option<&'a str>]>);
+    let cases: [Case<'_>; 8] = [
         ("(?:(?:a*)*)*b", "a", None),
         ("(?:(?:a*)*)*b", "a ab", Some(&[Some("ab")])),
         (
