@@ -347,13 +347,18 @@ impl Scripts {
             diagnostics.extend(run.finish());
             return out;
         }
+        if self.list.is_empty() {
+            diagnostics.extend(run.finish());
+            return out;
+        }
         let history = ctx
             .items
             .iter()
             .filter(|i| i.tag == Some(Tag::DialogueHistory))
             .count();
         let mut seen = 0;
-        let fingerprint = context_fingerprint(ctx);
+        // Hashed once, when a history item first needs the cache.
+        let fingerprint = std::cell::OnceCell::new();
         for (i, item) in ctx.items.iter().enumerate() {
             if item.tag != Some(Tag::DialogueHistory) {
                 continue;
@@ -362,7 +367,7 @@ impl Scripts {
             let depth = (history - seen) as u32;
             let placement = Placement::of_role(item.role);
             out[i] = run
-                .cached(&item.text, placement, Some(depth), fingerprint)
+                .cached(&item.text, placement, Some(depth), &fingerprint)
                 .map(ItemText::Text);
         }
         for (i, item) in ctx.items.iter().enumerate() {
@@ -560,7 +565,7 @@ impl<'a> PassRun<'a> {
         text: &str,
         placement: Placement,
         depth: Option<u32>,
-        fingerprint: u128,
+        fingerprint: &std::cell::OnceCell<u128>,
     ) -> Option<Arc<str>> {
         let selected = self.selected(PassKind::Prompt, placement, depth);
         if selected.is_empty() || text.is_empty() {
@@ -574,6 +579,7 @@ impl<'a> PassRun<'a> {
         }
         // One-shot hashes of a few words: the environment (context values, placement) and
         // which scripts run.
+        let fingerprint = *fingerprint.get_or_init(|| context_fingerprint(self.ctx));
         let env = |parts: &[u64]| {
             let mut buf = [0u8; 16 + 8 * 8];
             buf[..16].copy_from_slice(&fingerprint.to_le_bytes());
