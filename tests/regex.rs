@@ -605,3 +605,24 @@ fn macro_diagnostics_of_expansions_are_positionless_with_the_script() {
     );
     assert!(out.to_json().contains(r#""script":0"#));
 }
+
+/// Matching recurses per nested lookaround; a pass on a small thread (and a render on a bot's
+/// worker thread) must hold 250 of them.
+#[test]
+fn nested_lookarounds_match_on_a_small_stack() {
+    let find = format!("/{}a{}/g", "(?=".repeat(250), ")".repeat(250));
+    let out = std::thread::Builder::new()
+        .stack_size(256 << 10)
+        .spawn(move || {
+            let p = scripted(
+                json!([{"findRegex": find, "replaceString": "X", "placement": [2]}]),
+                json!([{"identifier": "main", "content": "x"}]),
+            );
+            p.store_message("bab", Role::Model, &allowed(json!([])))
+                .text
+        })
+        .unwrap()
+        .join()
+        .expect("no stack overflow");
+    assert_eq!(out, "bXab");
+}

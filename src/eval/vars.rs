@@ -78,8 +78,8 @@ pub(crate) struct Vars {
 #[derive(Debug, Default)]
 struct Journal {
     total: usize,
-    seen: std::collections::BTreeSet<(bool, String)>,
-    old: Vec<(Scope, String, Option<String>)>,
+    /// Per written key (global?, key): its value before the first write.
+    old: BTreeMap<(bool, String), Option<String>>,
 }
 
 impl Vars {
@@ -96,8 +96,12 @@ impl Vars {
         let Some(mut j) = self.journal.take() else {
             return;
         };
-        for (scope, key, old) in j.old.drain(..).rev() {
-            let map = self.map_plain(scope);
+        for ((global, key), old) in std::mem::take(&mut j.old) {
+            let map = if global {
+                &mut self.global
+            } else {
+                &mut self.local
+            };
             match old {
                 Some(v) => {
                     map.insert(key, v);
@@ -108,7 +112,6 @@ impl Vars {
             }
         }
         self.total = j.total;
-        j.seen.clear();
         self.journal = Some(j);
     }
 
@@ -154,19 +157,21 @@ impl Vars {
 
     /// The map `key` is about to be written in (recorded first while journaling).
     fn map_mut(&mut self, scope: Scope, key: &str) -> &mut BTreeMap<String, String> {
-        if let Some(j) = &mut self.journal
-            && j.seen.insert((scope == Scope::Global, key.to_string()))
-        {
-            let old = match scope {
-                Scope::Local => self.local.get(key).cloned(),
-                Scope::Global => self.global.get(key).cloned(),
-            };
-            j.old.push((scope, key.to_string(), old));
+        // Only while journaling (a script's expansion): a node's writes pay nothing here.
+        if self.journal.is_some() {
+            let first = (scope == Scope::Global, key.to_string());
+            // The old value is copied once per key, not per write.
+            if self
+                .journal
+                .as_ref()
+                .is_some_and(|j| !j.old.contains_key(&first))
+            {
+                let old = self.map(scope).get(key).cloned();
+                if let Some(j) = &mut self.journal {
+                    j.old.insert(first, old);
+                }
+            }
         }
-        self.map_plain(scope)
-    }
-
-    fn map_plain(&mut self, scope: Scope) -> &mut BTreeMap<String, String> {
         match scope {
             Scope::Local => &mut self.local,
             Scope::Global => &mut self.global,

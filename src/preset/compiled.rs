@@ -207,11 +207,11 @@ impl CompiledPreset {
         let items = ctx
             .items
             .iter()
-            .zip(changed)
-            .map(|(item, c)| match c {
-                None => Some(item.text.clone()),
-                Some(crate::scripts::ItemText::Text(t)) => Some(t.to_string()),
-                Some(crate::scripts::ItemText::Dropped) => None,
+            .enumerate()
+            .map(|(i, item)| match changed.get(i) {
+                Some(Some(crate::scripts::ItemText::Text(t))) => Some(t.to_string()),
+                Some(Some(crate::scripts::ItemText::Dropped)) => None,
+                _ => Some(item.text.clone()),
             })
             .collect();
         PromptPass { items, diagnostics }

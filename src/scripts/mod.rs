@@ -320,6 +320,8 @@ impl Scripts {
 
     /// The prompt pass over a context's items (SPEC §13.2.3): per item, `None` when it is
     /// unchanged.
+    /// Empty when the pass changed nothing it could (no scripts, or not allowed): a render of
+    /// a preset without scripts allocates nothing here.
     pub fn prompt_items(
         &self,
         ctx: &Context,
@@ -327,30 +329,29 @@ impl Scripts {
         with_import: bool,
         diagnostics: &mut Vec<Diagnostic>,
     ) -> Vec<Option<ItemText>> {
-        deep(|| self.prompt_items_inner(ctx, allowed, with_import, diagnostics))
+        if with_import {
+            diagnostics.extend_from_slice(&self.import);
+        }
+        if self.list.is_empty() {
+            return Vec::new();
+        }
+        if !allowed {
+            if self.any_enabled() {
+                diagnostics.push(not_allowed());
+            }
+            return Vec::new();
+        }
+        deep(|| self.prompt_items_inner(ctx, diagnostics))
     }
 
     fn prompt_items_inner(
         &self,
         ctx: &Context,
-        allowed: bool,
-        with_import: bool,
         diagnostics: &mut Vec<Diagnostic>,
     ) -> Vec<Option<ItemText>> {
         let mut run = PassRun::new(self, ctx);
-        if !with_import {
-            run.diagnostics.clear();
-        }
+        run.diagnostics.clear(); // the caller reported the import's
         let mut out = vec![None; ctx.items.len()];
-        if !allowed {
-            run.not_allowed();
-            diagnostics.extend(run.finish());
-            return out;
-        }
-        if self.list.is_empty() {
-            diagnostics.extend(run.finish());
-            return out;
-        }
         let history = ctx
             .items
             .iter()
@@ -519,11 +520,7 @@ impl<'a> PassRun<'a> {
 
     fn not_allowed(&mut self) {
         if self.scripts.any_enabled() {
-            self.report(Diagnostic::new(
-                DiagnosticKind::RegexNotAllowed,
-                None,
-                "regex scripts: the host did not allow this preset's scripts; none ran",
-            ));
+            self.report(not_allowed());
         }
     }
 
@@ -1058,11 +1055,21 @@ fn spend(steps: &mut u64, n: u64) -> Result<(), Stop> {
     Ok(())
 }
 
-/// Runs `f` with at least 4 MiB of stack (on a fresh 8 MiB segment when the thread has
-/// less): regress's parser, optimizer and matcher recurse per nesting level (up to 256) and
-/// per alternative (up to 8,192 within `Cost::ONE`), deeper than a small thread's stack.
+/// Runs a pass with at least 1 MiB of stack (on a fresh 4 MiB segment when the thread has
+/// less): the matcher recurses per nested lookaround (up to 256) and the macro engine per tag.
+/// Compiling needs more and grows its own (`pattern::compile_within`); a bot's usual 2 MiB
+/// worker thread has room, so a render allocates nothing here.
 fn deep<T>(f: impl FnOnce() -> T) -> T {
-    stacker::maybe_grow(4 << 20, 8 << 20, f)
+    stacker::maybe_grow(1 << 20, 4 << 20, f)
+}
+
+/// `RegexNotAllowed` (SPEC §13.6.1).
+fn not_allowed() -> Diagnostic {
+    Diagnostic::new(
+        DiagnosticKind::RegexNotAllowed,
+        None,
+        "regex scripts: the host did not allow this preset's scripts; none ran",
+    )
 }
 
 const OVER_BUDGET: &str = "the preset's patterns together are too large to compile";

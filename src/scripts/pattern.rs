@@ -195,11 +195,16 @@ pub(crate) fn compile_within(f: &str, budget: &mut Cost) -> Result<Pattern, Stri
     };
     // Without `u` the pattern is UTF-16 code units, as V8 reads it: an astral character is
     // two characters (`😀+` repeats its second half).
-    let regex = if unicode {
-        regress::Regex::from_unicode(body.chars().map(u32::from), options)
-    } else {
-        regress::Regex::from_unicode(body.encode_utf16().map(u32::from), options)
-    }
+    // regress's parser and optimizer recurse per nesting level (up to 256) and per alternative
+    // (up to 8,192 within `Cost::ONE`): compile with at least 4 MiB of stack, on a fresh 8 MiB
+    // segment when the thread has less (compiles are few: once per script and preset).
+    let regex = stacker::maybe_grow(4 << 20, 8 << 20, || {
+        if unicode {
+            regress::Regex::from_unicode(body.chars().map(u32::from), options)
+        } else {
+            regress::Regex::from_unicode(body.encode_utf16().map(u32::from), options)
+        }
+    })
     .map_err(|e| e.to_string())?;
     let required =
         required_literals(body, options.icase, unicode).and_then(|l| searcher(l, options.icase));
