@@ -85,6 +85,9 @@ pub struct Context {
     /// Whether the preset's regex scripts may run (SPEC §13.6.1; context-file field
     /// `allow_preset_regex`). Off by default: scripts are a stranger's code paths.
     pub allow_preset_regex: bool,
+    /// Lone UTF-16 surrogates the context file held, each read as U+FFFD: a render reports
+    /// them in one `LoneSurrogate` note.
+    pub lone_surrogates: usize,
 }
 
 impl Default for Context {
@@ -118,6 +121,7 @@ impl Default for Context {
             provider_options: ProviderOptions::default(),
             preset_settings: PresetSettingsUse::Use,
             allow_preset_regex: false,
+            lone_surrogates: 0,
         }
     }
 }
@@ -325,6 +329,13 @@ impl Host for MapHost {
     }
 }
 
+/// Runs a JSON reader with room for its recursion (serde_json goes 128 levels deep): a bot's
+/// worker thread may have 64 KiB of stack, which 127 nested arrays overflow. Costs nothing
+/// when the stack has room.
+pub(crate) fn guarded<R>(f: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(256 << 10, 1 << 20, f)
+}
+
 /// The context file of SPEC §9, field for field.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -460,7 +471,13 @@ impl Context {
     /// assert!(err.to_string().contains("usr"));
     /// ```
     pub fn from_json(bytes: &[u8]) -> Result<Context, ContextError> {
+        guarded(|| Context::read_json(bytes))
+    }
+
+    fn read_json(bytes: &[u8]) -> Result<Context, ContextError> {
         let bytes = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
+        let (bytes, lone_surrogates) = crate::surrogates::repair_json(bytes);
+        let bytes = &*bytes;
         let text = std::str::from_utf8(bytes).map_err(|e| ContextError::Utf8 {
             offset: e.valid_up_to(),
         })?;
@@ -566,6 +583,7 @@ impl Context {
             },
             preset_settings: preset_settings_field(file.preset_settings.as_ref())?,
             allow_preset_regex: file.allow_preset_regex,
+            lone_surrogates,
         })
     }
 }

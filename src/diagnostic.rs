@@ -88,6 +88,8 @@ pub enum DiagnosticKind {
     RegexDepthIgnored,
     /// Audit: a valid, enabled script no pass can run (SPEC §13.7).
     RegexNeverRuns,
+    /// Input text held lone UTF-16 surrogates, each replaced by U+FFFD (issue 20).
+    LoneSurrogate,
 }
 
 impl DiagnosticKind {
@@ -107,7 +109,8 @@ impl DiagnosticKind {
             | EmptyName
             | RegexNotAllowed
             | RegexDepthIgnored
-            | RegexNeverRuns => Severity::Info,
+            | RegexNeverRuns
+            | LoneSurrogate => Severity::Info,
             _ => Severity::Warning,
         }
     }

@@ -20,15 +20,18 @@
 extern crate alloc;
 
 mod assemble;
+mod chat;
 mod context;
 mod diagnostic;
 mod error;
 mod eval;
 mod identity;
 mod json;
+mod keyhash;
 mod limits;
 mod number;
 mod options;
+mod passthrough;
 mod preset;
 mod provider;
 mod render;
@@ -39,17 +42,20 @@ mod settings;
 mod span;
 #[cfg(feature = "store")]
 mod store;
+mod surrogates;
 mod syntax;
 mod template;
 mod tokens;
 
 pub use assemble::{Message, Source};
+pub use chat::Chat;
 pub use context::{Context, ContextItem, MapHost, Role, Tag};
 pub use diagnostic::{Diagnostic, DiagnosticKind, Severity, terminal_line, terminal_safe};
 pub use error::{ContextError, TemplateError};
 pub use eval::Expanded;
 pub use limits::Limits;
 pub use options::{Budget, Injection, RandomSource, RenderOptions};
+pub use passthrough::{PartMemo, Passthrough};
 pub use preset::{CompiledPreset, Preset, PresetError, PresetNode};
 pub use provider::{
     CacheTtl, ChatMessage, Names, PostProcessing, ProviderOptions, ReasoningEffort, Shape, Tri,

@@ -135,6 +135,12 @@ pub struct Expansion {
 /// Renders one template as a lone node (no assembly); the output limit cuts its text.
 pub(crate) fn template(node: &CompiledNode, ctx: &Context) -> Expansion {
     let mut ev = eval::evaluate(std::slice::from_ref(&node.eval()), ctx);
+    if ctx.lone_surrogates > 0 {
+        ev.diagnostics.insert(
+            0,
+            Diagnostic::lone_surrogates("the context", ctx.lone_surrogates),
+        );
+    }
     let mut text = ev.texts.pop().unwrap_or_default();
     let cap = ctx.options.limits.clamped().output_bytes;
     if !OutputBudget::new(cap).spend(&mut text) {
@@ -212,6 +218,12 @@ pub(crate) fn preset<'c>(parts: &PresetParts<'_>, ctx: &'c Context) -> Rendered<
     }));
     let mut diagnostics = Vec::with_capacity(parts.import.len() + 8);
     diagnostics.extend_from_slice(parts.import);
+    if ctx.lone_surrogates > 0 {
+        diagnostics.push(Diagnostic::lone_surrogates(
+            "the context",
+            ctx.lone_surrogates,
+        ));
+    }
     // The prompt pass runs on the host's items before anything else reads them (SPEC §16).
     let regexed = parts
         .scripts

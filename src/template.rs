@@ -18,6 +18,8 @@ const TEMPLATE_ID: &str = "template";
 #[derive(Debug)]
 pub struct Template {
     node: CompiledNode,
+    /// Lone surrogates replaced in the source before compiling (a `LoneSurrogate` note).
+    lone_surrogates: usize,
 }
 
 impl Template {
@@ -30,11 +32,26 @@ impl Template {
     pub fn compile_with(source: &str, limits: &Limits) -> Template {
         Template {
             node: CompiledNode::compile(TEMPLATE_ID, source, limits),
+            lone_surrogates: 0,
         }
     }
 
+    /// Notes that `count` lone UTF-16 surrogates were replaced by U+FFFD in the source before
+    /// it was compiled (front ends whose strings are UTF-16): each render reports it.
+    ///
+    /// ```
+    /// let t = stpreset::Template::compile("a\u{FFFD}").with_lone_surrogates(1);
+    /// let out = t.render(&stpreset::Context::default());
+    /// assert_eq!(out.diagnostics[0].kind, stpreset::DiagnosticKind::LoneSurrogate);
+    /// ```
+    pub fn with_lone_surrogates(mut self, count: usize) -> Template {
+        self.lone_surrogates = count;
+        self
+    }
+
     /// Compiles bytes, refusing invalid UTF-8 and files over the default
-    /// [`Limits::template_bytes`] before parsing.
+    /// [`Limits::template_bytes`] before parsing. Surrogates written as three bytes (Python's
+    /// `surrogatepass`) are read as U+FFFD, with a `LoneSurrogate` note.
     ///
     /// ```
     /// assert!(stpreset::Template::from_bytes(b"ok").is_ok());
@@ -48,10 +65,11 @@ impl Template {
                 limit,
             });
         }
-        let text = std::str::from_utf8(bytes).map_err(|e| TemplateError::Utf8 {
+        let (bytes, lone) = crate::surrogates::repair_text(bytes);
+        let text = std::str::from_utf8(&bytes).map_err(|e| TemplateError::Utf8 {
             offset: e.valid_up_to(),
         })?;
-        Ok(Template::compile(text))
+        Ok(Template::compile(text).with_lone_surrogates(lone))
     }
 
     /// The template's source text.
@@ -66,7 +84,14 @@ impl Template {
 
     /// Renders against `ctx` (its options give the limits and the clock).
     pub fn render(&self, ctx: &Context) -> Expansion {
-        render::template(&self.node, ctx)
+        let mut out = render::template(&self.node, ctx);
+        if self.lone_surrogates > 0 {
+            out.diagnostics.insert(
+                0,
+                crate::Diagnostic::lone_surrogates("the template", self.lone_surrogates),
+            );
+        }
+        out
     }
 }
 

@@ -3,8 +3,33 @@
 
 export type Role = 'system' | 'user' | 'model';
 
+/** The host item tags of SPEC §9 (docs/context.md says which marker takes each). */
+export type Tag =
+  | 'SYSTEM_SERVER_PROMPT'
+  | 'SYSTEM_FALLBACK_PROMPT'
+  | 'SYSTEM_HUMANIZER_RULES'
+  | 'SYSTEM_CHANNEL_PROMPT'
+  | 'SYSTEM_PERSONA_PROMPT'
+  | 'SYSTEM_PERSONALITY'
+  | 'DIALOGUE_SAMPLE'
+  | 'DIALOGUE_HISTORY'
+  | 'KNOWLEDGE_LOREBOOK_BEFORE'
+  | 'KNOWLEDGE_LOREBOOK_AFTER'
+  | 'KNOWLEDGE_SERVER_INFO'
+  | 'KNOWLEDGE_SERVER_MEMORIES'
+  | 'KNOWLEDGE_EMOJIS'
+  | 'KNOWLEDGE_STICKERS'
+  | 'KNOWLEDGE_ACTIVE_USERS'
+  | 'KNOWLEDGE_SHORT_TERM_MEMORY'
+  | 'SYSTEM_CONDITIONING'
+  | 'KNOWLEDGE_LORE_ACTIVATED'
+  | 'KNOWLEDGE_RETRIEVED_DOCUMENTS'
+  | 'CONTEXT_PARTICIPANT_PRESENCE'
+  | 'CONTEXT_CURRENT';
+
 export interface ContextItem {
-  tag?: string;
+  /** Absent or `null`: an untagged item. */
+  tag?: Tag | null;
   role: Role | 'assistant';
   text: string;
   /** RFC 3339, read by `idle_duration`. */
@@ -91,7 +116,7 @@ export interface Context {
 
 export type Source =
   | { node: string }
-  | { tag: string | null }
+  | { tag: Tag | 'SAMPLE_SEPARATOR' | null }
   | { setting: string }
   | { injection: Source[] };
 
@@ -234,14 +259,44 @@ export interface RequestResult {
   globals: Record<string, string>;
 }
 
+/**
+ * A chat kept between turns (the fast way to render the same chat turn after turn): the
+ * context read once, then changed in place; a render hands back the history strings given
+ * here. Items are read when added: later changes to the objects are not seen.
+ */
+export declare class Chat {
+  constructor(context?: Context);
+  /** How many items it has. */
+  readonly length: number;
+  /** Adds items at the end; returns the new length. Throws `ContextError`, changing nothing. */
+  push(...items: ContextItem[]): number;
+  /** As `Array.prototype.splice` (a negative `start` counts from the end). */
+  splice(start: number, deleteCount?: number, ...items: ContextItem[]): void;
+  /** Replaces the given fields (any but `items`), e.g. `{ now, variables }`. */
+  set(fields: Omit<Context, 'items'>): void;
+  /** Carries a render's `variables` and `globals` into the next turn. */
+  keep(result: { variables: Record<string, string>; globals: Record<string, string> }): void;
+}
+
+/** What `render(chat)` returns: `messages` at once, the rest read when first asked for. */
+export interface ChatRendered extends Rendered {
+  /** Messages' `source` objects are shared and frozen. */
+  readonly messages: Message[];
+  toJSON(): Rendered;
+}
+
+/** Anything that stands for a context: an object, its JSON text, or a `Chat`. */
+export type ContextLike = Context | string | Chat;
+
 export declare class CompiledPreset {
   /** The settings it renders with (SPEC §14). */
   readonly settings: PresetSettings;
-  render(context?: Context | string): Rendered;
+  render(context: Chat): ChatRendered;
+  render(context?: ContextLike): Rendered;
   /** Renders and shapes the request `context.provider_options` asks for (SPEC §12). */
-  request(context?: Context | string): RequestResult;
+  request(context?: ContextLike): RequestResult;
   /** Only the request body, as UTF-8 JSON bytes to POST (no JS strings made: the fast path). */
-  requestBody(context?: Context | string): Buffer;
+  requestBody(context?: ContextLike): Buffer;
   /** The regex scripts it runs (SPEC §13.1). */
   readonly regexScripts: RegexScript[];
   /**
@@ -250,12 +305,12 @@ export declare class CompiledPreset {
    * `allow_preset_regex: true`; otherwise the text comes back unchanged with a
    * `RegexNotAllowed` note. Throws `ContextError` (kind `Role`) for an unknown role.
    */
-  storeMessage(text: string, role: MessageRole, context?: Context | string): Regexed;
+  storeMessage(text: string, role: MessageRole, context?: ContextLike): Regexed;
   /**
    * An edited message (the store pass's scripts that have `runOnEdit`). `speaker` (or `null`)
    * stands for `{{char}}` in trim strings.
    */
-  editMessage(text: string, role: MessageRole, speaker?: string | null, context?: Context | string): Regexed;
+  editMessage(text: string, role: MessageRole, speaker?: string | null, context?: ContextLike): Regexed;
   /**
    * Text shown to people (`markdownOnly` scripts; they often emit HTML, never sanitized here:
    * do not send the result to a model). `depth`: 0 is the newest message, `null` none;
@@ -266,17 +321,17 @@ export declare class CompiledPreset {
     role: MessageRole,
     depth?: number | null,
     speaker?: string | null,
-    context?: Context | string,
+    context?: ContextLike,
   ): Regexed;
   /**
    * The prompt pass `render` runs over the context's items (SPEC §13.2.3), alone: each item's
    * text after it, without the `name` prefix.
    */
-  promptPass(context?: Context | string): PromptPass;
+  promptPass(context?: ContextLike): PromptPass;
 }
 
 export declare class Preset {
-  static fromJson(text: string | Buffer): Preset;
+  static fromJson(text: string | Uint8Array): Preset;
   compile(): CompiledPreset;
   audit(): Audit;
   /** The preset's settings (SPEC §14), after SillyTavern's migration. */
@@ -286,8 +341,8 @@ export declare class Preset {
 }
 
 export declare class Template {
-  static compile(source: string | Buffer): Template;
-  render(context?: Context | string): Expansion;
+  static compile(source: string | Uint8Array): Template;
+  render(context?: ContextLike): Expansion;
 }
 
 /**
@@ -296,4 +351,4 @@ export declare class Template {
  */
 export declare function preloadTokenizer(name?: 'auto' | 'o200k' | 'cl100k' | 'approx' | 'words'): void;
 
-export declare function expand(source: string | Buffer, context?: Context | string): Expansion;
+export declare function expand(source: string | Buffer, context?: ContextLike): Expansion;

@@ -46,6 +46,7 @@ function call(f) {
 // For a context given as an object, the line and column of an error point into JSON this
 // package wrote: say `context:` instead (the field path stays).
 function withContext(context, f) {
+  if (context instanceof Chat) return call(() => f(context._inner));
   const json = contextJson(context);
   try {
     return call(() => f(json));
@@ -60,11 +61,26 @@ function withContext(context, f) {
 // A context is an object in SPEC §9's shape (or its JSON text); nothing means defaults.
 function contextJson(context) {
   if (context === undefined || context === null) return '{}';
-  if (typeof context === 'string') return context;
-  if (typeof context !== 'object' || Array.isArray(context)) {
-    throw new ContextError('NotAnObject', 'the context must be an object');
+  if (typeof context === 'string') return jsonText(context);
+  if (!isPlainObject(context)) {
+    throw new ContextError('NotAnObject', `the context must be a plain object, a Chat or JSON text, found ${describe(context)}`);
   }
   return JSON.stringify(context);
+}
+
+// Objects as JSON reads them: a Map, a RegExp or a class instance would turn into `{}` and
+// render an empty context without a word.
+function isPlainObject(v) {
+  if (v === null || typeof v !== 'object') return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
+function describe(v) {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  if (typeof v === 'object') return `a ${(v.constructor && v.constructor.name) || 'non-plain object'}`;
+  return `a ${typeof v}`;
 }
 
 // A message's text, role, depth and speaker for the regex passes (SPEC §13.7): the role's
@@ -72,6 +88,12 @@ function contextJson(context) {
 function message(text, role) {
   if (typeof text !== 'string') throw new TypeError('the message text must be a string');
   if (typeof role !== 'string') throw new TypeError("the role must be a string: 'user', 'model' or 'system'");
+}
+
+// A regex pass over a message: its text repaired and noted (see `wellFormed`).
+function pass(text, f) {
+  const lone = loneCount(text);
+  return noted(JSON.parse(f(lone ? text.toWellFormed() : text)), 'the message', lone);
 }
 
 function optionalSpeaker(speaker) {
@@ -86,6 +108,249 @@ function optionalDepth(depth) {
     throw new RangeError('the depth must be an integer from 0 (the newest message) or null');
   }
   return depth;
+}
+
+// A string as the engine reads it: a lone surrogate (half an emoji) becomes U+FFFD, with one
+// `LoneSurrogate` note per input (issue 20: the same rule in every front end).
+function wellFormed(s) {
+  return s.isWellFormed() ? s : s.toWellFormed();
+}
+
+const LONE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+function loneCount(s) {
+  return s.isWellFormed() ? 0 : s.match(LONE).length;
+}
+
+// JSON text holding raw lone surrogates: each written as its escape, which the engine reads as
+// U+FFFD and notes (N-API would replace it silently).
+function jsonText(s) {
+  return s.isWellFormed() ? s : s.replace(LONE, (c) => '\\u' + c.charCodeAt(0).toString(16));
+}
+
+function buffer(bytes) {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+// A result's diagnostics with the note for a string argument the package repaired.
+function noted(result, input, count) {
+  if (count > 0) result.diagnostics.unshift(JSON.parse(native.loneSurrogatesJson(input, count)));
+  return result;
+}
+
+function itemText(item) {
+  return item !== null && typeof item === 'object' && typeof item.text === 'string' ? wellFormed(item.text) : '';
+}
+
+function itemsJson(items) {
+  for (let i = 0; i < items.length; i++) {
+    if (!isPlainObject(items[i])) {
+      throw new ContextError('Field', `context: items[${i}]: expected an object, found ${describe(items[i])}`);
+    }
+  }
+  return JSON.stringify(items);
+}
+
+// Errors about JSON this package wrote name fields, not lines and columns.
+function fromObject(f) {
+  try {
+    return call(f);
+  } catch (e) {
+    if (e instanceof ContextError) {
+      throw new ContextError(e.kind, e.message.replace(/^context file, line \d+ column \d+: /, 'context: '));
+    }
+    throw e;
+  }
+}
+
+/**
+ * A chat kept between turns: the context (SPEC §9) read once, then changed in place. Only what
+ * a turn adds crosses into the engine, and a render hands back the history strings given here
+ * instead of copies: the fast way to render the same chat turn after turn.
+ */
+class Chat {
+  /** A chat from a context object (items included). Throws `ContextError`. */
+  constructor(context = {}) {
+    if (!isPlainObject(context)) {
+      throw new ContextError('NotAnObject', `the context must be a plain object, found ${describe(context)}`);
+    }
+    const items = context.items === undefined ? [] : context.items;
+    if (!Array.isArray(items)) throw new ContextError('Field', 'context: items: expected an array');
+    const texts = items.map(itemText);
+    itemsJson(items);
+    this._inner = fromObject(() => new native.Chat(JSON.stringify(context)));
+    this._texts = texts;
+    // The produced parts of the last render, which the next may hand back (src/chat.rs).
+    this._prev = [];
+  }
+  /** How many items it has. */
+  get length() {
+    return this._texts.length;
+  }
+  /** Adds items at the end (read now: later changes to the objects are not seen); returns the new length. */
+  push(...items) {
+    this.splice(this._texts.length, 0, ...items);
+    return this._texts.length;
+  }
+  /**
+   * Removes `deleteCount` items from `start` and inserts `items` there, as `Array.prototype.splice`
+   * (a negative `start` counts from the end). Nothing changes when an item is refused.
+   */
+  splice(start, deleteCount, ...items) {
+    const len = this._texts.length;
+    let from = Math.trunc(Number(start)) || 0;
+    from = from < 0 ? Math.max(len + from, 0) : Math.min(from, len);
+    const count = deleteCount === undefined ? len - from : Math.min(Math.max(Math.trunc(Number(deleteCount)) || 0, 0), len - from);
+    const json = itemsJson(items);
+    fromObject(() => this._inner.splice(from, count, json));
+    this._texts.splice(from, count, ...items.map(itemText));
+  }
+  /** Replaces the given context fields (any but `items`), e.g. `{ variables, globals, now }`. */
+  set(fields) {
+    if (!isPlainObject(fields)) {
+      throw new ContextError('NotAnObject', `the fields must be a plain object, found ${describe(fields)}`);
+    }
+    fromObject(() => this._inner.set(JSON.stringify(fields)));
+  }
+  /** Carries a render's `variables` and `globals` into the next turn (SPEC §9: the bot keeps them). */
+  keep(result) {
+    if (result instanceof ChatRender && result._native !== undefined) {
+      this._inner.keep(result._native);
+    } else {
+      this.set({ variables: result.variables, globals: result.globals });
+    }
+  }
+}
+
+const ROLES = ['system', 'user', 'model'];
+const PRODUCED = 0x80000000;
+
+function source(kind, s) {
+  switch (kind) {
+    case 0:
+      return { node: s };
+    case 1:
+      return { tag: s };
+    case 2:
+      return { tag: null };
+    case 3:
+      return { setting: s };
+    default:
+      return JSON.parse(s);
+  }
+}
+
+// One layout buffer for every render (a render reads it before the next one can start).
+let layout = new Uint32Array(1 << 12);
+
+// A chat rendered natively: one string and the layout (src/chat.rs, `encode`).
+function renderChat(inner, chat) {
+  let text = inner.renderChat(chat._inner, layout);
+  if (layout[0] > layout.length) {
+    layout = new Uint32Array(layout[0] * 2);
+    text = inner.renderChat(chat._inner, layout);
+  }
+  return new ChatRender(text, layout, chat);
+}
+
+const SAME = 0x40000000;
+const REST_KEPT = 0xffffffff;
+
+/**
+ * A render of a `Chat`: `messages` now, the rest read from the engine when first asked for.
+ * `JSON.stringify` gives the same document as `render(object)`.
+ */
+class ChatRender {
+  constructor(text, l, chat) {
+    const texts = chat._texts;
+    const prev = chat._prev;
+    const next = [];
+    let k = 1;
+    let pos = 0;
+    const table = new Array(l[k++]);
+    for (let i = 0; i < table.length; i++) {
+      const n = l[k++];
+      table[i] = text.slice(pos, pos + n);
+      pos += n;
+    }
+    // One frozen source object per (kind, string): a 200-message history shares one.
+    const sources = new Map();
+    const messages = new Array(l[k++]);
+    for (let i = 0; i < messages.length; i++) {
+      const role = ROLES[l[k++]];
+      const kind = l[k++];
+      const at = l[k++];
+      const key = kind * 0x100000000 + at;
+      let src = sources.get(key);
+      if (src === undefined) {
+        src = Object.freeze(source(kind, table[at]));
+        sources.set(key, src);
+      }
+      const parts = new Array(l[k++]);
+      for (let j = 0; j < parts.length; j++) {
+        const a = l[k++];
+        if (a >= PRODUCED) {
+          const n = a - PRODUCED;
+          const part = text.slice(pos, pos + n);
+          pos += n;
+          next.push(part);
+          parts[j] = part;
+        } else if (a >= SAME) {
+          const part = prev[a - SAME];
+          next.push(part);
+          parts[j] = part;
+        } else {
+          parts[j] = texts[a];
+        }
+      }
+      messages[i] = { parts, role, source: src };
+    }
+    chat._prev = next;
+    /** The messages for the model provider, as `render(object)` gives them. */
+    this.messages = messages;
+    // The rest: its JSON at the end of the text, or (a large one) a native handle.
+    const r = l[k];
+    this._restText = r === REST_KEPT ? undefined : text.slice(pos, pos + r);
+    this._native = r === REST_KEPT ? chat._inner.takeRest() : undefined;
+    this._rest = undefined;
+  }
+  _get() {
+    if (this._rest === undefined) {
+      this._rest = JSON.parse(this._restText === undefined ? native.restJson(this._native) : this._restText);
+    }
+    return this._rest;
+  }
+  /** Findings, in order (SPEC §9). */
+  get diagnostics() {
+    return this._get().diagnostics;
+  }
+  /** The §12 options the render used (SPEC §14.3). */
+  get effective() {
+    return this._get().effective;
+  }
+  /** Global variables after the render: keep them for the next turn (`chat.keep(result)`). */
+  get globals() {
+    return this._get().globals;
+  }
+  /** The prompt's tokens under the history budget, or `null` without one. */
+  get prompt_tokens() {
+    return this._get().prompt_tokens;
+  }
+  /** Local variables after the render: keep them for the next turn (`chat.keep(result)`). */
+  get variables() {
+    return this._get().variables;
+  }
+  toJSON() {
+    const rest = this._get();
+    return {
+      diagnostics: rest.diagnostics,
+      effective: rest.effective,
+      globals: rest.globals,
+      messages: this.messages,
+      prompt_tokens: rest.prompt_tokens,
+      variables: rest.variables,
+    };
+  }
 }
 
 /** A preset compiled once, rendered many times (from any number of async tasks). */
@@ -108,13 +373,13 @@ class CompiledPreset {
    */
   storeMessage(text, role, context) {
     message(text, role);
-    return JSON.parse(withContext(context, (json) => this._inner.storeMessageJson(text, role, json)));
+    return pass(text, (t) => withContext(context, (json) => this._inner.storeMessageJson(t, role, json)));
   }
   /** An edited message (`runOnEdit` scripts; `speaker` is `{{char}}` in trim strings): `{ text, diagnostics }`. */
   editMessage(text, role, speaker, context) {
     message(text, role);
     const who = optionalSpeaker(speaker);
-    return JSON.parse(withContext(context, (json) => this._inner.editMessageJson(text, role, who, json)));
+    return pass(text, (t) => withContext(context, (json) => this._inner.editMessageJson(t, role, who, json)));
   }
   /**
    * Text shown to people (`markdownOnly` scripts, which may emit HTML: never send the result to
@@ -124,7 +389,7 @@ class CompiledPreset {
     message(text, role);
     const d = optionalDepth(depth);
     const who = optionalSpeaker(speaker);
-    return JSON.parse(withContext(context, (json) => this._inner.displayMessageJson(text, role, d, who, json)));
+    return pass(text, (t) => withContext(context, (json) => this._inner.displayMessageJson(t, role, d, who, json)));
   }
   /**
    * The prompt pass `render` runs (SPEC §13.2.3), alone: `{ items, diagnostics }`, each context
@@ -135,7 +400,10 @@ class CompiledPreset {
   }
   /** `{ messages, diagnostics, variables, globals, prompt_tokens, effective }` (SPEC §9, §14.3). */
   render(context) {
-    return withContext(context, (json) => this._inner.render(json));
+    if (context instanceof Chat) return renderChat(this._inner, context);
+    // Through JSON text: `JSON.parse` keeps a variable named `__proto__` as data, where
+    // objects built property by property would turn it into a prototype.
+    return JSON.parse(withContext(context, (json) => this._inner.renderJson(json)));
   }
   /**
    * The provider request the context's `provider_options` ask for (default shape `openai`),
@@ -161,7 +429,11 @@ class Preset {
   }
   /** Imports a preset file (string or Buffer); throws `PresetError`. */
   static fromJson(text) {
-    return new Preset(call(() => native.Preset.fromJson(text)));
+    if (typeof text !== 'string' && !(text instanceof Uint8Array)) {
+      throw new TypeError('Preset.fromJson takes the file as a string, a Buffer or a Uint8Array');
+    }
+    const json = typeof text === 'string' ? jsonText(text) : buffer(text);
+    return new Preset(call(() => native.Preset.fromJson(json)));
   }
   /** Parses every enabled node once. */
   compile() {
@@ -194,7 +466,12 @@ class Template {
   }
   /** Compiles template text (string, or UTF-8 Buffer: throws `TemplateError` if invalid). */
   static compile(source) {
-    return new Template(call(() => native.Template.compile(source)));
+    if (typeof source !== 'string' && !(source instanceof Uint8Array)) {
+      throw new TypeError('Template.compile takes the template as a string, a Buffer or a Uint8Array');
+    }
+    const lone = typeof source === 'string' ? loneCount(source) : 0;
+    const text = typeof source === 'string' ? (lone ? source.toWellFormed() : source) : buffer(source);
+    return new Template(call(() => native.Template.compile(text, lone)));
   }
   /** `{ text, diagnostics, variables }` (SPEC §9). */
   render(context) {
@@ -218,6 +495,7 @@ function expand(source, context) {
 }
 
 module.exports = {
+  Chat,
   Preset,
   CompiledPreset,
   Template,

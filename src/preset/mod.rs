@@ -204,6 +204,12 @@ impl Preset {
             .strip_prefix(crate::context::UTF8_BOM)
             .unwrap_or(bytes);
         let limit = limits.clamped().preset_bytes;
+        let (bytes, lone_surrogates) = if bytes.len() > limit {
+            (std::borrow::Cow::Borrowed(bytes), 0)
+        } else {
+            crate::surrogates::repair_json(bytes)
+        };
+        let bytes = &*bytes;
         if bytes.len() > limit {
             return Err(PresetError::TooLarge {
                 size: bytes.len(),
@@ -236,6 +242,9 @@ impl Preset {
         };
         let root = &root;
         let mut diagnostics = Vec::new();
+        if lone_surrogates > 0 {
+            diagnostics.push(Diagnostic::lone_surrogates("the preset", lone_surrogates));
+        }
         let mut nodes = match prompts {
             Some(Prompts::Array(prompts)) if !prompts.is_empty() => {
                 prompt_manager(prompt_order, prompts, &mut diagnostics)?

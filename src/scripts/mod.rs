@@ -171,49 +171,7 @@ const CACHE_ENTRIES: usize = 4096;
 /// Prompt-pass runs from earlier renders, by what decides them (SPEC §13.11).
 #[derive(Debug, Default)]
 struct PromptCache {
-    map: HashMap<CacheKey, Cached, KeyHasher>,
-}
-
-/// Keys are already hashes, seeded per process (`text_hash`), so chat text cannot aim at one
-/// bucket: the map uses their low bits as they are.
-#[derive(Debug, Default, Clone, Copy)]
-struct KeyHasher;
-
-impl std::hash::BuildHasher for KeyHasher {
-    type Hasher = KeyHash;
-    fn build_hasher(&self) -> KeyHash {
-        KeyHash(0)
-    }
-}
-
-#[derive(Debug)]
-struct KeyHash(u64);
-
-impl std::hash::Hasher for KeyHash {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut b = [0u8; 8];
-            b[..chunk.len()].copy_from_slice(chunk);
-            self.0 = self.0.rotate_left(5) ^ u64::from_le_bytes(b);
-        }
-    }
-    fn write_u128(&mut self, n: u128) {
-        self.0 = self.0.rotate_left(5) ^ (n as u64) ^ ((n >> 64) as u64);
-    }
-}
-
-/// A text's cache hash: xxh3 with a seed drawn once per process, so the keys of chat text a
-/// stranger wrote cannot be predicted (no crafted collisions, no crafted buckets).
-fn text_hash(bytes: &[u8]) -> u128 {
-    static SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    // std's `RandomState` carries random keys per process: one hash of it is the seed.
-    let seed = *SEED.get_or_init(|| {
-        std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), 0u8)
-    });
-    xxhash_rust::xxh3::xxh3_128_with_seed(bytes, seed)
+    map: HashMap<CacheKey, Cached, crate::keyhash::KeyHasher>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -593,7 +551,7 @@ impl<'a> PassRun<'a> {
             h
         };
         let ids: smallvec::SmallVec<[u64; 16]> = selected.iter().map(|&i| i as u64).collect();
-        let hash = text_hash(text.as_bytes());
+        let hash = crate::keyhash::text_hash(text.as_bytes());
         let key = CacheKey {
             text: hash,
             env: env(&ids),
@@ -622,7 +580,7 @@ impl<'a> PassRun<'a> {
                     }
                 };
                 if let Some(out) = out {
-                    hash = text_hash(out.as_bytes());
+                    hash = crate::keyhash::text_hash(out.as_bytes());
                     cur = Some(out);
                 }
             }

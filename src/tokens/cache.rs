@@ -6,9 +6,9 @@
 //! Keyed by the whole flattened text, never by part (SPEC §12.4): its XXH3-128 under a secret
 //! drawn once per process, and its length in bytes. XXH3 is not a cryptographic hash, but
 //! nobody outside the process knows the secret, so texts cannot be chosen to collide with each
-//! other; a chance collision of 128 bits is far below any hardware error rate. The hash map
-//! hashes the key again with std's randomly keyed SipHash, so crafted keys cannot fill one
-//! bucket either: every lookup and insert is O(1) plus one pass over the text.
+//! other; a chance collision of 128 bits is far below any hardware error rate. For the same
+//! reason crafted keys cannot fill one bucket, so the hash map uses the key's bits as they
+//! are (`KeyHasher`): every lookup and insert is O(1) plus one pass over the text.
 //!
 //! Memory is bounded by two generations of at most [`GENERATION`] entries (32 bytes of key and
 //! count each, about 5 MB per vocabulary when both are full): inserts go to the young map; when
@@ -22,6 +22,8 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
+
+use crate::keyhash::KeyHasher;
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use xxhash_rust::xxh3::{Xxh3, xxh3_128_with_secret};
@@ -42,8 +44,8 @@ pub(crate) struct CountCache {
 
 #[derive(Default)]
 struct Generations {
-    young: HashMap<Key, u32>,
-    old: HashMap<Key, u32>,
+    young: HashMap<Key, u32, KeyHasher>,
+    old: HashMap<Key, u32, KeyHasher>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

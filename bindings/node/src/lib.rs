@@ -5,17 +5,29 @@
 
 use std::sync::Arc;
 
+pub mod chat;
+
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 /// An error `index.js` turns into `PresetError` / `ContextError` / `TemplateError` with `kind`.
-fn error(class: &str, kind: &str, message: impl std::fmt::Display) -> napi::Error {
+pub(crate) fn error(class: &str, kind: &str, message: impl std::fmt::Display) -> napi::Error {
     let info = serde_json::json!({"class": class, "kind": kind, "message": message.to_string()});
     napi::Error::new(Status::InvalidArg, info.to_string())
 }
 
 fn context(json: &str) -> Result<stpreset::Context> {
     stpreset::Context::from_json(json.as_bytes()).map_err(|e| error("ContextError", e.kind(), e))
+}
+
+/// A context as JSON text, or a chat the caller keeps (read where it is, not copied).
+type ContextArg<'a> = Either<String, ClassInstance<'a, chat::Chat>>;
+
+fn with_context<R>(arg: ContextArg<'_>, f: impl FnOnce(&stpreset::Context) -> R) -> Result<R> {
+    match arg {
+        Either::A(json) => Ok(f(&context(&json)?)),
+        Either::B(chat) => Ok(f(chat.inner.context())),
+    }
 }
 
 /// A message's role as the context file spells it (`assistant` is `model`).
@@ -87,9 +99,8 @@ pub struct CompiledPreset {
 impl CompiledPreset {
     /// Renders against a context file's JSON; returns the render document as JSON.
     #[napi]
-    pub fn render_json(&self, context_json: String) -> Result<String> {
-        let ctx = context(&context_json)?;
-        Ok(self.inner.render(&ctx).to_json())
+    pub fn render_json(&self, context: ContextArg<'_>) -> Result<String> {
+        with_context(context, |ctx| self.inner.render(ctx).to_json())
     }
 
     /// The settings it renders with (SPEC §14) as a JSON object.
@@ -102,22 +113,23 @@ impl CompiledPreset {
     /// `provider_options` ask for over the preset's settings (SPEC §12.6, §14): `{"request",
     /// "diagnostics", "prompt_tokens", "effective", "variables", "globals"}` as JSON.
     #[napi]
-    pub fn request_json(&self, context_json: String) -> Result<String> {
-        let ctx = context(&context_json)?;
-        Ok(self
-            .inner
-            .render(&ctx)
-            .to_request_json(&ctx.provider_options))
+    pub fn request_json(&self, context: ContextArg<'_>) -> Result<String> {
+        with_context(context, |ctx| {
+            self.inner
+                .render(ctx)
+                .to_request_json(&ctx.provider_options)
+        })
     }
 
     /// Renders and returns only the provider request body (SPEC §12.3, §14.4) as UTF-8 JSON bytes,
     /// ready to POST. A Buffer crosses as one copy, where JS strings of the same text cost N-API
     /// several times the render (V8 decodes non-ASCII UTF-8 at about 4 ns a byte).
     #[napi]
-    pub fn request_body(&self, context_json: String) -> Result<Buffer> {
-        let ctx = context(&context_json)?;
-        let (request, _) = self.inner.render(&ctx).to_request(&ctx.provider_options);
-        Ok(request.to_string().into_bytes().into())
+    pub fn request_body(&self, context: ContextArg<'_>) -> Result<Buffer> {
+        with_context(context, |ctx| {
+            let (request, _) = self.inner.render(ctx).to_request(&ctx.provider_options);
+            request.to_string().into_bytes().into()
+        })
     }
 
     /// The regex scripts it runs (SPEC §13.1) as a JSON list.
@@ -133,11 +145,12 @@ impl CompiledPreset {
         &self,
         text: String,
         role_name: String,
-        context_json: String,
+        context: ContextArg<'_>,
     ) -> Result<String> {
         let role = role(&role_name)?;
-        let ctx = context(&context_json)?;
-        Ok(self.inner.store_message(&text, role, &ctx).to_json())
+        with_context(context, |ctx| {
+            self.inner.store_message(&text, role, ctx).to_json()
+        })
     }
 
     /// An edited message (SPEC §13.7 edit pass; `speaker` is `char` in trim strings):
@@ -148,14 +161,14 @@ impl CompiledPreset {
         text: String,
         role_name: String,
         speaker: Option<String>,
-        context_json: String,
+        context: ContextArg<'_>,
     ) -> Result<String> {
         let role = role(&role_name)?;
-        let ctx = context(&context_json)?;
-        Ok(self
-            .inner
-            .edit_message(&text, role, speaker.as_deref(), &ctx)
-            .to_json())
+        with_context(context, |ctx| {
+            self.inner
+                .edit_message(&text, role, speaker.as_deref(), ctx)
+                .to_json()
+        })
     }
 
     /// Text shown to people (SPEC §13.7 display pass; `depth` 0 = newest message):
@@ -167,36 +180,43 @@ impl CompiledPreset {
         role_name: String,
         depth: Option<u32>,
         speaker: Option<String>,
-        context_json: String,
+        context: ContextArg<'_>,
     ) -> Result<String> {
         let role = role(&role_name)?;
-        let ctx = context(&context_json)?;
-        Ok(self
-            .inner
-            .display_message(&text, role, depth, speaker.as_deref(), &ctx)
-            .to_json())
+        with_context(context, |ctx| {
+            self.inner
+                .display_message(&text, role, depth, speaker.as_deref(), ctx)
+                .to_json()
+        })
     }
 
     /// The prompt pass a render runs (SPEC §13.2.3), alone: `{"diagnostics", "items"}` as JSON,
     /// one item per context item (`null`: a lore item it dropped).
     #[napi]
-    pub fn prompt_pass_json(&self, context_json: String) -> Result<String> {
-        let ctx = context(&context_json)?;
-        let out = self.inner.prompt_pass(&ctx);
-        // Keys in byte order, as the library's documents.
-        Ok(format!(
-            "{{\"diagnostics\":{},\"items\":{}}}",
-            serde_json::to_string(&out.diagnostics).unwrap_or_default(),
-            serde_json::to_string(&out.items).unwrap_or_default()
-        ))
+    pub fn prompt_pass_json(&self, context: ContextArg<'_>) -> Result<String> {
+        with_context(context, |ctx| {
+            let out = self.inner.prompt_pass(ctx);
+            // Keys in byte order, as the library's documents.
+            format!(
+                "{{\"diagnostics\":{},\"items\":{}}}",
+                serde_json::to_string(&out.diagnostics).unwrap_or_default(),
+                serde_json::to_string(&out.items).unwrap_or_default()
+            )
+        })
     }
 
-    /// Renders against a context file's JSON; returns the render document as an object, built
-    /// directly from the same `Serialize` implementation as the JSON text.
-    #[napi(ts_return_type = "object")]
-    pub fn render<'env>(&self, env: &'env Env, context_json: String) -> Result<Unknown<'env>> {
-        let ctx = context(&context_json)?;
-        env.to_js_value(&self.inner.render(&ctx))
+    /// Renders a chat, encoded for `index.js` (texts the chat holds are referred to by
+    /// index): returns the text and writes the layout into `layout` (see `chat::encode`).
+    #[napi(ts_return_type = "string")]
+    pub fn render_chat<'env>(
+        &self,
+        env: &'env Env,
+        chat: &chat::Chat,
+        mut layout: Uint32ArraySlice<'_>,
+    ) -> Result<napi::JsString<'env>> {
+        // SAFETY: the slice is the JS array's memory, which nothing else touches during this
+        // synchronous call.
+        chat::render(env, &self.inner, chat, unsafe { layout.as_mut() })
     }
 }
 
@@ -210,9 +230,13 @@ pub struct Template {
 impl Template {
     /// Compiles template text (text or UTF-8 bytes).
     #[napi(factory)]
-    pub fn compile(source: Either<String, Buffer>) -> Result<Template> {
+    pub fn compile(
+        source: Either<String, Buffer>,
+        lone_surrogates: Option<u32>,
+    ) -> Result<Template> {
         let inner = match &source {
-            Either::A(s) => stpreset::Template::compile(s),
+            Either::A(s) => stpreset::Template::compile(s)
+                .with_lone_surrogates(lone_surrogates.unwrap_or(0) as usize),
             Either::B(b) => stpreset::Template::from_bytes(b)
                 .map_err(|e| error("TemplateError", e.kind(), e))?,
         };
@@ -221,9 +245,8 @@ impl Template {
 
     /// Renders against a context file's JSON; returns `{"text", "diagnostics", "variables"}`.
     #[napi]
-    pub fn render_json(&self, context_json: String) -> Result<String> {
-        let ctx = context(&context_json)?;
-        Ok(self.inner.render(&ctx).to_json())
+    pub fn render_json(&self, context: ContextArg<'_>) -> Result<String> {
+        with_context(context, |ctx| self.inner.render(ctx).to_json())
     }
 }
 
@@ -236,4 +259,11 @@ pub fn preload_tokenizer(name: String) -> Result<()> {
         .map_err(|e: String| napi::Error::new(Status::InvalidArg, e))?;
     tokenizer.preload();
     Ok(())
+}
+
+/// The `LoneSurrogate` note for `count` lone surrogates `index.js` replaced in `input`, as JSON.
+#[napi]
+pub fn lone_surrogates_json(input: String, count: u32) -> String {
+    let d = stpreset::Diagnostic::lone_surrogates(&input, count as usize);
+    serde_json::to_string(&d).unwrap_or_default()
 }

@@ -1,0 +1,66 @@
+// Times `turn()` of bench/turn.mjs over every corpus preset, reading every part of every
+// message as a bot would, beside the call it replaces (`render(object)`):
+//   node bench/run.mjs [../../../shared/corpus/presets]
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { setup } from './turn.mjs';
+
+const require = createRequire(import.meta.url);
+const { context } = require('./context.js');
+const { Preset } = require('../index.js');
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const dir = process.argv[2] || path.join(here, '..', '..', '..', '..', 'shared', 'corpus', 'presets');
+if (!fs.existsSync(dir)) {
+  console.log(`SKIPPED: ${dir} not found (../shared is not beside this checkout)`);
+  process.exit(0);
+}
+
+let sink = 0;
+function read(result) {
+  for (const m of result.messages) {
+    sink += m.role.length;
+    for (const p of m.parts) sink += p.length;
+  }
+}
+
+// Median of `rounds` batches, each long enough to be measured (µs per call), after 300 ms of
+// warm-up (the first render may load a tokenizer's vocabulary: tens of milliseconds).
+function time(f, rounds = 15) {
+  const warm = process.hrtime.bigint();
+  while (Number(process.hrtime.bigint() - warm) < 300e6) read(f());
+  let n = 1;
+  for (;;) {
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < n; i++) read(f());
+    if (Number(process.hrtime.bigint() - t0) > 20e6) break;
+    n *= 2;
+  }
+  const samples = [];
+  for (let r = 0; r < rounds; r++) {
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < n; i++) read(f());
+    samples.push(Number(process.hrtime.bigint() - t0) / n / 1000);
+  }
+  samples.sort((a, b) => a - b);
+  return samples[samples.length >> 1];
+}
+
+const ctx = context(200);
+console.log(`node ${process.version}; 200-message history; µs per turn (median), every part read`);
+console.log(`${'preset'.padEnd(48)} ${'turn()'.padStart(9)} ${'render(obj)'.padStart(12)}`);
+const rows = [];
+for (const file of fs.readdirSync(dir).sort()) {
+  const bytes = fs.readFileSync(path.join(dir, file));
+  const turn = setup(bytes, ctx);
+  const compiled = Preset.fromJson(bytes).compile();
+  const fast = time(turn);
+  const plain = time(() => compiled.render(ctx));
+  rows.push({ file, fast, plain });
+  console.log(`${file.padEnd(48)} ${fast.toFixed(1).padStart(9)} ${plain.toFixed(1).padStart(12)}`);
+}
+const geo = (xs) => Math.exp(xs.reduce((a, x) => a + Math.log(x), 0) / xs.length);
+console.log(`${'geometric mean'.padEnd(48)} ${geo(rows.map((r) => r.fast)).toFixed(1).padStart(9)} ${geo(rows.map((r) => r.plain)).toFixed(1).padStart(12)}`);
+if (sink === 0) console.log('');

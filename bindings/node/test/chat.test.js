@@ -1,0 +1,147 @@
+'use strict';
+// A `Chat` kept between turns renders exactly what `render(object)` renders for the same
+// context, turn after turn, whatever the bot changes in between.
+const { test } = require('node:test');
+const assert = require('node:assert');
+const fs = require('node:fs');
+const path = require('node:path');
+const { Preset, Chat, ContextError } = require('..');
+const { context } = require('../bench/context.js');
+
+const corpus = path.join(__dirname, '..', '..', '..', '..', 'shared', 'corpus', 'presets');
+
+// The same turn applied to a plain context object and to a chat.
+function turns(compiled, ctx, chat, n) {
+  for (let t = 0; t < n; t++) {
+    const a = compiled.render(ctx);
+    const b = compiled.render(chat);
+    assert.strictEqual(JSON.stringify(b), JSON.stringify(a), `turn ${t}`);
+    // Every message read, as a bot would, beside the plain result.
+    assert.deepStrictEqual(b.messages, a.messages);
+    const news = [
+      { tag: 'DIALOGUE_HISTORY', role: 'user', text: `Alice: turn ${t} 🌧 rain` },
+      { tag: 'DIALOGUE_HISTORY', role: 'model', text: `reply ${t}`, name: 'Tomori' },
+    ];
+    ctx.items.splice(ctx.items.length - 2, 0, ...news);
+    chat.splice(chat.length - 2, 0, ...news);
+    if (t === 1) {
+      // The oldest history message leaves the window.
+      const i = ctx.items.findIndex((it) => it.tag === 'DIALOGUE_HISTORY');
+      ctx.items.splice(i, 1);
+      chat.splice(i, 1);
+    }
+    ctx.variables = a.variables;
+    ctx.globals = a.globals;
+    chat.keep(b);
+  }
+}
+
+test('every corpus preset: a chat renders as the context object, four turns running', {
+  skip: fs.existsSync(corpus) ? false : `SKIPPED: ${corpus} not found`,
+}, () => {
+  for (const file of fs.readdirSync(corpus).sort()) {
+    const compiled = Preset.fromJson(fs.readFileSync(path.join(corpus, file))).compile();
+    const ctx = context(200);
+    const chat = new Chat(ctx);
+    turns(compiled, ctx, chat, 4);
+  }
+});
+
+const PRESET = JSON.stringify({
+  prompts: [
+    { identifier: 'main', content: 'You are {{char}}. {{setvar::big::{{getvar::seed}}}}{{incvar::turn}}' },
+    { identifier: 'chatHistory', marker: true },
+    { identifier: 'jb', content: 'Last: {{lastMessage}}', injection_position: 1, injection_depth: 0 },
+  ],
+});
+
+test('history strings come back as given; produced text as it was rendered', () => {
+  const compiled = Preset.fromJson(PRESET).compile();
+  const hi = 'hi '.repeat(20);
+  const chat = new Chat({ char: 'Tomori', items: [{ tag: 'DIALOGUE_HISTORY', role: 'user', text: hi }] });
+  const out = compiled.render(chat);
+  assert.strictEqual(out.messages[1].parts[0], hi);
+  assert.strictEqual(out.messages[1].parts[1], `\n[System: Last: ${hi}]`);
+  assert.strictEqual(out.messages[0].parts[0], 'You are Tomori. 1');
+  assert.deepStrictEqual(out.variables, { big: '', turn: '1' });
+  assert.ok(Object.isFrozen(out.messages[0].source));
+});
+
+test('keep carries variables and globals, small or large', () => {
+  const compiled = Preset.fromJson(PRESET).compile();
+  for (const seed of ['s', 'x'.repeat(20000)]) {
+    const chat = new Chat({ variables: { seed } });
+    let out;
+    for (let i = 0; i < 3; i++) {
+      out = compiled.render(chat);
+      chat.keep(out);
+    }
+    assert.strictEqual(out.variables.turn, '3');
+    assert.strictEqual(out.variables.big, seed);
+    assert.deepStrictEqual(JSON.parse(JSON.stringify(out)).variables, out.variables);
+  }
+});
+
+test('an older render keeps its own details after newer ones', () => {
+  const compiled = Preset.fromJson(PRESET).compile();
+  const chat = new Chat({ variables: { seed: 'y'.repeat(20000) } });
+  const first = compiled.render(chat);
+  chat.keep(first);
+  for (let i = 0; i < 5; i++) chat.keep(compiled.render(chat));
+  assert.strictEqual(first.variables.turn, '1');
+});
+
+test('a refused change changes nothing', () => {
+  const compiled = Preset.fromJson(PRESET).compile();
+  const chat = new Chat({ items: [{ tag: 'DIALOGUE_HISTORY', role: 'user', text: 'a' }] });
+  const before = JSON.stringify(compiled.render(chat));
+  assert.throws(() => chat.push({ role: 'user', text: 'b' }, { role: 'narrator', text: 'c' }), (e) => e instanceof ContextError && /items\[1\]/.test(e.message));
+  assert.throws(() => chat.push('not an item'), ContextError);
+  assert.throws(() => chat.set({ seed: -1 }), ContextError);
+  assert.throws(() => chat.set({ items: [] }), ContextError);
+  assert.throws(() => new Chat([]), ContextError);
+  assert.throws(() => new Chat({ items: 'x' }), ContextError);
+  assert.strictEqual(chat.length, 1);
+  assert.strictEqual(JSON.stringify(compiled.render(chat)), before);
+});
+
+test('splice follows Array.prototype.splice; set merges fields', () => {
+  const compiled = Preset.fromJson(PRESET).compile();
+  const item = (text) => ({ tag: 'DIALOGUE_HISTORY', role: 'user', text });
+  const chat = new Chat({ char: 'A' });
+  const plain = { char: 'A', items: [] };
+  const both = (f) => {
+    f(plain.items);
+    f(chat);
+  };
+  both((x) => x.push(item('one'), item('two'), item('three')));
+  both((x) => x.splice(-1, 1));
+  both((x) => x.splice(0, 0, item('zero')));
+  both((x) => x.splice(1));
+  both((x) => x.splice(5, 2, item('end')));
+  chat.set({ char: 'B' });
+  plain.char = 'B';
+  assert.strictEqual(chat.length, plain.items.length);
+  assert.strictEqual(JSON.stringify(compiled.render(chat)), JSON.stringify(compiled.render(plain)));
+});
+
+test('a long chat outgrows the layout buffer and still renders whole', () => {
+  const compiled = Preset.fromJson(PRESET).compile();
+  const items = [];
+  for (let i = 0; i < 5000; i++) items.push({ tag: 'DIALOGUE_HISTORY', role: i % 2 ? 'model' : 'user', text: `m${i}` });
+  const ctx = { items };
+  const chat = new Chat(ctx);
+  for (let t = 0; t < 2; t++) {
+    assert.strictEqual(JSON.stringify(compiled.render(chat)), JSON.stringify(compiled.render(ctx)));
+  }
+});
+
+test('request, requestBody and the regex passes take a chat too', () => {
+  const compiled = Preset.fromJson(PRESET).compile();
+  const ctx = { char: 'T', items: [{ tag: 'DIALOGUE_HISTORY', role: 'user', text: 'hi' }] };
+  const chat = new Chat(ctx);
+  assert.deepStrictEqual(compiled.request(chat), compiled.request(ctx));
+  assert.deepStrictEqual(compiled.requestBody(chat), compiled.requestBody(ctx));
+  assert.deepStrictEqual(compiled.promptPass(chat), compiled.promptPass(ctx));
+  assert.deepStrictEqual(compiled.storeMessage('x', 'model', chat), compiled.storeMessage('x', 'model', ctx));
+});

@@ -1,0 +1,306 @@
+//! A context kept between turns: a bot reads its context once and then adds only what changed
+//! (a message, the variables a render returned), instead of rebuilding the whole context
+//! file every turn. The language packages hold one of these natively, so a 200-message
+//! history crosses into Rust once, not once per turn.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use crate::context::{Context, ContextItem};
+use crate::error::ContextError;
+use crate::passthrough::{Addresses, Passthrough};
+
+/// A [`Context`] built from context-file JSON (SPEC §9) and changed in place: fields replaced
+/// by [`Chat::set_json`], items spliced by [`Chat::splice_json`]. Every change is checked as a
+/// context file is; a refused change leaves the chat as it was.
+///
+/// ```
+/// let mut chat = stpreset::Chat::from_json(br#"{"user": "Alice", "items": [
+///     {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}]}"#).unwrap();
+/// chat.splice_json(1, 0, br#"[{"tag": "DIALOGUE_HISTORY", "role": "model", "text": "hello"}]"#).unwrap();
+/// chat.set_json(br#"{"variables": {"turns": "2"}}"#).unwrap();
+/// assert!(chat.set_json(br#"{"seed": "x"}"#).is_err());
+/// let ctx = chat.context();
+/// assert_eq!((ctx.user.as_str(), ctx.items.len(), ctx.variables["turns"].as_str()), ("Alice", 2, "2"));
+/// ```
+#[derive(Debug)]
+pub struct Chat {
+    /// The fields as given, without `items`: what `set_json` merges into and re-reads.
+    fields: Map<String, Value>,
+    ctx: Context,
+    /// Where the items' texts are, for [`Chat::passthrough`]; emptied when items change.
+    addresses: OnceLock<Addresses>,
+    /// Lone surrogates replaced in the fields, and in each item (SPEC §9, issue 20): the
+    /// context's count is their sum, so the note leaves with the message that caused it.
+    field_surrogates: usize,
+    item_surrogates: Vec<u32>,
+}
+
+impl Clone for Chat {
+    /// A copy has its own texts at other addresses: its table starts empty.
+    fn clone(&self) -> Chat {
+        Chat {
+            fields: self.fields.clone(),
+            ctx: self.ctx.clone(),
+            addresses: OnceLock::new(),
+            field_surrogates: self.field_surrogates,
+            item_surrogates: self.item_surrogates.clone(),
+        }
+    }
+}
+
+impl Chat {
+    /// A chat from a context file's JSON (items included).
+    pub fn from_json(bytes: &[u8]) -> Result<Chat, ContextError> {
+        let mut ctx = Context::from_json(bytes)?;
+        // Read once more as plain JSON to keep the fields for `set_json`: the context reader
+        // has already accepted (and bounded) this text.
+        let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+        let (repaired, at) = crate::surrogates::repair_json_at(bytes);
+        let mut fields = fields(&repaired)?;
+        fields.remove("items");
+        let item_surrogates = if at.is_empty() {
+            vec![0; ctx.items.len()]
+        } else {
+            let top: std::collections::HashMap<&str, &RawValue> =
+                crate::context::guarded(|| serde_json::from_slice(&repaired)).unwrap_or_default();
+            let mut counts = top
+                .get("items")
+                .map(|list| per_item(&repaired, list.get(), &at))
+                .unwrap_or_default();
+            counts.resize(ctx.items.len(), 0);
+            counts
+        };
+        let in_items: usize = item_surrogates.iter().map(|&n| n as usize).sum();
+        ctx.items.shrink_to_fit();
+        Ok(Chat {
+            fields,
+            field_surrogates: at.len().saturating_sub(in_items),
+            item_surrogates,
+            ctx,
+            addresses: OnceLock::new(),
+        })
+    }
+
+    /// The context it stands for.
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// Which parts of a render of [`Chat::context`] are an item's text (see [`Passthrough`]);
+    /// its address table is built once and kept until the items change.
+    pub fn passthrough(&self) -> Passthrough<'_> {
+        Passthrough::kept(&self.ctx, &self.addresses)
+    }
+
+    /// How many items it has.
+    pub fn len(&self) -> usize {
+        self.ctx.items.len()
+    }
+
+    /// Whether it has no items.
+    pub fn is_empty(&self) -> bool {
+        self.ctx.items.is_empty()
+    }
+
+    /// Replaces `delete` items from `start` (both clamped to the list) with the items of a JSON
+    /// list, read as a context file's `items` (an error names `items[i]`, `i` counted in the
+    /// given list).
+    pub fn splice_json(
+        &mut self,
+        start: usize,
+        delete: usize,
+        items: &[u8],
+    ) -> Result<(), ContextError> {
+        let (new, counts) = read_items(items)?;
+        let len = self.ctx.items.len();
+        let start = start.min(len);
+        let end = start.saturating_add(delete).min(len);
+        self.ctx.items.splice(start..end, new);
+        self.item_surrogates.splice(start..end, counts);
+        self.addresses = OnceLock::new();
+        self.count_surrogates();
+        Ok(())
+    }
+
+    fn count_surrogates(&mut self) {
+        self.ctx.lone_surrogates = self.field_surrogates
+            + self
+                .item_surrogates
+                .iter()
+                .map(|&n| n as usize)
+                .sum::<usize>();
+    }
+
+    /// Replaces the fields a JSON object has (any context field except `items`); the others
+    /// keep their values.
+    pub fn set_json(&mut self, bytes: &[u8]) -> Result<(), ContextError> {
+        // Checked as a context file first: same messages, same bounds.
+        Context::from_json(bytes)?;
+        let new = fields(bytes)?;
+        if new.contains_key("items") {
+            return Err(ContextError::Field {
+                field: "items".into(),
+                problem: "items change by splicing them, not by setting them".into(),
+            });
+        }
+        let mut merged = self.fields.clone();
+        merged.extend(new);
+        let json = serde_json::to_vec(&merged).unwrap_or_default();
+        let mut ctx = Context::from_json(&json)?;
+        ctx.items = std::mem::take(&mut self.ctx.items);
+        self.field_surrogates = ctx.lone_surrogates;
+        self.ctx = ctx;
+        self.fields = merged;
+        self.count_surrogates();
+        Ok(())
+    }
+
+    /// Carries a render's local and global variables (`Rendered::variables`, `globals`) into the chat's next render (the values
+    /// a bot keeps between turns, SPEC §9).
+    ///
+    /// ```
+    /// let p = stpreset::Preset::from_json(br#"{"prompts": [{"identifier": "main",
+    ///     "content": "{{setvar::n::{{getvar::n}}x}}{{getvar::n}}"}]}"#).unwrap().compile();
+    /// let mut chat = stpreset::Chat::from_json(b"{}").unwrap();
+    /// for _ in 0..2 {
+    ///     let out = p.render(chat.context());
+    ///     chat.keep(out.variables, out.globals);
+    /// }
+    /// assert_eq!(chat.context().variables["n"], "xx");
+    /// ```
+    pub fn keep(&mut self, variables: BTreeMap<String, String>, globals: BTreeMap<String, String>) {
+        let map = |m: &BTreeMap<String, String>| {
+            Value::Object(
+                m.iter()
+                    .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                    .collect(),
+            )
+        };
+        self.fields.insert("variables".into(), map(&variables));
+        self.fields.insert("globals".into(), map(&globals));
+        self.ctx.variables = variables;
+        self.ctx.globals = globals;
+    }
+
+    /// Adds one item at the end.
+    pub fn push(&mut self, item: ContextItem) {
+        self.ctx.items.push(item);
+        self.item_surrogates.push(0);
+        self.addresses = OnceLock::new();
+    }
+}
+
+/// A context file's top-level fields, read after `Context::from_json` accepted the text (so it
+/// is an object, and no deeper than the reader allows).
+fn fields(bytes: &[u8]) -> Result<Map<String, Value>, ContextError> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let (bytes, _) = crate::surrogates::repair_json(bytes);
+    crate::context::guarded(|| serde_json::from_slice(&bytes)).map_err(|e: serde_json::Error| {
+        ContextError::Json {
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        }
+    })
+}
+
+/// Items read as a context file's `items`, and the lone surrogates replaced in each.
+fn read_items(json: &[u8]) -> Result<(Vec<ContextItem>, Vec<u32>), ContextError> {
+    let mut doc = Vec::with_capacity(json.len() + 10);
+    doc.extend_from_slice(b"{\"items\":");
+    doc.extend_from_slice(json);
+    doc.push(b'}');
+    let items = Context::from_json(&doc)?.items;
+    let (repaired, at) = crate::surrogates::repair_json_at(json);
+    let mut counts = if at.is_empty() {
+        Vec::new()
+    } else {
+        per_item(
+            &repaired,
+            std::str::from_utf8(&repaired).unwrap_or_default(),
+            &at,
+        )
+    };
+    counts.resize(items.len(), 0);
+    Ok((items, counts))
+}
+
+/// How many of the replacements at offsets `at` of `text` fall in each element of `list`, a
+/// JSON list lying inside `text` (rare: only when a replacement was made).
+fn per_item(text: &[u8], list: &str, at: &[usize]) -> Vec<u32> {
+    let elements: Vec<&RawValue> =
+        crate::context::guarded(|| serde_json::from_str(list)).unwrap_or_default();
+    elements
+        .iter()
+        .map(|raw| {
+            let start = raw.get().as_ptr() as usize - text.as_ptr() as usize;
+            let end = start + raw.get().len();
+            at.iter().filter(|&&p| (start..end).contains(&p)).count() as u32
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_change_changes_nothing() {
+        let mut chat = Chat::from_json(br#"{"user": "A", "seed": 3, "items": []}"#).unwrap();
+        assert!(chat.set_json(br#"{"user": "B", "seed": -1}"#).is_err());
+        assert!(
+            chat.splice_json(
+                0,
+                0,
+                br#"[{"role": "user", "text": "x"}, {"role": "nobody"}]"#
+            )
+            .is_err()
+        );
+        assert!(chat.set_json(br#"{"items": []}"#).is_err());
+        assert_eq!((chat.context().user.as_str(), chat.len()), ("A", 0));
+        chat.set_json(br#"{"user": "B"}"#).unwrap();
+        assert_eq!(
+            (chat.context().user.as_str(), chat.context().seed),
+            ("B", 3)
+        );
+    }
+
+    #[test]
+    fn a_lone_surrogate_is_noted_while_its_message_stays() {
+        let mut chat = Chat::from_json(
+            br#"{"user": "A\ud83d", "items": [
+            {"role": "user", "text": "a\ud83d\ud83d"}, {"role": "user", "text": "b"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(chat.context().lone_surrogates, 3);
+        assert_eq!(chat.context().items[0].text, "a\u{FFFD}\u{FFFD}");
+        chat.splice_json(2, 0, br#"[{"role": "user", "text": "\ude00"}]"#)
+            .unwrap();
+        assert_eq!(chat.context().lone_surrogates, 4);
+        chat.splice_json(0, 1, b"[]").unwrap();
+        assert_eq!(chat.context().lone_surrogates, 2);
+        chat.set_json(br#"{"user": "B"}"#).unwrap();
+        assert_eq!(chat.context().lone_surrogates, 1);
+    }
+
+    #[test]
+    fn splice_clamps_like_array_splice() {
+        let mut chat = Chat::from_json(br#"{}"#).unwrap();
+        let one = br#"[{"role": "user", "text": "a"}, {"role": "user", "text": "b"}]"#;
+        chat.splice_json(99, 99, one).unwrap();
+        chat.splice_json(0, 1, b"[]").unwrap();
+        chat.splice_json(1, 5, br#"[{"role": "model", "text": "c"}]"#)
+            .unwrap();
+        let texts: Vec<&str> = chat
+            .context()
+            .items
+            .iter()
+            .map(|i| i.text.as_str())
+            .collect();
+        assert_eq!(texts, ["b", "c"]);
+    }
+}

@@ -1,0 +1,193 @@
+//! Lone UTF-16 surrogates in input: half an emoji, which any chat participant can send.
+//!
+//! JavaScript and Python strings may hold one; JSON writes it as an escape (`"\ud83d"`), and
+//! Python's `surrogatepass` as three bytes (`ED A0 BD`, "WTF-8"). serde_json and Rust strings
+//! refuse both, so without this one message would break every render of its chat until it
+//! left the history. The rule (issue 20, every front end): each lone surrogate becomes U+FFFD,
+//! with one info diagnostic per input, and the render goes on.
+
+use std::borrow::Cow;
+
+use crate::diagnostic::{Diagnostic, DiagnosticKind};
+
+/// JSON text with every lone surrogate replaced by U+FFFD (escapes by `\ufffd`, raw bytes by
+/// its UTF-8), and how many were replaced. Text without any is returned as it is, after one
+/// scan for `\u` (and none when it is valid UTF-8 without a backslash-u).
+pub(crate) fn repair_json(bytes: &[u8]) -> (Cow<'_, [u8]>, usize) {
+    let (out, at) = repair_json_at(bytes);
+    (out, at.len())
+}
+
+/// [`repair_json`], with the offset in the returned text of each replacement.
+pub(crate) fn repair_json_at(bytes: &[u8]) -> (Cow<'_, [u8]>, Vec<usize>) {
+    let wtf8 = std::str::from_utf8(bytes).is_err();
+    let escapes = memchr::memmem::find(bytes, b"\\u").is_some();
+    if !wtf8 && !escapes {
+        return (Cow::Borrowed(bytes), Vec::new());
+    }
+    let mut out: Option<Vec<u8>> = None;
+    let mut count = Vec::new();
+    let mut in_string = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if wtf8
+            && b == 0xED
+            && bytes
+                .get(i + 1)
+                .is_some_and(|&c| (0xA0..=0xBF).contains(&c))
+        {
+            // A surrogate as three bytes: a high one followed by a low one is a pair written
+            // as two halves, which is still one character; either way it becomes U+FFFD.
+            let out = out.get_or_insert_with(|| bytes[..i].to_vec());
+            count.push(out.len());
+            out.extend_from_slice("\u{FFFD}".as_bytes());
+            i += 3.min(bytes.len() - i);
+            continue;
+        }
+        if in_string && b == b'\\' {
+            let unit = |at: usize| {
+                let hex = bytes.get(at..at + 6)?;
+                if hex[0] != b'\\' || hex[1] != b'u' {
+                    return None;
+                }
+                u16::from_str_radix(std::str::from_utf8(&hex[2..]).ok()?, 16).ok()
+            };
+            match unit(i) {
+                Some(high @ 0xD800..=0xDBFF)
+                    if unit(i + 6).is_some_and(|low| (0xDC00..=0xDFFF).contains(&low)) =>
+                {
+                    let _ = high;
+                    if let Some(out) = out.as_mut() {
+                        out.extend_from_slice(&bytes[i..i + 12]);
+                    }
+                    i += 12;
+                }
+                Some(0xD800..=0xDFFF) => {
+                    let out = out.get_or_insert_with(|| bytes[..i].to_vec());
+                    count.push(out.len());
+                    out.extend_from_slice(b"\\ufffd");
+                    i += 6;
+                }
+                _ => {
+                    // Any other escape: two bytes (the rest of `\uXXXX` is plain hex).
+                    let end = (i + 2).min(bytes.len());
+                    if let Some(out) = out.as_mut() {
+                        out.extend_from_slice(&bytes[i..end]);
+                    }
+                    i = end;
+                }
+            }
+            continue;
+        }
+        if b == b'"' {
+            in_string = !in_string;
+        }
+        if let Some(out) = out.as_mut() {
+            out.push(b);
+        }
+        i += 1;
+    }
+    match out {
+        Some(out) => (Cow::Owned(out), count),
+        None => (Cow::Borrowed(bytes), Vec::new()),
+    }
+}
+
+/// Text (not JSON) with every surrogate written as three bytes replaced by U+FFFD, and how
+/// many; other invalid UTF-8 is left for the UTF-8 check to refuse.
+pub(crate) fn repair_text(bytes: &[u8]) -> (Cow<'_, [u8]>, usize) {
+    if std::str::from_utf8(bytes).is_ok() {
+        return (Cow::Borrowed(bytes), 0);
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut count = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == 0xED
+            && bytes
+                .get(i + 1)
+                .is_some_and(|&c| (0xA0..=0xBF).contains(&c))
+        {
+            out.extend_from_slice("\u{FFFD}".as_bytes());
+            count += 1;
+            i += 3.min(bytes.len() - i);
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    (Cow::Owned(out), count)
+}
+
+impl Diagnostic {
+    /// The note that `count` lone UTF-16 surrogates in `input` (`"the context"`, `"the
+    /// preset"`, `"the template"`, ...) were each replaced by U+FFFD. Front ends that repair
+    /// strings themselves (a JavaScript or Python string holding one) report it with this.
+    ///
+    /// ```
+    /// let d = stpreset::Diagnostic::lone_surrogates("the context", 2);
+    /// assert_eq!(d.kind, stpreset::DiagnosticKind::LoneSurrogate);
+    /// assert!(d.message.contains("2 lone UTF-16 surrogates"));
+    /// ```
+    pub fn lone_surrogates(input: &str, count: usize) -> Diagnostic {
+        let what = if count == 1 {
+            "1 lone UTF-16 surrogate (half of an emoji or other character)".to_string()
+        } else {
+            format!("{count} lone UTF-16 surrogates (halves of emoji or other characters)")
+        };
+        Diagnostic::new(
+            DiagnosticKind::LoneSurrogate,
+            None,
+            format!("{input} had {what}; each was replaced by U+FFFD"),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fix(s: &[u8]) -> (String, usize) {
+        let (out, n) = repair_json(s);
+        (String::from_utf8(out.into_owned()).unwrap(), n)
+    }
+
+    #[test]
+    fn lone_halves_become_the_replacement_character_and_pairs_stay() {
+        assert_eq!(
+            fix(br#"{"a": "x\ud83dy"}"#),
+            (r#"{"a": "x\ufffdy"}"#.into(), 1)
+        );
+        assert_eq!(
+            fix(br#"{"a": "\ude00\ud83d"}"#),
+            (r#"{"a": "\ufffd\ufffd"}"#.into(), 2)
+        );
+        assert_eq!(
+            fix(br#"{"a": "\ud83d\ude00"}"#),
+            (r#"{"a": "\ud83d\ude00"}"#.into(), 0)
+        );
+        assert_eq!(
+            fix(br#"{"a": "\\ud83d", "\ud83d": 1}"#),
+            (r#"{"a": "\\ud83d", "\ufffd": 1}"#.into(), 1)
+        );
+        assert_eq!(
+            fix(br#"{"a": "\u00e9\"\ud83d"}"#),
+            (r#"{"a": "\u00e9\"\ufffd"}"#.into(), 1)
+        );
+        // Escapes outside strings are not JSON: left for the reader to refuse.
+        assert_eq!(fix(br#"\ud83d"#).1, 0);
+        // Cut short: nothing to replace, nothing read past the end.
+        assert_eq!(fix(br#"{"a": "\ud8"#).1, 0);
+        assert_eq!(fix(b"{\"a\": \"\\").1, 0);
+    }
+
+    #[test]
+    fn surrogates_as_bytes_become_the_replacement_character() {
+        let (out, n) = fix(b"{\"a\": \"x\xED\xA0\xBDy\xED\xB8\x80\"}");
+        assert_eq!((out.as_str(), n), ("{\"a\": \"x\u{FFFD}y\u{FFFD}\"}", 2));
+        // Other invalid bytes are left for the UTF-8 check to refuse.
+        assert_eq!(repair_json(b"\"\xFF\"").1, 0);
+        assert_eq!(fix(b"\"\xED\xA0").1, 1);
+    }
+}
