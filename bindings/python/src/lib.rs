@@ -4,22 +4,37 @@
 
 use std::sync::Arc;
 
+mod chat;
+
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use std::borrow::Cow;
+
+use pyo3::types::{PyBytes, PyString};
 
 /// Raised as `ValueError(class, kind, message)`; the package re-raises it as its own class.
-fn error(class: &str, kind: &str, message: impl std::fmt::Display) -> PyErr {
+pub(crate) fn error(class: &str, kind: &str, message: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err((class.to_string(), kind.to_string(), message.to_string()))
 }
 
-fn context(json: &str) -> PyResult<stpreset::Context> {
-    stpreset::Context::from_json(json.as_bytes()).map_err(|e| error("ContextError", e.kind(), e))
+fn context(json: &[u8]) -> PyResult<stpreset::Context> {
+    stpreset::Context::from_json(json).map_err(|e| error("ContextError", e.kind(), e))
 }
 
 /// A message's role as the context file spells it (`assistant` is `model`).
 fn role(name: &str) -> PyResult<stpreset::Role> {
     name.parse().map_err(|e| error("ContextError", "Role", e))
+}
+
+/// A pass's JSON, with the note for lone surrogates replaced in its text.
+fn noted(mut out: stpreset::Regexed, lone: usize) -> String {
+    if lone > 0 {
+        out.diagnostics.insert(
+            0,
+            stpreset::Diagnostic::lone_surrogates("the message", lone),
+        );
+    }
+    out.to_json()
 }
 
 /// The regex scripts (SPEC §13.1) as a JSON list of their fields as read.
@@ -28,11 +43,80 @@ fn scripts_json<'a>(scripts: impl IntoIterator<Item = &'a stpreset::RegexScript>
     serde_json::to_string(&list).unwrap_or_default()
 }
 
-/// Text or bytes from Python: `str` is UTF-8 already; `bytes` are checked by the engine.
+/// Text or bytes from Python. A `str` may hold lone surrogates (half an emoji), which Rust
+/// strings cannot: they become U+FFFD with a `LoneSurrogate` note (issue 20).
 #[derive(FromPyObject)]
-enum Text {
-    Str(String),
+pub(crate) enum Text<'py> {
+    Str(Bound<'py, PyString>),
     Bytes(Vec<u8>),
+}
+
+impl Text<'_> {
+    /// JSON text as bytes: lone surrogates as three bytes each (`surrogatepass`), which the
+    /// engine's JSON readers replace and note.
+    pub(crate) fn json(&self) -> PyResult<Cow<'_, [u8]>> {
+        match self {
+            Text::Bytes(b) => Ok(Cow::Borrowed(b)),
+            Text::Str(s) => match s.to_cow() {
+                Ok(Cow::Borrowed(t)) => Ok(Cow::Borrowed(t.as_bytes())),
+                Ok(Cow::Owned(t)) => Ok(Cow::Owned(t.into_bytes())),
+                Err(_) => Ok(Cow::Owned(
+                    s.call_method1("encode", ("utf-8", "surrogatepass"))?
+                        .extract::<Vec<u8>>()?,
+                )),
+            },
+        }
+    }
+}
+
+/// A `str` as Rust text and how many lone surrogates were replaced by U+FFFD.
+fn repaired<'a>(s: &'a Bound<'_, PyString>) -> PyResult<(Cow<'a, str>, usize)> {
+    if let Ok(t) = s.to_cow() {
+        return Ok((t, 0));
+    }
+    let bytes: Vec<u8> = s
+        .call_method1("encode", ("utf-16-le", "surrogatepass"))?
+        .extract()?;
+    let units = bytes
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]));
+    let mut lone = 0;
+    let text = char::decode_utf16(units)
+        .map(|r| {
+            r.unwrap_or_else(|_| {
+                lone += 1;
+                char::REPLACEMENT_CHARACTER
+            })
+        })
+        .collect();
+    Ok((Cow::Owned(text), lone))
+}
+
+/// A context: its JSON text (`str` or `bytes`), or a chat the caller keeps.
+#[derive(FromPyObject)]
+enum ContextArg<'py> {
+    Chat(PyRef<'py, chat::Chat>),
+    Text(Text<'py>),
+}
+
+impl ContextArg<'_> {
+    /// Runs `f` over the context with the GIL released.
+    fn with<R: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&stpreset::Context) -> R + Send,
+    ) -> PyResult<R> {
+        match self {
+            ContextArg::Chat(chat) => {
+                let ctx = chat.context();
+                Ok(py.detach(|| f(ctx)))
+            }
+            ContextArg::Text(text) => {
+                let json = text.json()?;
+                py.detach(|| Ok(f(&context(&json)?)))
+            }
+        }
+    }
 }
 
 /// An imported preset.
@@ -44,12 +128,9 @@ struct Preset {
 #[pymethods]
 impl Preset {
     #[staticmethod]
-    fn from_json(py: Python<'_>, text: Text) -> PyResult<Preset> {
-        let bytes: &[u8] = match &text {
-            Text::Str(s) => s.as_bytes(),
-            Text::Bytes(b) => b,
-        };
-        py.detach(|| stpreset::Preset::from_json(bytes))
+    fn from_json(py: Python<'_>, text: Text<'_>) -> PyResult<Preset> {
+        let bytes = text.json()?;
+        py.detach(|| stpreset::Preset::from_json(&bytes))
             .map(|inner| Preset { inner })
             .map_err(|e| error("PresetError", e.kind(), e))
     }
@@ -85,18 +166,16 @@ impl CompiledPreset {
         self.inner.settings().to_json()
     }
 
-    fn render_json(&self, py: Python<'_>, context_json: &str) -> PyResult<String> {
-        py.detach(|| Ok(self.inner.render(&context(context_json)?).to_json()))
+    fn render_json(&self, py: Python<'_>, context: ContextArg<'_>) -> PyResult<String> {
+        context.with(py, |ctx| self.inner.render(ctx).to_json())
     }
 
     /// Renders and shapes the request the context's `provider_options` ask for (SPEC §12.6).
-    fn request_json(&self, py: Python<'_>, context_json: &str) -> PyResult<String> {
-        py.detach(|| {
-            let ctx = context(context_json)?;
-            Ok(self
-                .inner
-                .render(&ctx)
-                .to_request_json(&ctx.provider_options))
+    fn request_json(&self, py: Python<'_>, context: ContextArg<'_>) -> PyResult<String> {
+        context.with(py, |ctx| {
+            self.inner
+                .render(ctx)
+                .to_request_json(&ctx.provider_options)
         })
     }
 
@@ -105,12 +184,11 @@ impl CompiledPreset {
     fn request_body<'py>(
         &self,
         py: Python<'py>,
-        context_json: &str,
+        context: ContextArg<'_>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let body = py.detach(|| {
-            let ctx = context(context_json)?;
-            let (request, _) = self.inner.render(&ctx).to_request(&ctx.provider_options);
-            Ok::<_, PyErr>(request.to_string())
+        let body = context.with(py, |ctx| {
+            let (request, _) = self.inner.render(ctx).to_request(&ctx.provider_options);
+            request.to_string()
         })?;
         Ok(PyBytes::new(py, body.as_bytes()))
     }
@@ -125,75 +203,76 @@ impl CompiledPreset {
     fn store_message_json(
         &self,
         py: Python<'_>,
-        text: &str,
+        text: Bound<'_, PyString>,
         role_name: &str,
-        context_json: &str,
+        context: ContextArg<'_>,
     ) -> PyResult<String> {
         let role = role(role_name)?;
-        py.detach(|| {
-            let ctx = context(context_json)?;
-            Ok(self.inner.store_message(text, role, &ctx).to_json())
+        let (text, lone) = repaired(&text)?;
+        context.with(py, |ctx| {
+            noted(self.inner.store_message(&text, role, ctx), lone)
         })
     }
 
     /// An edited message (SPEC §13.7 edit pass): `{"diagnostics", "text"}` as JSON.
-    #[pyo3(signature = (text, role_name, speaker, context_json))]
+    #[pyo3(signature = (text, role_name, speaker, context))]
     fn edit_message_json(
         &self,
         py: Python<'_>,
-        text: &str,
+        text: Bound<'_, PyString>,
         role_name: &str,
         speaker: Option<&str>,
-        context_json: &str,
+        context: ContextArg<'_>,
     ) -> PyResult<String> {
         let role = role(role_name)?;
-        py.detach(|| {
-            let ctx = context(context_json)?;
-            Ok(self.inner.edit_message(text, role, speaker, &ctx).to_json())
+        let (text, lone) = repaired(&text)?;
+        context.with(py, |ctx| {
+            noted(self.inner.edit_message(&text, role, speaker, ctx), lone)
         })
     }
 
     /// Text shown to people (SPEC §13.7 display pass): `{"diagnostics", "text"}` as JSON.
-    #[pyo3(signature = (text, role_name, depth, speaker, context_json))]
+    #[pyo3(signature = (text, role_name, depth, speaker, context))]
     fn display_message_json(
         &self,
         py: Python<'_>,
-        text: &str,
+        text: Bound<'_, PyString>,
         role_name: &str,
         depth: Option<u32>,
         speaker: Option<&str>,
-        context_json: &str,
+        context: ContextArg<'_>,
     ) -> PyResult<String> {
         let role = role(role_name)?;
-        py.detach(|| {
-            let ctx = context(context_json)?;
-            Ok(self
-                .inner
-                .display_message(text, role, depth, speaker, &ctx)
-                .to_json())
+        let (text, lone) = repaired(&text)?;
+        context.with(py, |ctx| {
+            noted(
+                self.inner.display_message(&text, role, depth, speaker, ctx),
+                lone,
+            )
         })
     }
 
     /// The prompt pass a render runs (SPEC §13.2.3), alone: `{"diagnostics", "items"}` as JSON.
-    fn prompt_pass_json(&self, py: Python<'_>, context_json: &str) -> PyResult<String> {
-        py.detach(|| {
-            let out = self.inner.prompt_pass(&context(context_json)?);
+    fn prompt_pass_json(&self, py: Python<'_>, context: ContextArg<'_>) -> PyResult<String> {
+        context.with(py, |ctx| {
+            let out = self.inner.prompt_pass(ctx);
             // Keys in byte order, as the library's documents.
-            Ok(format!(
+            format!(
                 "{{\"diagnostics\":{},\"items\":{}}}",
                 serde_json::to_string(&out.diagnostics).unwrap_or_default(),
                 serde_json::to_string(&out.items).unwrap_or_default()
-            ))
+            )
         })
     }
 
-    /// The render document as dicts and lists, built from the same `Serialize`
-    /// implementation as the JSON text (no text in between).
-    fn render<'py>(&self, py: Python<'py>, context_json: &str) -> PyResult<Bound<'py, PyAny>> {
-        let ctx = py.detach(|| context(context_json))?;
-        // The result borrows the context's text: it is turned into Python objects directly.
-        let out = py.detach(|| self.inner.render(&ctx));
-        Ok(pythonize::pythonize(py, &out)?)
+    /// Renders a chat: its messages as a list of dicts (history texts are the caller's own
+    /// `str` objects), and the rest of the render, read when asked for.
+    fn render_chat<'py>(
+        &self,
+        py: Python<'py>,
+        mut chat: PyRefMut<'py, chat::Chat>,
+    ) -> PyResult<(Bound<'py, pyo3::types::PyList>, chat::Rest)> {
+        chat::render(py, &self.inner, &mut chat)
     }
 }
 
@@ -206,18 +285,21 @@ struct Template {
 #[pymethods]
 impl Template {
     #[new]
-    fn new(py: Python<'_>, source: Text) -> PyResult<Template> {
-        let inner = py.detach(|| match &source {
-            Text::Str(s) => Ok(stpreset::Template::compile(s)),
-            Text::Bytes(b) => stpreset::Template::from_bytes(b),
-        });
+    fn new(py: Python<'_>, source: Text<'_>) -> PyResult<Template> {
+        let inner = match &source {
+            Text::Str(s) => {
+                let (text, lone) = repaired(s)?;
+                Ok(py.detach(|| stpreset::Template::compile(&text).with_lone_surrogates(lone)))
+            }
+            Text::Bytes(b) => py.detach(|| stpreset::Template::from_bytes(b)),
+        };
         inner
             .map(|inner| Template { inner })
             .map_err(|e| error("TemplateError", e.kind(), e))
     }
 
-    fn render_json(&self, py: Python<'_>, context_json: &str) -> PyResult<String> {
-        py.detach(|| Ok(self.inner.render(&context(context_json)?).to_json()))
+    fn render_json(&self, py: Python<'_>, context: ContextArg<'_>) -> PyResult<String> {
+        context.with(py, |ctx| self.inner.render(ctx).to_json())
     }
 }
 
@@ -236,5 +318,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Preset>()?;
     m.add_class::<CompiledPreset>()?;
     m.add_class::<Template>()?;
+    m.add_class::<chat::Chat>()?;
+    m.add_class::<chat::Rest>()?;
+    m.add_function(wrap_pyfunction!(chat::register, m)?)?;
     Ok(())
 }

@@ -13,10 +13,53 @@ from __future__ import annotations
 
 import json as _json
 import re as _re
+from collections.abc import Mapping as _Mapping
 
 from . import _native
 
+# Typed in __init__.pyi (TypedDicts and a Literal); plain at run time, so `from stpreset import
+# Context` works in code that mypy checks.
+Context = dict
+ContextItem = dict
+Tag = str
+
+
+def _refuse(self, *args, **kwargs):
+    raise TypeError(f"a {type(self).__name__} cannot be changed; copy it with dict(...) first")
+
+
+class FrozenDict(dict):
+    """A dict that refuses changes (a rendered message's ``source``): read it as any dict."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({dict.__repr__(self)})"
+
+    def __reduce__(self):
+        return (type(self), (dict(self),))
+
+
+class Message(FrozenDict):
+    """One message of ``render(chat)``: ``{"parts": (...), "role", "source"}``, a dict that
+    refuses changes, so a chat hands the same object back next turn when the message did not
+    change. ``parts`` is a tuple; ``to_dict()`` gives the message as ``render(dict)`` does."""
+
+    __slots__ = ()
+
+    def to_dict(self) -> dict:
+        return {"parts": list(self["parts"]), "role": self["role"], "source": dict(self["source"])}
+
+
+_native.register(Message, FrozenDict)
+
 __all__ = [
+    "Chat",
+    "ChatRender",
+    "FrozenDict",
+    "Message",
     "Preset",
     "CompiledPreset",
     "Template",
@@ -74,22 +117,126 @@ def _with_context(f, context):
     try:
         return _call(f, text)
     except ContextError as e:
-        if isinstance(context, dict):
+        if isinstance(context, (dict, Chat)):
             raise ContextError(e.kind, _POSITION.sub("context: ", str(e))) from None
         raise
 
 
-def _context_json(context) -> str:
+def _context_json(context):
     if context is None:
         return "{}"
-    if isinstance(context, str):
-        return context
+    if isinstance(context, (str, bytes, Chat)):
+        return context._inner if isinstance(context, Chat) else context
     if not isinstance(context, dict):
-        raise ContextError("NotAnObject", f"the context must be a dict, not {type(context).__name__}")
+        raise ContextError(
+            "NotAnObject", f"the context must be a dict, a Chat or JSON text, not {type(context).__name__}"
+        )
+    return _dumps(context, "the context")
+
+
+def _dumps(value, what: str) -> str:
     try:
-        return _json.dumps(context, ensure_ascii=False)
+        return _json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as e:
-        raise ContextError("Json", f"the context is not JSON data: {e}") from None
+        raise ContextError("Json", f"{what} is not JSON data: {e}") from None
+    except RecursionError:
+        raise ContextError("Json", f"{what} is nested too deeply") from None
+
+
+class Chat:
+    """A chat kept between turns: the context (SPEC §9) read once, then changed in place. Only
+    what a turn adds crosses into the engine, and a render hands back the history ``str``
+    objects given here instead of copies: the fast way to render the same chat turn after
+    turn. Items are read when added; later changes to the dicts are not seen."""
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, context=None) -> None:
+        context = {} if context is None else context
+        if not isinstance(context, dict):
+            raise ContextError("NotAnObject", f"the context must be a dict, not {type(context).__name__}")
+        items = context.get("items", [])
+        if not isinstance(items, list):
+            raise ContextError("Field", f"context: items: expected a list, not {type(items).__name__}")
+        self._inner = _call(_native.Chat, _dumps(context, "the context"), _texts(items))
+
+    def __len__(self) -> int:
+        return len(self._inner)
+
+    def append(self, item: dict) -> None:
+        """Adds one item at the end."""
+        self.splice(len(self), 0, item)
+
+    def extend(self, items) -> None:
+        """Adds items at the end; nothing changes when one is refused."""
+        self.splice(len(self), 0, *items)
+
+    def splice(self, start: int, delete_count=None, *items) -> None:
+        """Removes ``delete_count`` items from ``start`` (all to the end when ``None``) and
+        inserts ``items`` there; a negative ``start`` counts from the end. Nothing changes when
+        an item is refused (``ContextError``)."""
+        n = len(self)
+        start = max(n + start, 0) if start < 0 else min(start, n)
+        count = n - start if delete_count is None else min(max(delete_count, 0), n - start)
+        items = list(items)
+        _call(self._inner.splice, start, count, _dumps(items, "the items"), _texts(items))
+
+    def set(self, fields: dict) -> None:
+        """Replaces the given context fields (any but ``items``), e.g. ``{"now": ...}``."""
+        if not isinstance(fields, dict):
+            raise ContextError("NotAnObject", f"the fields must be a dict, not {type(fields).__name__}")
+        _call(self._inner.set, _dumps(fields, "the fields"))
+
+    def keep(self, result) -> None:
+        """Carries a render's ``variables`` and ``globals`` into the next turn (SPEC §9)."""
+        if isinstance(result, ChatRender):
+            self._inner.keep(result._rest)
+        else:
+            self.set({"variables": result["variables"], "globals": result["globals"]})
+
+
+def _texts(items) -> list:
+    return [item.get("text") if isinstance(item, dict) else None for item in items]
+
+
+class ChatRender(_Mapping):
+    """What ``render(chat)`` returns: a read-only mapping with the keys of ``render(dict)``'s
+    dict. ``messages`` is a list of ``Message`` dicts that refuse changes (``parts`` is a tuple
+    whose history texts are the caller's own ``str`` objects); a message that did not change
+    since the chat's last render is the same object. The other keys are read from the engine
+    when first asked for. ``to_dict()`` gives exactly ``render(dict)``'s dict."""
+
+    __slots__ = ("_messages", "_rest", "_doc")
+    _KEYS = ("diagnostics", "effective", "globals", "messages", "prompt_tokens", "variables")
+
+    def __init__(self, messages, rest) -> None:
+        self._messages = messages
+        self._rest = rest
+        self._doc = None
+
+    def __getitem__(self, key):
+        if key == "messages":
+            return self._messages
+        if key not in self._KEYS:
+            raise KeyError(key)
+        if self._doc is None:
+            self._doc = _json.loads(self._rest.json())
+        return self._doc[key]
+
+    def __iter__(self):
+        return iter(self._KEYS)
+
+    def __len__(self) -> int:
+        return len(self._KEYS)
+
+    def __repr__(self) -> str:
+        return f"ChatRender(messages={len(self._messages)})"
+
+    def to_dict(self) -> dict:
+        """The plain dict ``render(dict)`` returns for the same context."""
+        doc = {k: self[k] for k in self._KEYS}
+        doc["messages"] = [m.to_dict() for m in self._messages]
+        return doc
 
 
 def _message(text, role) -> None:
@@ -166,11 +313,12 @@ class CompiledPreset:
         for a lore item it dropped)."""
         return _json.loads(_with_context(self._inner.prompt_pass_json, context))
 
-    def render(self, context=None) -> dict:
+    def render(self, context=None):
         """``{"messages", "diagnostics", "variables", "globals", "prompt_tokens", "effective"}``
-        (SPEC §9, §14.3)."""
-        # Built natively from the same serializer as the JSON text: half the cost of loads().
-        return _with_context(self._inner.render, context)
+        (SPEC §9, §14.3): a dict, or for a ``Chat`` a ``ChatRender`` mapping with the same keys."""
+        if isinstance(context, Chat):
+            return ChatRender(*self._inner.render_chat(context._inner))
+        return _json.loads(_with_context(self._inner.render_json, context))
 
     def render_request(self, context=None) -> dict:
         """The provider request the context's ``provider_options`` ask for (default shape

@@ -1,7 +1,78 @@
-from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
+from typing import Any, Dict, Iterator, List, Literal, Mapping, Optional, Tuple, TypedDict, Union, overload
 
-Context = Dict[str, Any]
-"""The context file of SPEC §9 (``user``, ``char``, ``items``, ``variables``, ``injection``...)."""
+Tag = Literal[
+    "SYSTEM_SERVER_PROMPT",
+    "SYSTEM_FALLBACK_PROMPT",
+    "SYSTEM_HUMANIZER_RULES",
+    "SYSTEM_CHANNEL_PROMPT",
+    "SYSTEM_PERSONA_PROMPT",
+    "SYSTEM_PERSONALITY",
+    "DIALOGUE_SAMPLE",
+    "DIALOGUE_HISTORY",
+    "KNOWLEDGE_LOREBOOK_BEFORE",
+    "KNOWLEDGE_LOREBOOK_AFTER",
+    "KNOWLEDGE_SERVER_INFO",
+    "KNOWLEDGE_SERVER_MEMORIES",
+    "KNOWLEDGE_EMOJIS",
+    "KNOWLEDGE_STICKERS",
+    "KNOWLEDGE_ACTIVE_USERS",
+    "KNOWLEDGE_SHORT_TERM_MEMORY",
+    "SYSTEM_CONDITIONING",
+    "KNOWLEDGE_LORE_ACTIVATED",
+    "KNOWLEDGE_RETRIEVED_DOCUMENTS",
+    "CONTEXT_PARTICIPANT_PRESENCE",
+    "CONTEXT_CURRENT",
+]
+"""The host item tags of SPEC §9 (docs/context.md says which marker takes each)."""
+
+class _ItemRequired(TypedDict):
+    role: Literal["system", "user", "model", "assistant"]
+
+class ContextItem(_ItemRequired, total=False):
+    tag: Optional[Tag]
+    text: str
+    time: str
+    depth: int
+    name: str
+
+class Context(TypedDict, total=False):
+    """The context file of SPEC §9 (docs/context.md): every field optional."""
+
+    user: str
+    char: str
+    description: str
+    personality: str
+    scenario: str
+    persona: str
+    mes_examples: str
+    mes_examples_raw: str
+    char_version: str
+    char_prompt: str
+    char_instruction: str
+    group: List[str]
+    group_muted: List[str]
+    model: str
+    provider: str
+    now: str
+    utc_offset_minutes: int
+    time_awareness: bool
+    seed: int
+    chat_id: str
+    capabilities: Dict[str, bool]
+    tools: List[str]
+    tool_families: Dict[str, bool]
+    tool_names: Dict[str, str]
+    tool_phrases: Dict[str, str]
+    globals: Dict[str, str]
+    variables: Dict[str, str]
+    items: List[ContextItem]
+    allow_preset_regex: bool
+    injection: Literal["merge", "separate"]
+    max_context_tokens: Optional[int]
+    reserve_tokens: Optional[int]
+    tokenizer: Literal["auto", "o200k", "cl100k", "approx", "words"]
+    preset_settings: Union[bool, Dict[str, Any]]
+    provider_options: Optional[Dict[str, Any]]
 
 class Diagnostic(TypedDict, total=False):
     severity: Literal["warning", "info"]
@@ -13,7 +84,7 @@ class Diagnostic(TypedDict, total=False):
     script: Optional[int]
     message: str
 
-class Message(TypedDict):
+class MessageDict(TypedDict):
     role: Literal["system", "user", "model"]
     parts: List[str]
     source: Dict[str, Any]
@@ -27,7 +98,7 @@ class Effective(TypedDict):
     reserve_tokens: int
 
 class Rendered(TypedDict):
-    messages: List[Message]
+    messages: List[MessageDict]
     diagnostics: List[Diagnostic]
     variables: Dict[str, str]
     globals: Dict[str, str]
@@ -79,7 +150,7 @@ class Audit(TypedDict):
     diagnostics: List[Diagnostic]
 
 _Text = Union[str, bytes, bytearray, memoryview]
-_Ctx = Optional[Union[Context, str]]
+_Ctx = Optional[Union[Context, str, bytes, "Chat"]]
 
 class StpresetError(ValueError):
     kind: str
@@ -90,9 +161,35 @@ class PresetError(StpresetError): ...
 class ContextError(StpresetError): ...
 class TemplateError(StpresetError): ...
 
+class FrozenDict(Dict[str, Any]):
+    """A dict that refuses changes."""
+
+class Message(FrozenDict):
+    """A message of ``render(chat)``: ``m["role"]``, ``m["parts"]`` (a tuple), ``m["source"]``."""
+
+    def to_dict(self) -> MessageDict: ...
+
+class Chat:
+    def __init__(self, context: Optional[Context] = ...) -> None: ...
+    def __len__(self) -> int: ...
+    def append(self, item: ContextItem) -> None: ...
+    def extend(self, items: List[ContextItem]) -> None: ...
+    def splice(self, start: int, delete_count: Optional[int] = ..., *items: ContextItem) -> None: ...
+    def set(self, fields: Context) -> None: ...
+    def keep(self, result: Mapping[str, Any]) -> None: ...
+
+class ChatRender(Mapping[str, Any]):
+    def __getitem__(self, key: str) -> Any: ...
+    def __iter__(self) -> Iterator[str]: ...
+    def __len__(self) -> int: ...
+    def to_dict(self) -> Rendered: ...
+
 class CompiledPreset:
     @property
     def settings(self) -> Dict[str, Any]: ...
+    @overload
+    def render(self, context: Chat) -> ChatRender: ...
+    @overload
     def render(self, context: _Ctx = ...) -> Rendered: ...
     def render_request(self, context: _Ctx = ...) -> RequestResult: ...
     def request_body(self, context: _Ctx = ...) -> bytes: ...

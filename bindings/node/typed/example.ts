@@ -1,0 +1,19 @@
+// A bot's turn, typed: `tsc -p typed` runs in CI (`npm test`), so index.d.ts keeps catching
+// mistakes (a misspelt tag or role is an error; see mistakes.ts).
+import { Chat, Preset, type Context, type ContextItem } from '..';
+
+const PRESET = '{"prompts": [{"identifier": "main", "content": "Hi {{user}}"}, {"identifier": "chatHistory", "marker": true}]}';
+
+const ctx: Context = { user: 'Alice', char: 'Tomori', items: [{ tag: 'DIALOGUE_HISTORY', role: 'user', text: 'hi' }] };
+const compiled = Preset.fromJson(PRESET).compile();
+const chat = new Chat(ctx);
+for (let turn = 0; turn < 2; turn++) {
+  const out = compiled.render(chat);
+  for (const m of out.messages) console.log(m.role, m.parts.join(''));
+  chat.keep(out);
+  const reply: ContextItem = { tag: 'DIALOGUE_HISTORY', role: 'model', text: `reply ${turn}` };
+  chat.push(reply);
+}
+const plain = compiled.render(ctx);
+const tokens: number | null = plain.prompt_tokens;
+console.log(tokens, plain.diagnostics.length);

@@ -1,0 +1,10 @@
+// Mistakes index.d.ts must catch: each line below is an error (`@ts-expect-error` fails the
+// check if it is not).
+import type { ContextItem } from '..';
+
+// @ts-expect-error a misspelt tag
+export const a: ContextItem = { tag: 'DIALOG_HISTORY', role: 'user', text: 'x' };
+// @ts-expect-error an unknown role
+export const b: ContextItem = { tag: 'DIALOGUE_HISTORY', role: 'narrator', text: 'x' };
+// @ts-expect-error no role
+export const c: ContextItem = { tag: 'DIALOGUE_HISTORY', text: 'x' };

@@ -1,0 +1,184 @@
+"""A ``Chat`` kept between turns renders what ``render(dict)`` renders for the same context,
+turn after turn; and the text and error contract of issue 20 §2."""
+
+import json
+import pathlib
+import sys
+import threading
+
+import pytest
+
+import stpreset
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
+from context import context  # noqa: E402
+
+CORPUS = pathlib.Path(__file__).resolve().parents[4] / "shared" / "corpus" / "presets"
+HALF = "\ud83d"
+PRESET = json.dumps(
+    {
+        "prompts": [
+            {"identifier": "main", "content": "You are {{char}}. {{setvar::big::{{getvar::seed}}}}{{incvar::turn}}"},
+            {"identifier": "chatHistory", "marker": True},
+            {"identifier": "jb", "content": "Last: {{lastMessage}}", "injection_position": 1, "injection_depth": 0},
+        ]
+    }
+)
+
+
+def turns(compiled, ctx, chat, n):
+    for t in range(n):
+        a = compiled.render(ctx)
+        b = compiled.render(chat)
+        assert json.dumps(b.to_dict()) == json.dumps(a), t
+        news = [
+            {"tag": "DIALOGUE_HISTORY", "role": "user", "text": f"Alice: turn {t} 🌧"},
+            {"tag": "DIALOGUE_HISTORY", "role": "model", "text": f"reply {t}", "name": "Tomori"},
+        ]
+        ctx["items"][-2:-2] = news
+        chat.splice(len(chat) - 2, 0, *news)
+        if t == 1:
+            i = next(i for i, it in enumerate(ctx["items"]) if it["tag"] == "DIALOGUE_HISTORY")
+            del ctx["items"][i]
+            chat.splice(i, 1)
+        ctx["variables"], ctx["globals"] = a["variables"], a["globals"]
+        chat.keep(b)
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason=f"SKIPPED: {CORPUS} not found")
+def test_every_corpus_preset_renders_a_chat_as_the_dict_four_turns_running():
+    for path in sorted(CORPUS.iterdir()):
+        ctx = context(200)
+        turns(stpreset.Preset.from_json(path.read_bytes()).compile(), ctx, stpreset.Chat(ctx), 4)
+
+
+def test_history_strings_come_back_as_given_and_unchanged_messages_as_the_same_objects():
+    compiled = stpreset.Preset.from_json(PRESET).compile()
+    hi = "hi " * 20
+    chat = stpreset.Chat({"char": "T", "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": hi}]})
+    first = compiled.render(chat)
+    assert first["messages"][1]["parts"][0] is hi
+    chat.append({"tag": "DIALOGUE_HISTORY", "role": "model", "text": "ok"})
+    second = compiled.render(chat)
+    assert second["messages"][0] is first["messages"][0]
+    assert second["messages"][1]["parts"] == (hi,)
+    with pytest.raises(TypeError):
+        second["messages"][0]["role"] = "user"
+    with pytest.raises(TypeError):
+        second["messages"][0]["source"]["node"] = "x"
+    assert dict(second)["prompt_tokens"] is None
+
+
+def test_keep_carries_variables_small_or_large():
+    compiled = stpreset.Preset.from_json(PRESET).compile()
+    for seed in ("s", "x" * 20000):
+        chat = stpreset.Chat({"variables": {"seed": seed}})
+        for _ in range(3):
+            out = compiled.render(chat)
+            chat.keep(out)
+        assert out["variables"]["turn"] == "3" and out["variables"]["big"] == seed
+
+
+def test_a_refused_change_changes_nothing():
+    compiled = stpreset.Preset.from_json(PRESET).compile()
+    chat = stpreset.Chat({"items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "a"}]})
+    before = json.dumps(compiled.render(chat).to_dict())
+    with pytest.raises(stpreset.ContextError, match=r"items\[1\]"):
+        chat.extend([{"role": "user", "text": "b"}, {"role": "narrator", "text": "c"}])
+    for bad in ({"seed": -1}, {"items": []}):
+        with pytest.raises(stpreset.ContextError):
+            chat.set(bad)
+    with pytest.raises(stpreset.ContextError):
+        stpreset.Chat([])
+    assert len(chat) == 1
+    assert json.dumps(compiled.render(chat).to_dict()) == before
+
+
+def test_splice_follows_list_semantics():
+    compiled = stpreset.Preset.from_json(PRESET).compile()
+
+    def item(text):
+        return {"tag": "DIALOGUE_HISTORY", "role": "user", "text": text}
+
+    chat, plain = stpreset.Chat({}), {"items": []}
+    chat.extend([item("one"), item("two"), item("three")])
+    plain["items"] += [item("one"), item("two"), item("three")]
+    chat.splice(-1, 1)
+    del plain["items"][-1:]
+    chat.splice(0, 0, item("zero"))
+    plain["items"][0:0] = [item("zero")]
+    chat.splice(1)
+    del plain["items"][1:]
+    assert json.dumps(compiled.render(chat).to_dict()) == json.dumps(compiled.render(plain))
+
+
+def notes(out):
+    return [d["message"] for d in out["diagnostics"] if d["kind"] == "LoneSurrogate"]
+
+
+def test_a_lone_surrogate_anywhere_becomes_the_replacement_character_with_one_note():
+    compiled = stpreset.Preset.from_json(PRESET).compile()
+    ctx = {"char": "A" + HALF, "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "x" + HALF}]}
+    text = '{"char": "A' + HALF + '", "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "x' + HALF + '"}]}'
+    for c in (ctx, text, json.dumps(ctx), stpreset.Chat(ctx)):
+        out = compiled.render(c)
+        msgs = out["messages"]
+        assert msgs[0]["parts"][0].startswith("You are A\ufffd.")
+        assert msgs[1]["parts"][0] == "x\ufffd"
+        assert len(notes(out)) == 1 and "2 lone UTF-16 surrogates" in notes(out)[0]
+    p = stpreset.Preset.from_json('{"prompts": [{"identifier": "main", "content": "a' + HALF + '"}]}')
+    assert p.compile().render()["messages"][0]["parts"] == ["a\ufffd"]
+    assert "the preset had 1" in notes(p.audit())[0]
+    t = stpreset.expand("b" + HALF + "{{user}}", {"user": "U"})
+    assert t["text"] == "b\ufffdU" and "the template had 1" in notes(t)[0]
+    stored = compiled.store_message("c" + HALF, "model")
+    assert stored["text"] == "c\ufffd" and "the message had 1" in notes(stored)[0]
+    assert notes(stpreset.expand("😀")) == []
+
+
+def test_misuse_raises_the_package_error_or_type_error():
+    compiled = stpreset.Preset.from_json(PRESET).compile()
+    deep = {}
+    d = deep
+    for _ in range(100000):
+        d["x"] = {}
+        d = d["x"]
+    with pytest.raises(stpreset.ContextError):
+        compiled.render({"provider_options": deep})
+    with pytest.raises(stpreset.ContextError):
+        compiled.render({"seed": float("nan")})
+    for bad in ([1], 5, object()):
+        with pytest.raises(stpreset.ContextError):
+            compiled.render(bad)
+    with pytest.raises(TypeError):
+        stpreset.Preset.from_json(None)
+
+
+def test_json_nested_127_deep_reads_on_a_64_kib_thread():
+    compiled = stpreset.Preset.from_json(PRESET).compile()
+    deep = "[" * 127 + "]" * 127
+    result = []
+
+    def run():
+        try:
+            compiled.render_request('{"provider_options": {"stop": ' + deep + "}}")
+            result.append("ok")
+        except stpreset.StpresetError as e:
+            result.append(e.kind)
+
+    old = threading.stack_size(65536)
+    try:
+        t = threading.Thread(target=run)
+        t.start()
+        t.join()
+    finally:
+        threading.stack_size(old)
+    assert len(result) == 1  # an answer or a package error: never a crashed thread
+
+
+def test_errors_name_the_field():
+    compiled = stpreset.Preset.from_json(PRESET).compile()
+    with pytest.raises(stpreset.ContextError, match=r"^context: `variables\.turns`: .*integer `3`"):
+        compiled.render({"variables": {"turns": 3}})
+    with pytest.raises(stpreset.ContextError, match=r"`items\[0\]\.text`"):
+        compiled.render({"items": [{"role": "user", "text": 5}]})

@@ -1,0 +1,26 @@
+"""A bot's turn, typed: `mypy --strict typed/example.py` runs in CI (.ci/run), so the stubs keep
+catching mistakes (a misspelt tag or role is an error; see typed/mistakes.py)."""
+
+import stpreset
+from stpreset import Chat, Context, ContextItem
+
+PRESET = '{"prompts": [{"identifier": "main", "content": "Hi {{user}}"}, {"identifier": "chatHistory", "marker": true}]}'
+
+
+def main() -> None:
+    ctx: Context = {"user": "Alice", "char": "Tomori", "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}]}
+    compiled = stpreset.Preset.from_json(PRESET).compile()
+    chat = Chat(ctx)
+    for turn in range(2):
+        out = compiled.render(chat)
+        for m in out["messages"]:
+            print(m["role"], "".join(m["parts"]))
+        chat.keep(out)
+        reply: ContextItem = {"tag": "DIALOGUE_HISTORY", "role": "model", "text": f"reply {turn}"}
+        chat.append(reply)
+    plain = compiled.render(ctx)
+    print(plain["prompt_tokens"], len(plain["diagnostics"]))
+
+
+if __name__ == "__main__":
+    main()
