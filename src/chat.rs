@@ -33,9 +33,9 @@ pub struct Chat {
     ctx: Context,
     /// Where the items' texts are, for [`Chat::passthrough`]; emptied when items change.
     addresses: OnceLock<Addresses>,
-    /// Lone surrogates replaced in the fields, and in each item (SPEC §9, issue 20): the
-    /// context's count is their sum, so the note leaves with the message that caused it.
-    field_surrogates: usize,
+    /// Lone surrogates replaced in each field, and in each item (SPEC §9, issue 20): the
+    /// context's count is their sum, so a note leaves with the value that caused it.
+    field_surrogates: BTreeMap<String, usize>,
     item_surrogates: Vec<u32>,
 }
 
@@ -46,7 +46,7 @@ impl Clone for Chat {
             fields: self.fields.clone(),
             ctx: self.ctx.clone(),
             addresses: OnceLock::new(),
-            field_surrogates: self.field_surrogates,
+            field_surrogates: self.field_surrogates.clone(),
             item_surrogates: self.item_surrogates.clone(),
         }
     }
@@ -62,27 +62,30 @@ impl Chat {
         let (repaired, at) = crate::surrogates::repair_json_at(bytes);
         let mut fields = fields(&repaired)?;
         fields.remove("items");
-        let item_surrogates = if at.is_empty() {
-            vec![0; ctx.items.len()]
-        } else {
-            let top: std::collections::HashMap<&str, &RawValue> =
-                crate::context::guarded(|| serde_json::from_slice(&repaired)).unwrap_or_default();
-            let mut counts = top
-                .get("items")
-                .map(|list| per_item(&repaired, list.get(), &at))
-                .unwrap_or_default();
-            counts.resize(ctx.items.len(), 0);
-            counts
-        };
-        let in_items: usize = item_surrogates.iter().map(|&n| n as usize).sum();
+        let (mut field_surrogates, mut item_surrogates) = (BTreeMap::new(), Vec::new());
+        if !at.is_empty() {
+            for (key, raw) in top_level(&repaired) {
+                if key == "items" {
+                    item_surrogates = per_item(&repaired, raw.get(), &at);
+                } else {
+                    let n = within(&repaired, raw.get(), &at);
+                    if n > 0 {
+                        field_surrogates.insert(key, n);
+                    }
+                }
+            }
+        }
+        item_surrogates.resize(ctx.items.len(), 0);
         ctx.items.shrink_to_fit();
-        Ok(Chat {
+        let mut chat = Chat {
             fields,
-            field_surrogates: at.len().saturating_sub(in_items),
+            field_surrogates,
             item_surrogates,
             ctx,
             addresses: OnceLock::new(),
-        })
+        };
+        chat.count_surrogates();
+        Ok(chat)
     }
 
     /// The context it stands for.
@@ -127,7 +130,7 @@ impl Chat {
     }
 
     fn count_surrogates(&mut self) {
-        self.ctx.lone_surrogates = self.field_surrogates
+        self.ctx.lone_surrogates = self.field_surrogates.values().sum::<usize>()
             + self
                 .item_surrogates
                 .iter()
@@ -152,7 +155,16 @@ impl Chat {
         let json = serde_json::to_vec(&merged).unwrap_or_default();
         let mut ctx = Context::from_json(&json)?;
         ctx.items = std::mem::take(&mut self.ctx.items);
-        self.field_surrogates = ctx.lone_surrogates;
+        // The merged fields were read repaired: the counts come from the text given now, for
+        // the fields it sets, and stay for the others.
+        let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+        let (repaired, at) = crate::surrogates::repair_json_at(bytes);
+        for (key, raw) in top_level(&repaired) {
+            match within(&repaired, raw.get(), &at) {
+                0 => self.field_surrogates.remove(&key),
+                n => self.field_surrogates.insert(key, n),
+            };
+        }
         self.ctx = ctx;
         self.fields = merged;
         self.count_surrogates();
@@ -184,6 +196,10 @@ impl Chat {
         self.fields.insert("globals".into(), map(&globals));
         self.ctx.variables = variables;
         self.ctx.globals = globals;
+        // A render's maps hold no lone surrogates (they were replaced when read).
+        self.field_surrogates.remove("variables");
+        self.field_surrogates.remove("globals");
+        self.count_surrogates();
     }
 
     /// Adds one item at the end.
@@ -229,19 +245,31 @@ fn read_items(json: &[u8]) -> Result<(Vec<ContextItem>, Vec<u32>), ContextError>
     Ok((items, counts))
 }
 
-/// How many of the replacements at offsets `at` of `text` fall in each element of `list`, a
-/// JSON list lying inside `text` (rare: only when a replacement was made).
+/// How many of the replacements at offsets `at` (ascending) of `text` fall in each element of
+/// `list`, a JSON list lying inside `text` (rare: only when a replacement was made). Two binary
+/// searches per element: linear in the elements whatever the number of replacements.
 fn per_item(text: &[u8], list: &str, at: &[usize]) -> Vec<u32> {
     let elements: Vec<&RawValue> =
         crate::context::guarded(|| serde_json::from_str(list)).unwrap_or_default();
     elements
         .iter()
-        .map(|raw| {
-            let start = raw.get().as_ptr() as usize - text.as_ptr() as usize;
-            let end = start + raw.get().len();
-            at.iter().filter(|&&p| (start..end).contains(&p)).count() as u32
-        })
+        .map(|raw| within(text, raw.get(), at) as u32)
         .collect()
+}
+
+/// How many offsets of `at` (ascending) fall inside `part`, a slice of `text`.
+fn within(text: &[u8], part: &str, at: &[usize]) -> usize {
+    let start = part.as_ptr() as usize - text.as_ptr() as usize;
+    let end = start + part.len();
+    at.partition_point(|&p| p < end) - at.partition_point(|&p| p < start)
+}
+
+/// A JSON object's top-level fields, each as its raw text inside `text` (empty when it is not
+/// an object; keys with escapes are read as written).
+fn top_level(text: &[u8]) -> Vec<(String, &RawValue)> {
+    let map: Result<BTreeMap<String, &RawValue>, _> =
+        crate::context::guarded(|| serde_json::from_slice(text));
+    map.map(|m| m.into_iter().collect()).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -283,7 +311,16 @@ mod tests {
         assert_eq!(chat.context().lone_surrogates, 4);
         chat.splice_json(0, 1, b"[]").unwrap();
         assert_eq!(chat.context().lone_surrogates, 2);
-        chat.set_json(br#"{"user": "B"}"#).unwrap();
+        chat.set_json(br#"{"user": "B", "char": "C\udc00"}"#)
+            .unwrap();
+        assert_eq!(chat.context().lone_surrogates, 2);
+        chat.keep(Default::default(), Default::default());
+        assert_eq!(
+            chat.context().lone_surrogates,
+            2,
+            "keeping variables keeps the other notes"
+        );
+        chat.set_json(br#"{"char": "C"}"#).unwrap();
         assert_eq!(chat.context().lone_surrogates, 1);
     }
 

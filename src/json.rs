@@ -189,6 +189,50 @@ impl Preset {
         write(out, &self.audit_doc(diagnostics))
     }
 
+    /// The nodes in walk order, as a prompt manager lists them: `[{"enabled", "identifier",
+    /// "injection": null or {"depth", "order"}, "marker", "name", "role"}]` (what
+    /// `preset.nodes()` is in the Node and Python packages).
+    ///
+    /// ```
+    /// let p = stpreset::Preset::from_json(br#"{"prompts": [{"identifier": "main", "name": "Main", "content": "Hi"},
+    ///     {"identifier": "jb", "content": "x", "injection_position": 1, "injection_depth": 2}]}"#).unwrap();
+    /// assert_eq!(p.nodes_json(), concat!(
+    ///     r#"[{"enabled":true,"identifier":"main","injection":null,"marker":false,"name":"Main","role":"system"},"#,
+    ///     r#"{"enabled":true,"identifier":"jb","injection":{"depth":2,"order":100},"marker":false,"name":"jb","role":"system"}]"#));
+    /// ```
+    pub fn nodes_json(&self) -> String {
+        #[derive(Serialize)]
+        struct Injection {
+            depth: i32,
+            order: i32,
+        }
+        #[derive(Serialize)]
+        struct Node<'a> {
+            enabled: bool,
+            identifier: &'a str,
+            injection: Option<Injection>,
+            marker: bool,
+            name: &'a str,
+            role: &'a str,
+        }
+        let nodes: Vec<Node<'_>> = self
+            .nodes()
+            .iter()
+            .map(|n| Node {
+                enabled: n.enabled,
+                identifier: &n.identifier,
+                injection: n.is_depth().then_some(Injection {
+                    depth: n.injection_depth,
+                    order: n.injection_order,
+                }),
+                marker: n.marker,
+                name: &n.name,
+                role: &n.role,
+            })
+            .collect();
+        string(&nodes)
+    }
+
     fn audit_doc<'a>(&self, diagnostics: &'a [Diagnostic]) -> AuditDoc<'a> {
         AuditDoc {
             nodes: self.nodes().len(),

@@ -37,12 +37,8 @@ pub(crate) fn repair_json_at(bytes: &[u8]) -> (Cow<'_, [u8]>, Vec<usize>) {
                 .get(i + 1)
                 .is_some_and(|&c| (0xA0..=0xBF).contains(&c))
         {
-            // A surrogate as three bytes: a high one followed by a low one is a pair written
-            // as two halves, which is still one character; either way it becomes U+FFFD.
             let out = out.get_or_insert_with(|| bytes[..i].to_vec());
-            count.push(out.len());
-            out.extend_from_slice("\u{FFFD}".as_bytes());
-            i += 3.min(bytes.len() - i);
+            i += wtf8_surrogate(&bytes[i..], out, &mut count);
             continue;
         }
         if in_string && b == b'\\' {
@@ -101,7 +97,7 @@ pub(crate) fn repair_text(bytes: &[u8]) -> (Cow<'_, [u8]>, usize) {
         return (Cow::Borrowed(bytes), 0);
     }
     let mut out = Vec::with_capacity(bytes.len());
-    let mut count = 0;
+    let mut at = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == 0xED
@@ -109,15 +105,42 @@ pub(crate) fn repair_text(bytes: &[u8]) -> (Cow<'_, [u8]>, usize) {
                 .get(i + 1)
                 .is_some_and(|&c| (0xA0..=0xBF).contains(&c))
         {
-            out.extend_from_slice("\u{FFFD}".as_bytes());
-            count += 1;
-            i += 3.min(bytes.len() - i);
+            i += wtf8_surrogate(&bytes[i..], &mut out, &mut at);
         } else {
             out.push(bytes[i]);
             i += 1;
         }
     }
-    (Cow::Owned(out), count)
+    (Cow::Owned(out), at.len())
+}
+
+/// At a surrogate written as three bytes (`ED A0..BF xx`, `surrogatepass`): a high half
+/// followed by a low half is one character written in two halves (as the JSON escapes
+/// `\ud83d\ude00` are), and becomes that character; any other half becomes U+FFFD, its
+/// offset in `out` recorded. Returns the bytes read.
+fn wtf8_surrogate(bytes: &[u8], out: &mut Vec<u8>, at: &mut Vec<usize>) -> usize {
+    let unit = |b: &[u8]| -> Option<u32> {
+        let [0xED, b1 @ 0xA0..=0xBF, b2 @ 0x80..=0xBF, ..] = *b else {
+            return None;
+        };
+        Some(0xD000 | (u32::from(b1 & 0x3F) << 6) | u32::from(b2 & 0x3F))
+    };
+    if let (Some(high @ 0xD800..=0xDBFF), Some(low @ 0xDC00..=0xDFFF)) =
+        (unit(bytes), bytes.get(3..).and_then(unit))
+    {
+        let c = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00);
+        let mut buf = [0u8; 4];
+        out.extend_from_slice(
+            char::from_u32(c)
+                .unwrap_or(char::REPLACEMENT_CHARACTER)
+                .encode_utf8(&mut buf)
+                .as_bytes(),
+        );
+        return 6;
+    }
+    at.push(out.len());
+    out.extend_from_slice("\u{FFFD}".as_bytes());
+    3.min(bytes.len())
 }
 
 impl Diagnostic {
@@ -186,6 +209,11 @@ mod tests {
     fn surrogates_as_bytes_become_the_replacement_character() {
         let (out, n) = fix(b"{\"a\": \"x\xED\xA0\xBDy\xED\xB8\x80\"}");
         assert_eq!((out.as_str(), n), ("{\"a\": \"x\u{FFFD}y\u{FFFD}\"}", 2));
+        // Two halves of one character, next to each other: the character.
+        let (out, n) = fix(b"{\"a\": \"\xED\xA0\xBD\xED\xB8\x80\"}");
+        assert_eq!((out.as_str(), n), ("{\"a\": \"\u{1F600}\"}", 0));
+        let (text, n) = repair_text(b"\xED\xA0\xBD\xED\xB8\x80!\xED\xB8\x80");
+        assert_eq!((text.as_ref(), n), ("\u{1F600}!\u{FFFD}".as_bytes(), 1));
         // Other invalid bytes are left for the UTF-8 check to refuse.
         assert_eq!(repair_json(b"\"\xFF\"").1, 0);
         assert_eq!(fix(b"\"\xED\xA0").1, 1);

@@ -123,9 +123,15 @@ function loneCount(s) {
 }
 
 // JSON text holding raw lone surrogates: each written as its escape, which the engine reads as
-// U+FFFD and notes (N-API would replace it silently).
+// U+FFFD and notes (N-API would replace it silently). After an odd run of backslashes the raw
+// character was an invalid escape: it stays invalid (U+FFFD raw), and the reader says so.
 function jsonText(s) {
-  return s.isWellFormed() ? s : s.replace(LONE, (c) => '\\u' + c.charCodeAt(0).toString(16));
+  if (s.isWellFormed()) return s;
+  return s.replace(LONE, (c, at) => {
+    let slashes = 0;
+    while (at - slashes - 1 >= 0 && s.charCodeAt(at - slashes - 1) === 0x5c) slashes++;
+    return slashes % 2 ? '\ufffd' : '\\u' + c.charCodeAt(0).toString(16);
+  });
 }
 
 function buffer(bytes) {
@@ -139,13 +145,19 @@ function noted(result, input, count) {
 }
 
 function itemText(item) {
-  return item !== null && typeof item === 'object' && typeof item.text === 'string' ? wellFormed(item.text) : '';
+  return typeof item.text === 'string' ? wellFormed(item.text) : '';
 }
 
+// Items as the engine will read them: plain objects whose text is a string (the chat keeps the
+// text as given, so it must be what `JSON.stringify` writes: no boxed strings, no `toJSON`).
 function itemsJson(items) {
   for (let i = 0; i < items.length; i++) {
-    if (!isPlainObject(items[i])) {
-      throw new ContextError('Field', `context: items[${i}]: expected an object, found ${describe(items[i])}`);
+    const item = items[i];
+    const at = `items[${i}]`;
+    if (!isPlainObject(item)) throw new ContextError('Field', `context: \`${at}\`: expected an object, found ${describe(item)}`);
+    if ('toJSON' in item) throw new ContextError('Field', `context: \`${at}\`: an item with toJSON is not data`);
+    if (item.text !== undefined && typeof item.text !== 'string') {
+      throw new ContextError('Field', `context: \`${at}.text\`: expected a string, found ${describe(item.text)}`);
     }
   }
   return JSON.stringify(items);
@@ -176,10 +188,10 @@ class Chat {
     }
     const items = context.items === undefined ? [] : context.items;
     if (!Array.isArray(items)) throw new ContextError('Field', 'context: items: expected an array');
-    const texts = items.map(itemText);
     itemsJson(items);
     this._inner = fromObject(() => new native.Chat(JSON.stringify(context)));
-    this._texts = texts;
+    this._items = items.slice();
+    this._texts = items.map(itemText);
     // The produced parts of the last render, which the next may hand back (src/chat.rs).
     this._prev = [];
   }
@@ -194,16 +206,21 @@ class Chat {
   }
   /**
    * Removes `deleteCount` items from `start` and inserts `items` there, as `Array.prototype.splice`
-   * (a negative `start` counts from the end). Nothing changes when an item is refused.
+   * (a negative `start` counts from the end; without `deleteCount`, to the end); returns the
+   * removed items. Nothing changes when an item is refused.
    */
   splice(start, deleteCount, ...items) {
     const len = this._texts.length;
     let from = Math.trunc(Number(start)) || 0;
     from = from < 0 ? Math.max(len + from, 0) : Math.min(from, len);
-    const count = deleteCount === undefined ? len - from : Math.min(Math.max(Math.trunc(Number(deleteCount)) || 0, 0), len - from);
+    let count;
+    if (arguments.length === 0) count = 0;
+    else if (arguments.length === 1) count = len - from;
+    else count = Math.min(Math.max(Math.trunc(Number(deleteCount)) || 0, 0), len - from);
     const json = itemsJson(items);
     fromObject(() => this._inner.splice(from, count, json));
     this._texts.splice(from, count, ...items.map(itemText));
+    return this._items.splice(from, count, ...items);
   }
   /** Replaces the given context fields (any but `items`), e.g. `{ variables, globals, now }`. */
   set(fields) {
@@ -214,6 +231,9 @@ class Chat {
   }
   /** Carries a render's `variables` and `globals` into the next turn (SPEC §9: the bot keeps them). */
   keep(result) {
+    if (result === null || typeof result !== 'object' || typeof result.variables !== 'object' || typeof result.globals !== 'object') {
+      throw new TypeError('keep takes a render result (with variables and globals)');
+    }
     if (result instanceof ChatRender && result._native !== undefined) {
       this._inner.keep(result._native);
     } else {
@@ -435,9 +455,25 @@ class Preset {
     const json = typeof text === 'string' ? jsonText(text) : buffer(text);
     return new Preset(call(() => native.Preset.fromJson(json)));
   }
-  /** Parses every enabled node once. */
-  compile() {
-    return new CompiledPreset(this._inner.compile());
+  /**
+   * Parses every enabled node once. `toggles` switches nodes on or off by identifier first
+   * (`{ nsfw: true, jailbreak: false }`, as a prompt manager does); an identifier the preset
+   * does not have throws `PresetError` (kind `UnknownNode`).
+   */
+  compile(toggles) {
+    if (toggles === undefined || toggles === null) return new CompiledPreset(this._inner.compile());
+    if (!isPlainObject(toggles)) throw new TypeError('compile takes an object of identifier: boolean');
+    for (const [id, on] of Object.entries(toggles)) {
+      if (typeof on !== 'boolean') throw new TypeError(`toggle ${JSON.stringify(id)}: expected true or false`);
+    }
+    return new CompiledPreset(call(() => this._inner.compileToggled(JSON.stringify(toggles))));
+  }
+  /**
+   * The nodes in walk order, as a prompt manager lists them:
+   * `[{ identifier, name, role, enabled, marker, injection: null | { depth, order } }]`.
+   */
+  nodes() {
+    return JSON.parse(this._inner.nodesJson());
   }
   /**
    * The preset's settings (SPEC §14): the keys the file has, after SillyTavern's migration;

@@ -143,7 +143,14 @@ impl CompiledPreset {
     /// the scripts `pass` selects, in list order. Diagnostics begin with the import's
     /// `RegexScriptInvalid`s.
     pub fn apply_regex(&self, text: &str, pass: &RegexPass, ctx: &Context) -> Regexed {
-        self.scripts.apply(text, pass, ctx, self.regex_allowed(ctx))
+        let mut out = self.scripts.apply(text, pass, ctx, self.regex_allowed(ctx));
+        if ctx.lone_surrogates > 0 {
+            out.diagnostics.insert(
+                0,
+                Diagnostic::lone_surrogates("the context", ctx.lone_surrogates),
+            );
+        }
+        out
     }
 
     /// A model reply (`Role::Model`) or user message (`Role::User`) before the bot stores it
@@ -201,6 +208,12 @@ impl CompiledPreset {
     /// it (with no `name` prefix), `None` for a lore item it dropped.
     pub fn prompt_pass(&self, ctx: &Context) -> PromptPass {
         let mut diagnostics = Vec::new();
+        if ctx.lone_surrogates > 0 {
+            diagnostics.push(Diagnostic::lone_surrogates(
+                "the context",
+                ctx.lone_surrogates,
+            ));
+        }
         let changed =
             self.scripts
                 .prompt_items(ctx, self.regex_allowed(ctx), true, &mut diagnostics);

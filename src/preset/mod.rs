@@ -292,6 +292,24 @@ impl Preset {
         &self.nodes
     }
 
+    /// Switches the nodes with this identifier on or off (before compiling); returns whether
+    /// there was one.
+    ///
+    /// ```
+    /// let mut p = stpreset::Preset::from_json(br#"{"prompts": [{"identifier": "main", "content": "Hi"},
+    ///     {"identifier": "nsfw", "content": "Spicy", "enabled": false}]}"#).unwrap();
+    /// assert!(p.set_enabled("nsfw", true) && !p.set_enabled("nope", true));
+    /// assert_eq!(p.compile().render(&stpreset::Context::default()).messages.len(), 2);
+    /// ```
+    pub fn set_enabled(&mut self, identifier: &str, enabled: bool) -> bool {
+        let mut found = false;
+        for n in self.nodes.iter_mut().filter(|n| n.identifier == identifier) {
+            n.enabled = enabled;
+            found = true;
+        }
+        found
+    }
+
     /// Mutable access to the nodes (to toggle `enabled`, say) before compiling.
     pub fn nodes_mut(&mut self) -> &mut [PresetNode] {
         &mut self.nodes

@@ -41,6 +41,26 @@ fn scripts_json<'a>(scripts: impl IntoIterator<Item = &'a stpreset::RegexScript>
     serde_json::to_string(&list).unwrap_or_default()
 }
 
+/// A copy of `preset` with the nodes `toggles_json` names switched on or off; an unknown
+/// identifier is an error (kind `UnknownNode`) naming it.
+fn toggled(
+    preset: &stpreset::Preset,
+    toggles_json: &str,
+) -> std::result::Result<stpreset::Preset, (&'static str, String)> {
+    let toggles: std::collections::BTreeMap<String, bool> =
+        serde_json::from_str(toggles_json).map_err(|e| ("Toggles", format!("toggles: {e}")))?;
+    let mut copy = preset.clone();
+    for (id, on) in &toggles {
+        if !copy.set_enabled(id, *on) {
+            return Err((
+                "UnknownNode",
+                format!("the preset has no node {}", stpreset::terminal_safe(id)),
+            ));
+        }
+    }
+    Ok(copy)
+}
+
 /// An imported preset.
 #[napi]
 pub struct Preset {
@@ -67,6 +87,22 @@ impl Preset {
         CompiledPreset {
             inner: Arc::new(self.inner.compile()),
         }
+    }
+
+    /// Compiles with nodes switched on or off first: `{"identifier": bool, ...}` as JSON.
+    #[napi]
+    pub fn compile_toggled(&self, toggles_json: String) -> Result<CompiledPreset> {
+        toggled(&self.inner, &toggles_json)
+            .map(|p| CompiledPreset {
+                inner: Arc::new(p.compile()),
+            })
+            .map_err(|(kind, message)| error("PresetError", kind, message))
+    }
+
+    /// The nodes in walk order (`Preset::nodes_json`).
+    #[napi]
+    pub fn nodes_json(&self) -> String {
+        self.inner.nodes_json()
     }
 
     /// The preset's regex scripts (SPEC §13.1) as a JSON list: valid entries, each with its

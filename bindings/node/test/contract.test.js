@@ -96,3 +96,50 @@ test('JSON nested 127 deep reads on a thread with a small stack', async () => {
   });
   assert.notStrictEqual(kind, 'none');
 });
+
+test('review findings: notes follow set and keep; the message passes note the context', () => {
+  const ctx = { user: `A${HALF}`, items: [{ tag: 'DIALOGUE_HISTORY', role: 'user', text: 'hi' }] };
+  const chat = new s.Chat(ctx);
+  const r = compiled.render(chat);
+  chat.keep(r);
+  ctx.variables = r.variables;
+  ctx.globals = r.globals;
+  assert.strictEqual(JSON.stringify(compiled.render(chat)), JSON.stringify(compiled.render(ctx)));
+  chat.set({ user: `\udc00x` });
+  ctx.user = `\udc00x`;
+  assert.strictEqual(JSON.stringify(compiled.render(chat)), JSON.stringify(compiled.render(ctx)));
+  assert.strictEqual(notes(compiled.render(chat)).length, 1);
+  assert.match(notes(compiled.storeMessage('a', 'user', { user: `U${HALF}` }))[0], /the context had 1/);
+  assert.match(notes(compiled.promptPass({ items: [{ role: 'user', text: `a${HALF}` }] }))[0], /the context had 1/);
+  // A raw half after a backslash was never a valid escape: the reader refuses it.
+  assert.throws(() => s.expand('[{{user}}]', `{"user": "a\\${HALF}"}`), (e) => e instanceof s.ContextError && e.kind === 'Json');
+});
+
+test('review findings: splice, keep and items as Array.prototype and JSON see them', () => {
+  const item = (text) => ({ tag: 'DIALOGUE_HISTORY', role: 'user', text });
+  const chat = new s.Chat({ items: [item('a'), item('b'), item('c')] });
+  const mirror = [item('a'), item('b'), item('c')];
+  assert.deepStrictEqual(chat.splice(), mirror.splice());
+  assert.deepStrictEqual(chat.splice(0, undefined), mirror.splice(0, undefined));
+  assert.deepStrictEqual(chat.splice(1), mirror.splice(1));
+  assert.strictEqual(chat.length, mirror.length);
+  assert.throws(() => chat.keep(5), TypeError);
+  assert.throws(() => chat.keep({}), TypeError);
+  assert.throws(() => chat.push({ role: 'user', text: new String('boxed') }), s.ContextError);
+  assert.throws(() => chat.push({ role: 'user', text: 'x', toJSON: () => ({ role: 'user', text: 'y' }) }), s.ContextError);
+  assert.strictEqual(chat.length, 1);
+});
+
+test('nodes() lists the prompt manager; compile(toggles) switches nodes', () => {
+  const p = s.Preset.fromJson(JSON.stringify({ prompts: [
+    { identifier: 'main', name: 'Main', content: 'Hi' },
+    { identifier: 'nsfw', content: 'Spicy', enabled: false },
+    { identifier: 'jb', content: 'JB', injection_position: 1, injection_depth: 2 },
+  ] }));
+  assert.deepStrictEqual(p.nodes()[2], { enabled: true, identifier: 'jb', injection: { depth: 2, order: 100 }, marker: false, name: 'jb', role: 'system' });
+  const on = p.compile({ nsfw: true, jb: false }).render({});
+  assert.deepStrictEqual(on.messages.map((m) => m.parts.join('')), ['Hi', 'Spicy']);
+  assert.strictEqual(p.compile().render({}).messages.length, 1, 'the preset itself is unchanged');
+  assert.throws(() => p.compile({ nope: true }), (e) => e instanceof s.PresetError && e.kind === 'UnknownNode');
+  assert.throws(() => p.compile({ nsfw: 'yes' }), TypeError);
+});

@@ -26,15 +26,25 @@ fn role(name: &str) -> PyResult<stpreset::Role> {
     name.parse().map_err(|e| error("ContextError", "Role", e))
 }
 
-/// A pass's JSON, with the note for lone surrogates replaced in its text.
-fn noted(mut out: stpreset::Regexed, lone: usize) -> String {
+/// A pass's JSON, with the notes for lone surrogates replaced in its text and speaker.
+fn noted(mut out: stpreset::Regexed, lone: usize, lone_speaker: usize) -> String {
+    if lone_speaker > 0 {
+        let note = stpreset::Diagnostic::lone_surrogates("the speaker", lone_speaker);
+        out.diagnostics.insert(0, note);
+    }
     if lone > 0 {
-        out.diagnostics.insert(
-            0,
-            stpreset::Diagnostic::lone_surrogates("the message", lone),
-        );
+        let note = stpreset::Diagnostic::lone_surrogates("the message", lone);
+        out.diagnostics.insert(0, note);
     }
     out.to_json()
+}
+
+/// A speaker name as Rust text (see `repaired`).
+fn speaker_text(speaker: Option<&Bound<'_, PyString>>) -> PyResult<(Option<String>, usize)> {
+    match speaker {
+        None => Ok((None, 0)),
+        Some(s) => repaired(s).map(|(t, n)| (Some(t.into_owned()), n)),
+    }
 }
 
 /// The regex scripts (SPEC §13.1) as a JSON list of their fields as read.
@@ -140,6 +150,28 @@ impl Preset {
         CompiledPreset { inner }
     }
 
+    /// Compiles with the nodes `toggles` names switched on or off first.
+    fn compile_toggled(
+        &self,
+        py: Python<'_>,
+        toggles: std::collections::BTreeMap<String, bool>,
+    ) -> PyResult<CompiledPreset> {
+        let mut copy = self.inner.clone();
+        for (id, on) in &toggles {
+            if !copy.set_enabled(id, *on) {
+                let msg = format!("the preset has no node {}", stpreset::terminal_safe(id));
+                return Err(error("PresetError", "UnknownNode", msg));
+            }
+        }
+        let inner = py.detach(|| Arc::new(copy.compile()));
+        Ok(CompiledPreset { inner })
+    }
+
+    /// The nodes in walk order (`Preset::nodes_json`).
+    fn nodes_json(&self) -> String {
+        self.inner.nodes_json()
+    }
+
     /// The regex scripts as imported (SPEC §13.1), a JSON list.
     fn regex_scripts_json(&self) -> String {
         scripts_json(self.inner.regex_scripts())
@@ -210,7 +242,7 @@ impl CompiledPreset {
         let role = role(role_name)?;
         let (text, lone) = repaired(&text)?;
         context.with(py, |ctx| {
-            noted(self.inner.store_message(&text, role, ctx), lone)
+            noted(self.inner.store_message(&text, role, ctx), lone, 0)
         })
     }
 
@@ -221,13 +253,17 @@ impl CompiledPreset {
         py: Python<'_>,
         text: Bound<'_, PyString>,
         role_name: &str,
-        speaker: Option<&str>,
+        speaker: Option<Bound<'_, PyString>>,
         context: ContextArg<'_>,
     ) -> PyResult<String> {
         let role = role(role_name)?;
         let (text, lone) = repaired(&text)?;
+        let (speaker, lone_speaker) = speaker_text(speaker.as_ref())?;
         context.with(py, |ctx| {
-            noted(self.inner.edit_message(&text, role, speaker, ctx), lone)
+            let out = self
+                .inner
+                .edit_message(&text, role, speaker.as_deref(), ctx);
+            noted(out, lone, lone_speaker)
         })
     }
 
@@ -239,16 +275,17 @@ impl CompiledPreset {
         text: Bound<'_, PyString>,
         role_name: &str,
         depth: Option<u32>,
-        speaker: Option<&str>,
+        speaker: Option<Bound<'_, PyString>>,
         context: ContextArg<'_>,
     ) -> PyResult<String> {
         let role = role(role_name)?;
         let (text, lone) = repaired(&text)?;
+        let (speaker, lone_speaker) = speaker_text(speaker.as_ref())?;
         context.with(py, |ctx| {
-            noted(
-                self.inner.display_message(&text, role, depth, speaker, ctx),
-                lone,
-            )
+            let out = self
+                .inner
+                .display_message(&text, role, depth, speaker.as_deref(), ctx);
+            noted(out, lone, lone_speaker)
         })
     }
 

@@ -182,3 +182,77 @@ def test_errors_name_the_field():
         compiled.render({"variables": {"turns": 3}})
     with pytest.raises(stpreset.ContextError, match=r"`items\[0\]\.text`"):
         compiled.render({"items": [{"role": "user", "text": 5}]})
+
+
+def test_review_findings_notes_follow_set_and_keep_and_the_passes():
+    compiled = stpreset.Preset.from_json(PRESET).compile()
+    ctx = {"user": "A" + HALF, "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}]}
+    chat = stpreset.Chat(ctx)
+    r = compiled.render(chat)
+    chat.keep(r)
+    ctx["variables"], ctx["globals"] = r["variables"], r["globals"]
+    chat.set({"char": "B"})
+    ctx["char"] = "B"
+    assert json.dumps(compiled.render(chat).to_dict()) == json.dumps(compiled.render(ctx))
+    assert len(notes(compiled.render(chat))) == 1
+    out = compiled.edit_message("x", "model", "S" + HALF)
+    assert [n.split(" had")[0] for n in notes(out)] == ["the speaker"]
+    assert "the context had 1" in notes(compiled.store_message("a", "user", {"user": "U" + HALF}))[0]
+    assert "the context had 1" in notes(compiled.prompt_pass({"items": [{"role": "user", "text": "a" + HALF}]}))[0]
+    # Two halves of one character, side by side, are the character in every input.
+    pair = "\ud83d\ude00"
+    assert stpreset.expand(pair)["text"] == "😀"
+    assert compiled.render({"user": pair})["messages"][0]["parts"][0].startswith("You are")
+    assert notes(compiled.render({"user": pair})) == []
+
+
+def test_review_findings_a_chat_serves_several_threads_one_turn_at_a_time():
+    compiled = stpreset.Preset.from_json(PRESET).compile()
+    chat = stpreset.Chat({})
+    errors = []
+
+    def renders():
+        try:
+            for _ in range(100):
+                compiled.render(chat)
+        except Exception as e:  # noqa: BLE001 - any escape is the finding
+            errors.append(e)
+
+    def changes():
+        try:
+            for i in range(100):
+                chat.append({"tag": "DIALOGUE_HISTORY", "role": "user", "text": f"m{i}"})
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=renders) for _ in range(3)] + [threading.Thread(target=changes)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(chat) == 100
+    with pytest.raises(stpreset.ContextError, match=r"^context: `items\[0\]\.role`"):
+        chat.append({"role": "narrator"})
+
+
+def test_nodes_and_toggles():
+    p = stpreset.Preset.from_json(
+        json.dumps(
+            {
+                "prompts": [
+                    {"identifier": "main", "name": "Main", "content": "Hi"},
+                    {"identifier": "nsfw", "content": "Spicy", "enabled": False},
+                ]
+            }
+        )
+    )
+    assert p.nodes()[1] == {
+        "enabled": False, "identifier": "nsfw", "injection": None, "marker": False, "name": "nsfw", "role": "system"
+    }
+    assert [m["parts"] for m in p.compile({"nsfw": True}).render()["messages"]] == [["Hi"], ["Spicy"]]
+    assert len(p.compile().render()["messages"]) == 1
+    with pytest.raises(stpreset.PresetError) as e:
+        p.compile({"nope": True})
+    assert e.value.kind == "UnknownNode"
+    with pytest.raises(TypeError):
+        p.compile({"nsfw": "yes"})

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json as _json
 import re as _re
+import threading as _threading
 from collections.abc import Mapping as _Mapping
 
 from . import _native
@@ -149,16 +150,19 @@ class Chat:
     objects given here instead of copies: the fast way to render the same chat turn after
     turn. Items are read when added; later changes to the dicts are not seen."""
 
-    __slots__ = ("_inner",)
+    __slots__ = ("_inner", "_lock")
 
     def __init__(self, context=None) -> None:
+        # One chat, one turn at a time: renders and changes from several threads wait their
+        # turn (a render releases the GIL while it reads the chat).
+        self._lock = _threading.Lock()
         context = {} if context is None else context
         if not isinstance(context, dict):
             raise ContextError("NotAnObject", f"the context must be a dict, not {type(context).__name__}")
         items = context.get("items", [])
         if not isinstance(items, list):
             raise ContextError("Field", f"context: items: expected a list, not {type(items).__name__}")
-        self._inner = _call(_native.Chat, _dumps(context, "the context"), _texts(items))
+        self._inner = _fields(_native.Chat, _dumps(context, "the context"), _texts(items))
 
     def __len__(self) -> int:
         return len(self._inner)
@@ -179,20 +183,31 @@ class Chat:
         start = max(n + start, 0) if start < 0 else min(start, n)
         count = n - start if delete_count is None else min(max(delete_count, 0), n - start)
         items = list(items)
-        _call(self._inner.splice, start, count, _dumps(items, "the items"), _texts(items))
+        with self._lock:
+            _fields(self._inner.splice, start, count, _dumps(items, "the items"), _texts(items))
 
     def set(self, fields: dict) -> None:
         """Replaces the given context fields (any but ``items``), e.g. ``{"now": ...}``."""
         if not isinstance(fields, dict):
             raise ContextError("NotAnObject", f"the fields must be a dict, not {type(fields).__name__}")
-        _call(self._inner.set, _dumps(fields, "the fields"))
+        with self._lock:
+            _fields(self._inner.set, _dumps(fields, "the fields"))
 
     def keep(self, result) -> None:
         """Carries a render's ``variables`` and ``globals`` into the next turn (SPEC §9)."""
         if isinstance(result, ChatRender):
-            self._inner.keep(result._rest)
+            with self._lock:
+                self._inner.keep(result._rest)
         else:
             self.set({"variables": result["variables"], "globals": result["globals"]})
+
+
+def _fields(f, *args):
+    """Calls ``f`` on JSON the package wrote: errors name the field, not a line and column."""
+    try:
+        return _call(f, *args)
+    except ContextError as e:
+        raise ContextError(e.kind, _POSITION.sub("context: ", str(e))) from None
 
 
 def _texts(items) -> list:
@@ -317,7 +332,8 @@ class CompiledPreset:
         """``{"messages", "diagnostics", "variables", "globals", "prompt_tokens", "effective"}``
         (SPEC §9, §14.3): a dict, or for a ``Chat`` a ``ChatRender`` mapping with the same keys."""
         if isinstance(context, Chat):
-            return ChatRender(*self._inner.render_chat(context._inner))
+            with context._lock:
+                return ChatRender(*self._inner.render_chat(context._inner))
         return _json.loads(_with_context(self._inner.render_json, context))
 
     def render_request(self, context=None) -> dict:
@@ -350,9 +366,22 @@ class Preset:
             text = bytes(text)
         return cls(_call(_native.Preset.from_json, text))
 
-    def compile(self) -> CompiledPreset:
-        """Parses every enabled node once."""
-        return CompiledPreset(self._inner.compile())
+    def compile(self, toggles=None) -> CompiledPreset:
+        """Parses every enabled node once. ``toggles`` switches nodes on or off by identifier
+        first (``{"nsfw": True, "jailbreak": False}``, as a prompt manager does); an identifier
+        the preset does not have raises ``PresetError`` (kind ``UnknownNode``)."""
+        if toggles is None:
+            return CompiledPreset(self._inner.compile())
+        if not isinstance(toggles, dict) or not all(
+            isinstance(k, str) and isinstance(v, bool) for k, v in toggles.items()
+        ):
+            raise TypeError("compile takes a dict of identifier: bool")
+        return CompiledPreset(_call(self._inner.compile_toggled, toggles))
+
+    def nodes(self) -> list:
+        """The nodes in walk order, as a prompt manager lists them: ``[{"identifier", "name",
+        "role", "enabled", "marker", "injection": None or {"depth", "order"}}]``."""
+        return _json.loads(self._inner.nodes_json())
 
     @property
     def regex_scripts(self) -> list:
