@@ -248,6 +248,33 @@ export declare class StpresetError extends Error {
 export declare class PresetError extends StpresetError {}
 export declare class ContextError extends StpresetError {}
 export declare class TemplateError extends StpresetError {}
+export declare class StoreError extends StpresetError {}
+
+/** A server or preset id: BigInt, a safe integer, or decimal text (Discord ids are past 2^53). */
+export type StoreId = bigint | number | string;
+
+export interface PresetSummary {
+  id: string;
+  name: string;
+  active: boolean;
+  nodes: number;
+  regex_allowed: boolean;
+}
+
+/** Presets per server in one SQLite file; the active preset compiled through a cache. */
+export declare class PresetStore {
+  static open(path: string): PresetStore;
+  importPreset(server: StoreId, name: string, text: string | Uint8Array): string;
+  list(server: StoreId): PresetSummary[];
+  activate(server: StoreId, preset: StoreId): void;
+  deactivate(server: StoreId): void;
+  setEnabled(server: StoreId, preset: StoreId, toggles: Record<string, boolean>): void;
+  allowRegex(server: StoreId, preset: StoreId, allowed: boolean): void;
+  delete(server: StoreId, preset: StoreId): void;
+  active(server: StoreId): CompiledPreset | null;
+  render(server: StoreId, context: Chat): ChatRendered | null;
+  render(server: StoreId, context?: Context | string): Rendered | null;
+}
 
 export interface RequestResult {
   /** The provider's request body: OpenAI `{messages}`, Anthropic `{system?, messages}`, Gemini `{systemInstruction?, contents}`. */
@@ -330,9 +357,22 @@ export declare class CompiledPreset {
   promptPass(context?: ContextLike): PromptPass;
 }
 
+export interface PresetNodeInfo {
+  identifier: string;
+  name: string;
+  role: string;
+  enabled: boolean;
+  marker: boolean;
+  /** Depth nodes: where they are injected into the history. */
+  injection: { depth: number; order: number } | null;
+}
+
 export declare class Preset {
   static fromJson(text: string | Uint8Array): Preset;
-  compile(): CompiledPreset;
+  /** `toggles` switches nodes on or off by identifier first (unknown: `PresetError`, kind `UnknownNode`). */
+  compile(toggles?: Record<string, boolean>): CompiledPreset;
+  /** The nodes in walk order, as a prompt manager lists them. */
+  nodes(): PresetNodeInfo[];
   audit(): Audit;
   /** The preset's settings (SPEC §14), after SillyTavern's migration. */
   readonly settings: PresetSettings;

@@ -19,8 +19,10 @@ class PresetError extends StpresetError {}
 class ContextError extends StpresetError {}
 /** Template bytes that are not UTF-8 or too large. */
 class TemplateError extends StpresetError {}
+/** A store call that failed (`Open`, `Locked`, `NotFound`, `UnknownNode`, ...); nothing was written. */
+class StoreError extends StpresetError {}
 
-const classes = { PresetError, ContextError, TemplateError };
+const classes = { PresetError, ContextError, TemplateError, StoreError };
 
 // Native errors carry `{"class", "kind", "message"}` as their message.
 function rethrow(e) {
@@ -515,6 +517,73 @@ class Template {
   }
 }
 
+// A server or preset id as decimal text: Discord's ids are past 2^53, so BigInt and strings are
+// taken as they are and numbers only when they are exact.
+function storeId(x, what) {
+  if (typeof x === 'bigint') return x.toString();
+  if (typeof x === 'number' && Number.isSafeInteger(x)) return String(x);
+  if (typeof x === 'string' && /^-?[0-9]{1,19}$/.test(x)) return x;
+  throw new TypeError(`the ${what} id must be a BigInt, a safe integer or a decimal string`);
+}
+
+/**
+ * Presets per server in one SQLite file (`stpreset store` on the command line): import, list,
+ * activate, toggle, and the active preset compiled through the store's cache. Ids are strings
+ * out and BigInt / safe integers / decimal strings in (Discord's ids are past 2^53).
+ */
+class PresetStore {
+  constructor(inner) {
+    this._inner = inner;
+  }
+  /** Opens (or creates) the store file; throws `StoreError`. */
+  static open(path) {
+    if (typeof path !== 'string') throw new TypeError('PresetStore.open takes a file path');
+    return new PresetStore(call(() => native.PresetStore.open(path)));
+  }
+  /** Imports a preset file under `name` (replacing the server's preset of that name); returns its id. */
+  importPreset(server, name, text) {
+    if (typeof name !== 'string') throw new TypeError('the preset name must be a string');
+    if (typeof text !== 'string' && !(text instanceof Uint8Array)) throw new TypeError('the preset file must be a string or bytes');
+    const json = typeof text === 'string' ? jsonText(text) : buffer(text);
+    return call(() => this._inner.importPreset(storeId(server, 'server'), name, json));
+  }
+  /** `[{ id, name, active, nodes, regex_allowed }]`. */
+  list(server) {
+    return JSON.parse(call(() => this._inner.listJson(storeId(server, 'server'))));
+  }
+  activate(server, preset) {
+    call(() => this._inner.activate(storeId(server, 'server'), storeId(preset, 'preset')));
+  }
+  deactivate(server) {
+    call(() => this._inner.deactivate(storeId(server, 'server')));
+  }
+  /** Switches nodes on or off: `{ identifier: boolean }`; an unknown one fails the whole call. */
+  setEnabled(server, preset, toggles) {
+    if (!isPlainObject(toggles) || !Object.values(toggles).every((v) => typeof v === 'boolean')) {
+      throw new TypeError('setEnabled takes an object of identifier: boolean');
+    }
+    call(() => this._inner.setEnabled(storeId(server, 'server'), storeId(preset, 'preset'), JSON.stringify(toggles)));
+  }
+  /** Lets (or stops) the preset's regex scripts run for this server (SPEC §13.6). */
+  allowRegex(server, preset, allowed) {
+    if (typeof allowed !== 'boolean') throw new TypeError('allowRegex takes true or false');
+    call(() => this._inner.allowRegex(storeId(server, 'server'), storeId(preset, 'preset'), allowed));
+  }
+  delete(server, preset) {
+    call(() => this._inner.delete(storeId(server, 'server'), storeId(preset, 'preset')));
+  }
+  /** The server's active preset, compiled (cached), or `null`: render it with any context or `Chat`. */
+  active(server) {
+    const inner = call(() => this._inner.active(storeId(server, 'server')));
+    return inner ? new CompiledPreset(inner) : null;
+  }
+  /** Renders the server's active preset; `null` when it has none. */
+  render(server, context) {
+    const compiled = this.active(server);
+    return compiled ? compiled.render(context) : null;
+  }
+}
+
 /**
  * Loads a tokenizer's vocabulary now rather than in the first render that counts with it
  * (0.3–0.4 s per vocabulary, once per process): `'o200k'`, `'cl100k'`, `'auto'` (both, the
@@ -532,6 +601,8 @@ function expand(source, context) {
 
 module.exports = {
   Chat,
+  PresetStore,
+  StoreError,
   Preset,
   CompiledPreset,
   Template,

@@ -77,6 +77,23 @@ pub enum StoreError {
     Database(String),
 }
 
+impl StoreError {
+    /// The variant's name (`"Open"`, `"Locked"`, `"NotFound"`, ...), as the bindings report it;
+    /// an import's refusal is `"Preset"` (its own kind: [`PresetError::kind`]).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            StoreError::Open { .. } => "Open",
+            StoreError::Locked => "Locked",
+            StoreError::ReadOnly { .. } => "ReadOnly",
+            StoreError::InvalidName { .. } => "InvalidName",
+            StoreError::NotFound { .. } => "NotFound",
+            StoreError::UnknownNode { .. } => "UnknownNode",
+            StoreError::Preset(_) => "Preset",
+            StoreError::Database(_) => "Database",
+        }
+    }
+}
+
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
         match e.sqlite_error_code() {

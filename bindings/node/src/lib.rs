@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 pub mod chat;
+pub mod store;
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -128,7 +129,7 @@ impl Preset {
 /// A compiled preset: render it as often as you like.
 #[napi]
 pub struct CompiledPreset {
-    inner: Arc<stpreset::CompiledPreset>,
+    pub(crate) inner: Arc<stpreset::CompiledPreset>,
 }
 
 #[napi]

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 mod chat;
+mod store;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -188,8 +189,8 @@ impl Preset {
 
 /// A compiled preset; renders from any thread.
 #[pyclass(frozen, module = "stpreset._native")]
-struct CompiledPreset {
-    inner: Arc<stpreset::CompiledPreset>,
+pub(crate) struct CompiledPreset {
+    pub(crate) inner: Arc<stpreset::CompiledPreset>,
 }
 
 #[pymethods]
@@ -358,5 +359,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<chat::Chat>()?;
     m.add_class::<chat::Rest>()?;
     m.add_function(wrap_pyfunction!(chat::register, m)?)?;
+    m.add_class::<store::PresetStore>()?;
     Ok(())
 }

@@ -57,6 +57,8 @@ class Message(FrozenDict):
 _native.register(Message, FrozenDict)
 
 __all__ = [
+    "PresetStore",
+    "StoreError",
     "Chat",
     "ChatRender",
     "FrozenDict",
@@ -94,7 +96,16 @@ class TemplateError(StpresetError):
     """Template bytes that are not UTF-8, or too large."""
 
 
-_CLASSES = {"PresetError": PresetError, "ContextError": ContextError, "TemplateError": TemplateError}
+class StoreError(StpresetError):
+    """A store call that failed (``Open``, ``Locked``, ``NotFound``, ``UnknownNode``, ...); nothing was written."""
+
+
+_CLASSES = {
+    "PresetError": PresetError,
+    "ContextError": ContextError,
+    "TemplateError": TemplateError,
+    "StoreError": StoreError,
+}
 
 
 def _call(f, *args):
@@ -415,6 +426,76 @@ class Template:
     def render(self, context=None) -> dict:
         """``{"text", "diagnostics", "variables"}`` (SPEC §9)."""
         return _json.loads(_with_context(self._inner.render_json, context))
+
+
+def _store_id(x, what: str) -> int:
+    if not isinstance(x, int) or isinstance(x, bool):
+        raise TypeError(f"the {what} id must be an int, not {type(x).__name__}")
+    if not -(2**63) <= x < 2**63:
+        raise ValueError(f"the {what} id must fit in 64 bits")
+    return x
+
+
+class PresetStore:
+    """Presets per server in one SQLite file (``stpreset store`` on the command line): import,
+    list, activate, toggle, and the active preset compiled through the store's cache. Calls
+    release the GIL; one store serves every thread."""
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, path) -> None:
+        self._inner = _call(_native.PresetStore, str(path))
+
+    @classmethod
+    def open(cls, path) -> "PresetStore":
+        """Opens (or creates) the store file; raises ``StoreError``."""
+        return cls(path)
+
+    def import_preset(self, server: int, name: str, text) -> int:
+        """Imports a preset file under ``name`` (replacing the server's preset of that name);
+        returns its id. (``import`` is a keyword.)"""
+        if not isinstance(name, str):
+            raise TypeError(f"the preset name must be a str, not {type(name).__name__}")
+        if not isinstance(text, (str, bytes, bytearray, memoryview)):
+            raise TypeError(f"the preset file must be str or bytes, not {type(text).__name__}")
+        if not isinstance(text, str):
+            text = bytes(text)
+        return _call(self._inner.import_preset, _store_id(server, "server"), name, text)
+
+    def list(self, server: int) -> list:
+        """``[{"id", "name", "active", "nodes", "regex_allowed"}]``."""
+        return _json.loads(_call(self._inner.list_json, _store_id(server, "server")))
+
+    def activate(self, server: int, preset: int) -> None:
+        _call(self._inner.activate, _store_id(server, "server"), _store_id(preset, "preset"))
+
+    def deactivate(self, server: int) -> None:
+        _call(self._inner.deactivate, _store_id(server, "server"))
+
+    def set_enabled(self, server: int, preset: int, toggles: dict) -> None:
+        """Switches nodes on or off: ``{identifier: bool}``; an unknown one fails the whole call."""
+        if not isinstance(toggles, dict) or not all(isinstance(k, str) and isinstance(v, bool) for k, v in toggles.items()):
+            raise TypeError("set_enabled takes a dict of identifier: bool")
+        _call(self._inner.set_enabled, _store_id(server, "server"), _store_id(preset, "preset"), toggles)
+
+    def allow_regex(self, server: int, preset: int, allowed: bool) -> None:
+        """Lets (or stops) the preset's regex scripts run for this server (SPEC §13.6)."""
+        if not isinstance(allowed, bool):
+            raise TypeError("allow_regex takes True or False")
+        _call(self._inner.allow_regex, _store_id(server, "server"), _store_id(preset, "preset"), allowed)
+
+    def delete(self, server: int, preset: int) -> None:
+        _call(self._inner.delete, _store_id(server, "server"), _store_id(preset, "preset"))
+
+    def active(self, server: int):
+        """The server's active preset, compiled (cached), or ``None``."""
+        inner = _call(self._inner.active, _store_id(server, "server"))
+        return None if inner is None else CompiledPreset(inner)
+
+    def render(self, server: int, context=None):
+        """Renders the server's active preset; ``None`` when it has none."""
+        compiled = self.active(server)
+        return None if compiled is None else compiled.render(context)
 
 
 def expand(source, context=None) -> dict:

@@ -1,0 +1,121 @@
+//! The preset store (SQLite, per server; `stpreset::PresetStore`) for bots: import, list,
+//! activate, toggle and render a server's active preset through the store's cache.
+
+use std::sync::Arc;
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+use crate::{CompiledPreset, error};
+
+/// A store error as `index.js` raises it: an import's refusal is a `PresetError` with its own
+/// kind, the rest `StoreError`s.
+fn store_error(e: stpreset::StoreError) -> napi::Error {
+    match &e {
+        stpreset::StoreError::Preset(p) => error("PresetError", p.kind(), p),
+        _ => error("StoreError", e.kind(), e),
+    }
+}
+
+/// A server or preset id: decimal text (`index.js` accepts BigInt, safe integers and strings,
+/// since Discord's ids are past 2^53).
+fn id(text: &str) -> Result<i64> {
+    text.parse().map_err(|_| {
+        error(
+            "StoreError",
+            "Id",
+            format!("not an id: {}", stpreset::terminal_safe(text)),
+        )
+    })
+}
+
+/// Presets per server in one SQLite file.
+#[napi]
+pub struct PresetStore {
+    inner: stpreset::PresetStore,
+}
+
+#[napi]
+impl PresetStore {
+    /// Opens (or creates) the store file.
+    #[napi(factory)]
+    pub fn open(path: String) -> Result<PresetStore> {
+        stpreset::PresetStore::open(path)
+            .map(|inner| PresetStore { inner })
+            .map_err(store_error)
+    }
+
+    /// Imports a preset file under `name` (replacing the server's preset of that name);
+    /// returns its id as decimal text.
+    #[napi]
+    pub fn import_preset(
+        &self,
+        server: String,
+        name: String,
+        text: Either<String, Buffer>,
+    ) -> Result<String> {
+        let bytes: &[u8] = match &text {
+            Either::A(s) => s.as_bytes(),
+            Either::B(b) => b,
+        };
+        self.inner
+            .import(id(&server)?, &name, bytes)
+            .map(|id| id.to_string())
+            .map_err(store_error)
+    }
+
+    /// The server's presets as JSON: `[{"active", "id", "name", "nodes", "regex_allowed"}]`.
+    #[napi]
+    pub fn list_json(&self, server: String) -> Result<String> {
+        let list = self.inner.list(id(&server)?).map_err(store_error)?;
+        Ok(serde_json::to_string(&list).unwrap_or_default())
+    }
+
+    /// Makes a preset the server's active one.
+    #[napi]
+    pub fn activate(&self, server: String, preset: String) -> Result<()> {
+        self.inner
+            .activate(id(&server)?, id(&preset)?)
+            .map_err(store_error)
+    }
+
+    /// Leaves the server without an active preset.
+    #[napi]
+    pub fn deactivate(&self, server: String) -> Result<()> {
+        self.inner.deactivate(id(&server)?).map_err(store_error)
+    }
+
+    /// Switches nodes on or off: `{"identifier": bool}` as JSON; an unknown one fails the call.
+    #[napi]
+    pub fn set_enabled(&self, server: String, preset: String, toggles_json: String) -> Result<()> {
+        let toggles: std::collections::BTreeMap<String, bool> =
+            serde_json::from_str(&toggles_json).map_err(|e| error("StoreError", "Toggles", e))?;
+        let changes: Vec<(&str, bool)> = toggles.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        self.inner
+            .set_enabled(id(&server)?, id(&preset)?, &changes)
+            .map_err(store_error)
+    }
+
+    /// Lets (or stops) the preset's regex scripts run for this server (SPEC §13.6).
+    #[napi]
+    pub fn allow_regex(&self, server: String, preset: String, allowed: bool) -> Result<()> {
+        self.inner
+            .allow_regex(id(&server)?, id(&preset)?, allowed)
+            .map_err(store_error)
+    }
+
+    /// Deletes a preset.
+    #[napi]
+    pub fn delete(&self, server: String, preset: String) -> Result<()> {
+        self.inner
+            .delete(id(&server)?, id(&preset)?)
+            .map_err(store_error)
+    }
+
+    /// The server's active preset, compiled (through the cache), or nothing.
+    #[napi]
+    pub fn active(&self, server: String) -> Result<Option<CompiledPreset>> {
+        let active = self.inner.active(id(&server)?).map_err(store_error)?;
+        Ok(active.map(|inner: Arc<stpreset::CompiledPreset>| CompiledPreset { inner }))
+    }
+}

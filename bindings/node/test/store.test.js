@@ -1,0 +1,39 @@
+'use strict';
+// The store in the package: same semantics and errors as the Rust store.
+const { test } = require('node:test');
+const assert = require('node:assert');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const s = require('..');
+
+const PRESET = JSON.stringify({ prompts: [
+  { identifier: 'main', content: 'Hi {{user}}' },
+  { identifier: 'nsfw', content: 'Spicy', enabled: false },
+  { identifier: 'chatHistory', marker: true },
+] });
+
+test('import, list, activate, toggle, render, delete: per server', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stpreset-store-'));
+  const store = s.PresetStore.open(path.join(dir, 'presets.db'));
+  const guild = 1234567890123456789n;  // past 2^53: kept exact
+  const id = store.importPreset(guild, 'mine', PRESET);
+  assert.match(id, /^[0-9]+$/);
+  assert.deepStrictEqual(store.list(guild).map((p) => [p.name, p.active, p.nodes]), [['mine', true, 3]]);
+  assert.deepStrictEqual(store.list('1234567890123456788'), [], 'another server sees nothing');
+  const chat = new s.Chat({ user: 'Alice', items: [{ tag: 'DIALOGUE_HISTORY', role: 'user', text: 'hi' }] });
+  assert.deepStrictEqual(store.render(guild, chat).messages.map((m) => m.parts.join('')), ['Hi Alice', 'hi']);
+  store.setEnabled(guild, id, { nsfw: true });
+  assert.deepStrictEqual(store.render(guild, {}).messages.map((m) => m.parts.join('')), ['Hi User', 'Spicy']);
+  assert.throws(() => store.setEnabled(guild, id, { nope: true }), (e) => e instanceof s.StoreError && e.kind === 'UnknownNode');
+  assert.throws(() => store.activate('1', id), (e) => e instanceof s.StoreError && e.kind === 'NotFound', 'another server cannot activate it');
+  assert.throws(() => store.importPreset(guild, 'bad', '[]'), (e) => e instanceof s.PresetError);
+  assert.throws(() => store.list(2 ** 60), TypeError, 'an inexact number is refused');
+  store.allowRegex(guild, id, true);
+  assert.strictEqual(store.list(guild)[0].regex_allowed, true);
+  store.deactivate(guild);
+  assert.strictEqual(store.render(guild, {}), null);
+  store.delete(guild, id);
+  assert.deepStrictEqual(store.list(guild), []);
+  assert.throws(() => s.PresetStore.open(path.join(dir, 'no', 'such', 'dir', 'x.db')), (e) => e instanceof s.StoreError && e.kind === 'Open');
+});

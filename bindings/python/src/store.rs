@@ -1,0 +1,90 @@
+//! The preset store (SQLite, per server; `stpreset::PresetStore`) for bots: import, list,
+//! activate, toggle and the active preset compiled through the store's cache. Calls release
+//! the GIL (the store serializes its own connection).
+
+use std::collections::BTreeMap;
+
+use pyo3::prelude::*;
+
+use crate::{CompiledPreset, Text, error};
+
+/// A store error as the package raises it: an import's refusal is a `PresetError` with its
+/// own kind, the rest `StoreError`s.
+fn store_error(e: stpreset::StoreError) -> PyErr {
+    match &e {
+        stpreset::StoreError::Preset(p) => error("PresetError", p.kind(), p),
+        _ => error("StoreError", e.kind(), e),
+    }
+}
+
+/// Presets per server in one SQLite file.
+#[pyclass(frozen, module = "stpreset._native")]
+pub struct PresetStore {
+    inner: stpreset::PresetStore,
+}
+
+#[pymethods]
+impl PresetStore {
+    #[new]
+    fn new(py: Python<'_>, path: &str) -> PyResult<PresetStore> {
+        py.detach(|| stpreset::PresetStore::open(path))
+            .map(|inner| PresetStore { inner })
+            .map_err(store_error)
+    }
+
+    fn import_preset(
+        &self,
+        py: Python<'_>,
+        server: i64,
+        name: &str,
+        text: Text<'_>,
+    ) -> PyResult<i64> {
+        let bytes = text.json()?;
+        py.detach(|| self.inner.import(server, name, &bytes))
+            .map_err(store_error)
+    }
+
+    fn list_json(&self, py: Python<'_>, server: i64) -> PyResult<String> {
+        let list = py.detach(|| self.inner.list(server)).map_err(store_error)?;
+        Ok(serde_json::to_string(&list).unwrap_or_default())
+    }
+
+    fn activate(&self, py: Python<'_>, server: i64, preset: i64) -> PyResult<()> {
+        py.detach(|| self.inner.activate(server, preset))
+            .map_err(store_error)
+    }
+
+    fn deactivate(&self, py: Python<'_>, server: i64) -> PyResult<()> {
+        py.detach(|| self.inner.deactivate(server))
+            .map_err(store_error)
+    }
+
+    fn set_enabled(
+        &self,
+        py: Python<'_>,
+        server: i64,
+        preset: i64,
+        toggles: BTreeMap<String, bool>,
+    ) -> PyResult<()> {
+        let changes: Vec<(&str, bool)> = toggles.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        py.detach(|| self.inner.set_enabled(server, preset, &changes))
+            .map_err(store_error)
+    }
+
+    fn allow_regex(&self, py: Python<'_>, server: i64, preset: i64, allowed: bool) -> PyResult<()> {
+        py.detach(|| self.inner.allow_regex(server, preset, allowed))
+            .map_err(store_error)
+    }
+
+    fn delete(&self, py: Python<'_>, server: i64, preset: i64) -> PyResult<()> {
+        py.detach(|| self.inner.delete(server, preset))
+            .map_err(store_error)
+    }
+
+    fn active(&self, py: Python<'_>, server: i64) -> PyResult<Option<CompiledPreset>> {
+        let active = py
+            .detach(|| self.inner.active(server))
+            .map_err(store_error)?;
+        Ok(active.map(|inner| CompiledPreset { inner }))
+    }
+}

@@ -1,0 +1,50 @@
+"""The store in the package: same semantics and errors as the Rust store."""
+
+import json
+
+import pytest
+
+import stpreset
+
+PRESET = json.dumps(
+    {
+        "prompts": [
+            {"identifier": "main", "content": "Hi {{user}}"},
+            {"identifier": "nsfw", "content": "Spicy", "enabled": False},
+            {"identifier": "chatHistory", "marker": True},
+        ]
+    }
+)
+
+
+def test_import_list_activate_toggle_render_delete_per_server(tmp_path):
+    store = stpreset.PresetStore.open(tmp_path / "presets.db")
+    guild = 1234567890123456789
+    pid = store.import_preset(guild, "mine", PRESET)
+    assert [(p["name"], p["active"], p["nodes"]) for p in store.list(guild)] == [("mine", True, 3)]
+    assert store.list(guild - 1) == []
+    chat = stpreset.Chat({"user": "Alice", "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}]})
+    assert ["".join(m["parts"]) for m in store.render(guild, chat)["messages"]] == ["Hi Alice", "hi"]
+    store.set_enabled(guild, pid, {"nsfw": True})
+    assert ["".join(m["parts"]) for m in store.render(guild)["messages"]] == ["Hi User", "Spicy"]
+    with pytest.raises(stpreset.StoreError) as e:
+        store.set_enabled(guild, pid, {"nope": True})
+    assert e.value.kind == "UnknownNode"
+    with pytest.raises(stpreset.StoreError) as e:
+        store.activate(1, pid)
+    assert e.value.kind == "NotFound"
+    with pytest.raises(stpreset.PresetError):
+        store.import_preset(guild, "bad", "[]")
+    with pytest.raises(ValueError):
+        store.list(2**70)
+    with pytest.raises(TypeError):
+        store.list("1")
+    store.allow_regex(guild, pid, True)
+    assert store.list(guild)[0]["regex_allowed"] is True
+    store.deactivate(guild)
+    assert store.render(guild) is None
+    store.delete(guild, pid)
+    assert store.list(guild) == []
+    with pytest.raises(stpreset.StoreError) as e:
+        stpreset.PresetStore(tmp_path / "no" / "such" / "dir" / "x.db")
+    assert e.value.kind == "Open"
