@@ -239,3 +239,54 @@ pub fn regex(data: &[u8]) {
     assert!(total <= limit);
     assert_eq!(r.messages, compiled.render(&ctx).messages);
 }
+
+/// A chat changed turn after turn (`Chat`, issue 20): `\0`-separated segments, the first the
+/// context file, each next one an operation: `s` + start + count + items JSON (splice), `f` +
+/// fields JSON (set), `k` (keep the last render's variables), `r` (render). After every
+/// operation each item's text is found as that item, and a render does not panic.
+pub fn chat(data: &[u8]) {
+    let mut segments = data.split(|&b| b == 0);
+    let Some(first) = segments.next() else {
+        return;
+    };
+    let Ok(mut chat) = stpreset::Chat::from_json(first) else {
+        return;
+    };
+    let preset = Preset::from_json(
+        br#"{"prompts": [{"identifier": "main", "content": "{{user}} {{lastMessage}}{{setvar::n::{{getvar::n}}x}}"},
+            {"identifier": "chatHistory", "marker": true},
+            {"identifier": "jb", "content": "j", "injection_position": 1, "injection_depth": 1}]}"#,
+    )
+    .expect("the fuzz preset imports")
+    .compile();
+    type Vars = std::collections::BTreeMap<String, String>;
+    let mut kept: (Vars, Vars) = Default::default();
+    for op in segments {
+        match op.split_first() {
+            Some((b's', rest)) if rest.len() >= 2 => {
+                let (start, count) = (rest[0] as usize, rest[1] as usize);
+                let before = chat.len();
+                if chat.splice_json(start, count, &rest[2..]).is_err() {
+                    assert_eq!(chat.len(), before, "a refused splice changed the chat");
+                }
+            }
+            Some((b'f', rest)) => {
+                let _ = chat.set_json(rest);
+            }
+            Some((b'k', _)) => chat.keep(kept.0.clone(), kept.1.clone()),
+            Some((b'r', _)) => {
+                let out = preset.render(chat.context());
+                kept = (out.variables, out.globals);
+            }
+            _ => {}
+        }
+        let mut found = chat.passthrough();
+        for (i, item) in chat.context().items.iter().enumerate() {
+            if !item.text.is_empty() {
+                assert_eq!(found.item_of(&item.text), Some(i), "item {i} not found by address");
+            }
+        }
+        let bound = data.len() / 3 + 1;
+        assert!(chat.context().lone_surrogates <= bound, "more notes than input");
+    }
+}

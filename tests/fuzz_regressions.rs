@@ -54,3 +54,8 @@ fn cli_regressions() {
 fn regex_regressions() {
     replay("regex", checks::regex);
 }
+
+#[test]
+fn chat_regressions() {
+    replay("chat", checks::chat);
+}
