@@ -283,10 +283,17 @@ pub fn chat(data: &[u8]) {
         let mut found = chat.passthrough();
         for (i, item) in chat.context().items.iter().enumerate() {
             if !item.text.is_empty() {
-                assert_eq!(found.item_of(&item.text), Some(i), "item {i} not found by address");
+                assert_eq!(
+                    found.item_of(&item.text),
+                    Some(i),
+                    "item {i} not found by address"
+                );
             }
         }
         let bound = data.len() / 3 + 1;
-        assert!(chat.context().lone_surrogates <= bound, "more notes than input");
+        assert!(
+            chat.context().lone_surrogates <= bound,
+            "more notes than input"
+        );
     }
 }

@@ -848,7 +848,8 @@ fn a_schema_1_file_migrates_and_keeps_working() {
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(
-            "ALTER TABLE st_presets DROP COLUMN regex_allowed; PRAGMA user_version = 1;",
+            "DROP TABLE st_id_floor; ALTER TABLE st_presets DROP COLUMN lone_surrogates; \
+             ALTER TABLE st_presets DROP COLUMN regex_allowed; PRAGMA user_version = 1;",
         )
         .unwrap();
     }
@@ -896,4 +897,73 @@ fn the_cli_allows_and_disallows_scripts() {
     assert!(cli(&db, 3, &["disallow-regex", &id]).status.success());
     assert!(render(true).contains("a<plan>x</plan>b"));
     assert!(!cli(&db, 4, &["allow-regex", &id]).status.success());
+}
+
+#[test]
+fn preset_ids_are_never_reused_even_after_the_newest_is_deleted() {
+    let store = PresetStore::open_in_memory().unwrap();
+    let base = store.import(1, "base", SCRIPTED).unwrap();
+    let safe = store.import(1, "safe", SCRIPTED).unwrap();
+    store.delete(1, safe).unwrap();
+    let next = store.import(1, "evil", SCRIPTED).unwrap();
+    assert!(next > safe && safe > base, "{base} {safe} {next}");
+    // The stale id names nothing: activating or allowing it is refused, not redirected.
+    assert!(matches!(store.activate(1, safe), Err(StoreError::NotFound { .. })));
+    assert!(matches!(store.allow_regex(1, safe, true), Err(StoreError::NotFound { .. })));
+    // Across servers too.
+    store.delete(1, next).unwrap();
+    assert!(store.import(2, "other", SCRIPTED).unwrap() > next);
+}
+
+#[test]
+fn a_schema_2_file_keeps_its_ids_above_every_one_issued() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.sqlite");
+    {
+        let store = PresetStore::open(&path).unwrap();
+        store.import(5, "a", SCRIPTED).unwrap();
+        let b = store.import(5, "b", SCRIPTED).unwrap();
+        store.delete(5, b).unwrap();
+    }
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "DROP TABLE st_id_floor; ALTER TABLE st_presets DROP COLUMN lone_surrogates; \
+             PRAGMA user_version = 2;",
+        )
+        .unwrap();
+    }
+    let store = PresetStore::open(&path).unwrap();
+    let ids: Vec<i64> = store.list(5).unwrap().iter().map(|p| p.id).collect();
+    let next = store.import(5, "c", SCRIPTED).unwrap();
+    assert!(ids.iter().all(|&id| next > id));
+}
+
+#[test]
+fn a_stored_preset_keeps_its_lone_surrogate_note() {
+    let store = PresetStore::open_in_memory().unwrap();
+    store
+        .import(1, "s", br#"{"prompts": [{"identifier": "main", "content": "a\ud800"}]}"#)
+        .unwrap();
+    let ctx = stpreset::Context::default();
+    let out = store.render(1, &ctx).unwrap().unwrap();
+    assert_eq!(out.messages[0].text(), "a\u{FFFD}");
+    let kinds: Vec<_> = out.diagnostics.iter().map(|d| d.kind).collect();
+    assert_eq!(kinds, [stpreset::DiagnosticKind::LoneSurrogate]);
+}
+
+#[test]
+fn names_refuse_invisible_characters_and_length() {
+    let store = PresetStore::open_in_memory().unwrap();
+    for name in ["safe\u{200b}", "\u{feff}", "\u{61c}x", "\u{fff9}x", &"n".repeat(257)] {
+        assert!(
+            matches!(store.import(1, name, SCRIPTED), Err(StoreError::InvalidName { .. })),
+            "{name:?}"
+        );
+    }
+    store.import(1, &"n".repeat(256), SCRIPTED).unwrap();
+    assert!(matches!(
+        PresetStore::open(""),
+        Err(StoreError::Open { .. })
+    ));
 }

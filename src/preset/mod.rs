@@ -188,6 +188,9 @@ pub struct Preset {
     raw: Box<[u8]>,
     /// The limits it was imported with: `compile` and `audit` parse with them.
     limits: Limits,
+    /// Lone UTF-16 surrogates the file held, read as U+FFFD (the `LoneSurrogate` note; the
+    /// store keeps the count, since `raw` holds the repaired text).
+    pub(crate) lone_surrogates: usize,
 }
 
 impl Preset {
@@ -266,15 +269,25 @@ impl Preset {
             scripts,
             raw: bytes.into(),
             limits: limits.clone(),
+            lone_surrogates,
         })
     }
 
     /// A preset as the store keeps it: nodes already resolved, and the original file.
     #[cfg(feature = "store")]
-    pub(crate) fn from_stored(nodes: Vec<PresetNode>, raw: Box<[u8]>) -> Preset {
+    pub(crate) fn from_stored(
+        nodes: Vec<PresetNode>,
+        raw: Box<[u8]>,
+        lone_surrogates: usize,
+    ) -> Preset {
         let text = std::str::from_utf8(&raw).unwrap_or_default();
         let (settings, extensions) = raw::settings_only(text);
-        let (settings, mut diagnostics) = read_settings(&settings);
+        let mut diagnostics = Vec::new();
+        if lone_surrogates > 0 {
+            diagnostics.push(Diagnostic::lone_surrogates("the preset", lone_surrogates));
+        }
+        let (settings, settings_diagnostics) = read_settings(&settings);
+        diagnostics.extend(settings_diagnostics);
         let (scripts, script_diagnostics) = Scripts::import(extensions);
         diagnostics.extend(script_diagnostics);
         Preset {
@@ -284,6 +297,7 @@ impl Preset {
             scripts,
             raw,
             limits: Limits::default(),
+            lone_surrogates,
         }
     }
 

@@ -114,19 +114,29 @@ fn sqlite_reason(e: &rusqlite::Error) -> String {
 }
 
 /// Characters a name may not contain. They would break `list`'s one-line-per-preset,
-/// tab-separated output (tab, newline), or make it lie on a terminal (escapes, bidi overrides).
+/// tab-separated output (tab, newline), or make it lie on a terminal or in a bot's menu
+/// (escapes, bidi controls, invisible format characters that make `safe` and `safe\u{200b}`
+/// two names that look alike). Hand-listed: Unicode's format characters (category Cf) that
+/// matter here, with no general-category crate in the tree for one list.
 fn forbidden_in_name(c: char) -> bool {
     c.is_control()
         || matches!(c,
-            '\u{200e}' | '\u{200f}' | '\u{2028}' | '\u{2029}'
-            | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+            '\u{ad}' | '\u{600}'..='\u{605}' | '\u{61c}' | '\u{6dd}' | '\u{70f}' | '\u{180e}'
+            | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{206f}'
+            | '\u{feff}' | '\u{fff9}'..='\u{fffb}' | '\u{1d173}'..='\u{1d17a}'
+            | '\u{e0001}' | '\u{e0020}'..='\u{e007f}')
 }
+
+/// The longest name, in characters: a name is a label in a list, not a document.
+const NAME_CHARS: usize = 256;
 
 fn check_name(name: &str) -> Result<(), StoreError> {
     let reason = if name.trim().is_empty() {
         "a name must have a visible character"
     } else if name.chars().any(forbidden_in_name) {
-        "control characters (tab, newline, escape, bidi overrides...) are not allowed"
+        "control and format characters (tab, newline, escape, bidi controls, zero-width characters...) are not allowed"
+    } else if name.chars().nth(NAME_CHARS).is_some() {
+        "a name has at most 256 characters"
     } else {
         return Ok(());
     };
@@ -235,6 +245,14 @@ impl PresetStore {
         // at once, without its busy handler, when another connection is opening the same new
         // file (it would deadlock otherwise). So the first opens of several processes retry
         // the whole open, with growing pauses, until the busy timeout is spent.
+        // SQLite reads an empty path as a private temporary database: every write would vanish
+        // with the store.
+        if path.as_ref().as_os_str().is_empty() {
+            return Err(StoreError::Open {
+                path: String::new(),
+                reason: "the path is empty (use open_in_memory for a temporary store)".into(),
+            });
+        }
         let deadline = std::time::Instant::now() + options.busy_timeout;
         let mut pause = Duration::from_millis(2);
         loop {
@@ -351,12 +369,18 @@ impl PresetStore {
                 params![server],
             )?;
             let at = now();
-            tx.execute(
-                "INSERT INTO st_presets (server_id, name, raw_json, active, created_at, updated_at) \
-                 VALUES (?1, ?2, ?3, 1, ?4, ?4)",
-                params![server, name, preset.raw_json(), at],
+            // Never an id issued before (schema 3), even past rows other tools wrote.
+            let id: i64 = tx.query_row(
+                "UPDATE st_id_floor SET id = MAX(id, (SELECT COALESCE(MAX(id), 0) FROM st_presets)) + 1 \
+                 RETURNING id",
+                [],
+                |r| r.get(0),
             )?;
-            let id = tx.last_insert_rowid();
+            tx.execute(
+                "INSERT INTO st_presets (id, server_id, name, raw_json, active, created_at, updated_at, \
+                 lone_surrogates) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5, ?6)",
+                params![id, server, name, preset.raw_json(), at, preset.lone_surrogates as i64],
+            )?;
             let mut insert = tx.prepare(&format!(
                 "INSERT INTO st_preset_nodes (preset_id, {PRESET_NODE_COLUMNS}) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
@@ -650,11 +674,11 @@ fn active_preset(tx: &Connection, server: i64) -> Result<Option<(i64, Preset)>, 
 }
 
 fn load(conn: &Connection, server: i64, id: i64) -> Result<Preset, StoreError> {
-    let raw: String = conn
+    let (raw, lone): (String, i64) = conn
         .query_row(
-            "SELECT raw_json FROM st_presets WHERE id = ?1 AND server_id = ?2",
+            "SELECT raw_json, lone_surrogates FROM st_presets WHERE id = ?1 AND server_id = ?2",
             params![id, server],
-            |r| r.get(0),
+            |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .optional()?
         .ok_or(StoreError::NotFound { server, id })?;
@@ -679,5 +703,6 @@ fn load(conn: &Connection, server: i64, id: i64) -> Result<Preset, StoreError> {
     Ok(Preset::from_stored(
         nodes,
         raw.into_bytes().into_boxed_slice(),
+        usize::try_from(lone).unwrap_or(0),
     ))
 }

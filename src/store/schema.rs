@@ -5,9 +5,10 @@ use rusqlite::{Connection, TransactionBehavior};
 use super::StoreError;
 
 /// Migration scripts in order; index + 1 is the schema version they produce.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     include_str!("../../migrations/0001_init.sql"),
     include_str!("../../migrations/0002_regex_allowed.sql"),
+    include_str!("../../migrations/0003_ids_and_notes.sql"),
 ];
 
 /// The tables the migrations create; a version-0 file that already has one is not ours.

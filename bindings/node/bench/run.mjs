@@ -48,9 +48,18 @@ function time(f, rounds = 15) {
   return samples[samples.length >> 1];
 }
 
+// TomoriBot's own turn (`reassembleWithPreset`) on these presets, measured on a quiet machine of
+// this kind (issue 20); the others were not given.
+const TOMORIBOT = {
+  'st-default__Default.json': 51,
+  'marinara__Friendship-Ended-Gemini.json': 121,
+  'marinara__Spaghetti-Recipe-Essentials.json': 170,
+  'nemo__NemoEngine-11.5.2-General-RP.json': 2600,
+};
+
 const ctx = context(200);
 console.log(`node ${process.version}; 200-message history; µs per turn (median), every part read`);
-console.log(`${'preset'.padEnd(48)} ${'turn()'.padStart(9)} ${'render(obj)'.padStart(12)}`);
+console.log(`${'preset'.padEnd(48)} ${'turn()'.padStart(9)} ${'render(obj)'.padStart(12)} ${'TomoriBot'.padStart(10)} ${'ratio'.padStart(6)}`);
 const rows = [];
 for (const file of fs.readdirSync(dir).sort()) {
   const bytes = fs.readFileSync(path.join(dir, file));
@@ -59,7 +68,9 @@ for (const file of fs.readdirSync(dir).sort()) {
   const fast = time(turn);
   const plain = time(() => compiled.render(ctx));
   rows.push({ file, fast, plain });
-  console.log(`${file.padEnd(48)} ${fast.toFixed(1).padStart(9)} ${plain.toFixed(1).padStart(12)}`);
+  const ref = TOMORIBOT[file];
+  const vs = ref ? `${String(ref).padStart(10)} ${(ref / fast).toFixed(1).padStart(5)}×` : '';
+  console.log(`${file.padEnd(48)} ${fast.toFixed(1).padStart(9)} ${plain.toFixed(1).padStart(12)} ${vs}`);
 }
 const geo = (xs) => Math.exp(xs.reduce((a, x) => a + Math.log(x), 0) / xs.length);
 console.log(`${'geometric mean'.padEnd(48)} ${geo(rows.map((r) => r.fast)).toFixed(1).padStart(9)} ${geo(rows.map((r) => r.plain)).toFixed(1).padStart(12)}`);

@@ -15,7 +15,7 @@ use napi::JsString;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use stpreset::{
-    Diagnostic, EffectiveOptions, Message, PartMemo, Passthrough, Rendered, Role, Source, Tag,
+    Diagnostic, EffectiveOptions, Message, PartMemo, Passthrough, Rendered, Source, Tag,
 };
 
 use crate::error;
@@ -225,14 +225,6 @@ fn utf16_len(s: &str) -> u32 {
     }
 }
 
-fn role_code(role: Role) -> u32 {
-    match role {
-        Role::System => 0,
-        Role::User => 1,
-        Role::Model => 2,
-    }
-}
-
 fn source<'r>(table: &mut Table<'r>, source: &'r Source) -> (u32, u32) {
     match source {
         Source::Node(id) => (NODE, table.intern(id)),
@@ -326,7 +318,8 @@ fn encode_message<'r>(
     body: &mut Vec<u32>,
 ) {
     let (kind, arg) = source(table, &m.source);
-    body.extend_from_slice(&[role_code(m.role), kind, arg, m.parts().len() as u32]);
+    // Roles by declaration order: system, user, model (`ROLES` in index.js).
+    body.extend_from_slice(&[m.role as u32, kind, arg, m.parts().len() as u32]);
     for part in m.parts() {
         match items.item_of(part) {
             Some(i) => body.push(i as u32),

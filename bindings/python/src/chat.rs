@@ -14,7 +14,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
-use stpreset::{Diagnostic, EffectiveOptions, PartMemo, Role, Source};
+use stpreset::{Diagnostic, EffectiveOptions, PartMemo, Source};
 
 use crate::{Text, error};
 
@@ -240,7 +240,7 @@ pub fn render<'py>(
             };
             parts.push(s);
         }
-        let code = role_code(m.role);
+        let code = m.role as usize;
         let key = key(&m.source);
         let ptrs: Vec<usize> = parts.iter().map(|p| p.as_ptr() as usize).collect();
         let hash = ptrs.iter().fold(
@@ -327,14 +327,6 @@ fn key(source: &Source) -> Option<Key> {
         Source::Tag(tag) => Some(Key::Tag(tag.map(|t| t as u8))),
         Source::Setting(k) => Some(Key::Setting(k)),
         _ => None,
-    }
-}
-
-fn role_code(role: Role) -> usize {
-    match role {
-        Role::System => 0,
-        Role::User => 1,
-        Role::Model => 2,
     }
 }
 
