@@ -908,8 +908,14 @@ fn preset_ids_are_never_reused_even_after_the_newest_is_deleted() {
     let next = store.import(1, "evil", SCRIPTED).unwrap();
     assert!(next > safe && safe > base, "{base} {safe} {next}");
     // The stale id names nothing: activating or allowing it is refused, not redirected.
-    assert!(matches!(store.activate(1, safe), Err(StoreError::NotFound { .. })));
-    assert!(matches!(store.allow_regex(1, safe, true), Err(StoreError::NotFound { .. })));
+    assert!(matches!(
+        store.activate(1, safe),
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.allow_regex(1, safe, true),
+        Err(StoreError::NotFound { .. })
+    ));
     // Across servers too.
     store.delete(1, next).unwrap();
     assert!(store.import(2, "other", SCRIPTED).unwrap() > next);
@@ -943,7 +949,11 @@ fn a_schema_2_file_keeps_its_ids_above_every_one_issued() {
 fn a_stored_preset_keeps_its_lone_surrogate_note() {
     let store = PresetStore::open_in_memory().unwrap();
     store
-        .import(1, "s", br#"{"prompts": [{"identifier": "main", "content": "a\ud800"}]}"#)
+        .import(
+            1,
+            "s",
+            br#"{"prompts": [{"identifier": "main", "content": "a\ud800"}]}"#,
+        )
         .unwrap();
     let ctx = stpreset::Context::default();
     let out = store.render(1, &ctx).unwrap().unwrap();
@@ -955,9 +965,18 @@ fn a_stored_preset_keeps_its_lone_surrogate_note() {
 #[test]
 fn names_refuse_invisible_characters_and_length() {
     let store = PresetStore::open_in_memory().unwrap();
-    for name in ["safe\u{200b}", "\u{feff}", "\u{61c}x", "\u{fff9}x", &"n".repeat(257)] {
+    for name in [
+        "safe\u{200b}",
+        "\u{feff}",
+        "\u{61c}x",
+        "\u{fff9}x",
+        &"n".repeat(257),
+    ] {
         assert!(
-            matches!(store.import(1, name, SCRIPTED), Err(StoreError::InvalidName { .. })),
+            matches!(
+                store.import(1, name, SCRIPTED),
+                Err(StoreError::InvalidName { .. })
+            ),
             "{name:?}"
         );
     }

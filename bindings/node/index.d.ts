@@ -298,7 +298,7 @@ export declare class Chat {
   /** Adds items at the end; returns the new length. Throws `ContextError`, changing nothing. */
   push(...items: ContextItem[]): number;
   /** As `Array.prototype.splice` (a negative `start` counts from the end). */
-  splice(start: number, deleteCount?: number, ...items: ContextItem[]): void;
+  splice(start: number, deleteCount?: number, ...items: ContextItem[]): ContextItem[];
   /** Replaces the given fields (any but `items`), e.g. `{ now, variables }`. */
   set(fields: Omit<Context, 'items'>): void;
   /** Carries a render's `variables` and `globals` into the next turn. */

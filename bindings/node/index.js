@@ -150,19 +150,21 @@ function itemText(item) {
   return typeof item.text === 'string' ? wellFormed(item.text) : '';
 }
 
-// Items as the engine will read them: plain objects whose text is a string (the chat keeps the
-// text as given, so it must be what `JSON.stringify` writes: no boxed strings, no `toJSON`).
-function itemsJson(items) {
-  for (let i = 0; i < items.length; i++) {
-    const item = items[i];
+// Items as the engine will read them: each copied once into a plain object (a getter or a
+// Proxy is read once), its text a string (the chat keeps the text as given, so it must be what
+// the engine reads: no boxed strings, no `toJSON`).
+function plainItems(items) {
+  if ('toJSON' in items) throw new ContextError('Field', 'context: `items`: a list with toJSON is not data');
+  return items.map((item, i) => {
     const at = `items[${i}]`;
     if (!isPlainObject(item)) throw new ContextError('Field', `context: \`${at}\`: expected an object, found ${describe(item)}`);
-    if ('toJSON' in item) throw new ContextError('Field', `context: \`${at}\`: an item with toJSON is not data`);
-    if (item.text !== undefined && typeof item.text !== 'string') {
-      throw new ContextError('Field', `context: \`${at}.text\`: expected a string, found ${describe(item.text)}`);
+    const copy = { ...item };
+    if ('toJSON' in copy) throw new ContextError('Field', `context: \`${at}\`: an item with toJSON is not data`);
+    if (copy.text !== undefined && typeof copy.text !== 'string') {
+      throw new ContextError('Field', `context: \`${at}.text\`: expected a string, found ${describe(copy.text)}`);
     }
-  }
-  return JSON.stringify(items);
+    return copy;
+  });
 }
 
 // Errors about JSON this package wrote name fields, not lines and columns.
@@ -188,11 +190,12 @@ class Chat {
     if (!isPlainObject(context)) {
       throw new ContextError('NotAnObject', `the context must be a plain object, found ${describe(context)}`);
     }
-    const items = context.items === undefined ? [] : context.items;
-    if (!Array.isArray(items)) throw new ContextError('Field', 'context: items: expected an array');
-    itemsJson(items);
-    this._inner = fromObject(() => new native.Chat(JSON.stringify(context)));
-    this._items = items.slice();
+    if ('toJSON' in context) throw new ContextError('NotAnObject', 'the context has toJSON: pass its data');
+    const given = context.items === undefined ? [] : context.items;
+    if (!Array.isArray(given)) throw new ContextError('Field', 'context: items: expected an array');
+    const items = plainItems(given);
+    this._inner = fromObject(() => new native.Chat(JSON.stringify({ ...context, items })));
+    this._items = given.slice();
     this._texts = items.map(itemText);
     // The produced parts of the last render, which the next may hand back (src/chat.rs).
     this._prev = [];
@@ -212,6 +215,9 @@ class Chat {
    * removed items. Nothing changes when an item is refused.
    */
   splice(start, deleteCount, ...items) {
+    if (typeof start === 'bigint' || typeof deleteCount === 'bigint') {
+      throw new TypeError('Cannot convert a BigInt value to a number');
+    }
     const len = this._texts.length;
     let from = Math.trunc(Number(start)) || 0;
     from = from < 0 ? Math.max(len + from, 0) : Math.min(from, len);
@@ -219,9 +225,9 @@ class Chat {
     if (arguments.length === 0) count = 0;
     else if (arguments.length === 1) count = len - from;
     else count = Math.min(Math.max(Math.trunc(Number(deleteCount)) || 0, 0), len - from);
-    const json = itemsJson(items);
-    fromObject(() => this._inner.splice(from, count, json));
-    this._texts.splice(from, count, ...items.map(itemText));
+    const copies = plainItems(items);
+    fromObject(() => this._inner.splice(from, count, JSON.stringify(copies)));
+    this._texts.splice(from, count, ...copies.map(itemText));
     return this._items.splice(from, count, ...items);
   }
   /** Replaces the given context fields (any but `items`), e.g. `{ variables, globals, now }`. */
@@ -465,10 +471,7 @@ class Preset {
   compile(toggles) {
     if (toggles === undefined || toggles === null) return new CompiledPreset(this._inner.compile());
     if (!isPlainObject(toggles)) throw new TypeError('compile takes an object of identifier: boolean');
-    for (const [id, on] of Object.entries(toggles)) {
-      if (typeof on !== 'boolean') throw new TypeError(`toggle ${JSON.stringify(id)}: expected true or false`);
-    }
-    return new CompiledPreset(call(() => this._inner.compileToggled(JSON.stringify(toggles))));
+    return new CompiledPreset(call(() => this._inner.compileToggled(togglesJson(toggles))));
   }
   /**
    * The nodes in walk order, as a prompt manager lists them:
@@ -517,6 +520,17 @@ class Template {
   }
 }
 
+// Node toggles as JSON: identifiers read as the engine reads them (a lone surrogate is U+FFFD,
+// as it became in the imported preset).
+function togglesJson(toggles) {
+  const out = {};
+  for (const [id, on] of Object.entries(toggles)) {
+    if (typeof on !== 'boolean') throw new TypeError(`toggle ${JSON.stringify(id)}: expected true or false`);
+    out[wellFormed(id)] = on;
+  }
+  return JSON.stringify(out);
+}
+
 // A server or preset id as decimal text: Discord's ids are past 2^53, so BigInt and strings are
 // taken as they are and numbers only when they are exact.
 function storeId(x, what) {
@@ -543,6 +557,10 @@ class PresetStore {
   /** Imports a preset file under `name` (replacing the server's preset of that name); returns its id. */
   importPreset(server, name, text) {
     if (typeof name !== 'string') throw new TypeError('the preset name must be a string');
+    if (!name.isWellFormed()) {
+      // Two names that differ only in a half emoji would become one name and replace each other.
+      throw new StoreError('InvalidName', 'a name may not hold a lone UTF-16 surrogate (half an emoji)');
+    }
     if (typeof text !== 'string' && !(text instanceof Uint8Array)) throw new TypeError('the preset file must be a string or bytes');
     const json = typeof text === 'string' ? jsonText(text) : buffer(text);
     return call(() => this._inner.importPreset(storeId(server, 'server'), name, json));
@@ -559,10 +577,8 @@ class PresetStore {
   }
   /** Switches nodes on or off: `{ identifier: boolean }`; an unknown one fails the whole call. */
   setEnabled(server, preset, toggles) {
-    if (!isPlainObject(toggles) || !Object.values(toggles).every((v) => typeof v === 'boolean')) {
-      throw new TypeError('setEnabled takes an object of identifier: boolean');
-    }
-    call(() => this._inner.setEnabled(storeId(server, 'server'), storeId(preset, 'preset'), JSON.stringify(toggles)));
+    if (!isPlainObject(toggles)) throw new TypeError('setEnabled takes an object of identifier: boolean');
+    call(() => this._inner.setEnabled(storeId(server, 'server'), storeId(preset, 'preset'), togglesJson(toggles)));
   }
   /** Lets (or stops) the preset's regex scripts run for this server (SPEC §13.6). */
   allowRegex(server, preset, allowed) {

@@ -64,10 +64,19 @@ impl PresetStore {
             .map_err(store_error)
     }
 
-    /// The server's presets as JSON: `[{"active", "id", "name", "nodes", "regex_allowed"}]`.
+    /// The server's presets as JSON: `[{"active", "id", "name", "nodes", "regex_allowed"}]`,
+    /// each id as decimal text (as `import_preset` returns it; JS numbers stop at 2^53).
     #[napi]
     pub fn list_json(&self, server: String) -> Result<String> {
         let list = self.inner.list(id(&server)?).map_err(store_error)?;
+        let list: Vec<serde_json::Value> = list
+            .iter()
+            .map(|p| {
+                let mut v = serde_json::to_value(p).unwrap_or_default();
+                v["id"] = serde_json::Value::String(p.id.to_string());
+                v
+            })
+            .collect();
         Ok(serde_json::to_string(&list).unwrap_or_default())
     }
 

@@ -37,3 +37,36 @@ test('import, list, activate, toggle, render, delete: per server', () => {
   assert.deepStrictEqual(store.list(guild), []);
   assert.throws(() => s.PresetStore.open(path.join(dir, 'no', 'such', 'dir', 'x.db')), (e) => e instanceof s.StoreError && e.kind === 'Open');
 });
+
+test('review: ids are strings everywhere, never reused; names with a half emoji are refused', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stpreset-store-'));
+  const store = s.PresetStore.open(path.join(dir, 'presets.db'));
+  store.importPreset(1n, 'base', PRESET);
+  const safe = store.importPreset(1n, 'safe', PRESET);
+  assert.strictEqual(store.list(1n).find((p) => p.id === safe).name, 'safe');
+  store.delete(1n, safe);
+  const next = store.importPreset(1n, 'evil', PRESET);
+  assert.notStrictEqual(next, safe);
+  assert.throws(() => store.activate(1n, safe), (e) => e instanceof s.StoreError && e.kind === 'NotFound');
+  assert.throws(() => store.importPreset(1n, 'a\ud800', PRESET), (e) => e instanceof s.StoreError && e.kind === 'InvalidName');
+  assert.throws(() => store.importPreset(1n, 'safe\u200b', PRESET), (e) => e instanceof s.StoreError && e.kind === 'InvalidName');
+  assert.throws(() => s.PresetStore.open(''), (e) => e instanceof s.StoreError && e.kind === 'Open');
+  // A toggle names a node as the engine read it: a half emoji is U+FFFD there too.
+  const id = store.importPreset(1n, 'odd', JSON.stringify({ prompts: [{ identifier: 'n\ud800', content: 'x', enabled: false }] }));
+  store.setEnabled(1n, id, { 'n\ud800': true });
+  assert.strictEqual(s.Preset.fromJson(JSON.stringify({ prompts: [{ identifier: 'n\ud800', content: 'x', enabled: false }] })).compile({ 'n\udc00': true }).render({}).messages.length, 1);
+});
+
+test('review: a context or items list with toJSON is refused; getters are read once', () => {
+  assert.throws(() => new s.Chat({ toJSON() { return {}; } }), s.ContextError);
+  const items = [{ role: 'user', text: 'A' }];
+  items.toJSON = () => [];
+  assert.throws(() => new s.Chat({ items }), s.ContextError);
+  let reads = 0;
+  const item = { role: 'user', get text() { reads += 1; return reads === 1 ? 'first' : 'later'; } };
+  const chat = new s.Chat({ items: [item] });
+  const p = s.Preset.fromJson(JSON.stringify({ prompts: [{ identifier: 'chatHistory', marker: true }] })).compile();
+  assert.strictEqual(p.render(chat).messages[0].parts[0], 'first');
+  assert.strictEqual(reads, 1);
+  assert.throws(() => chat.splice(1n), TypeError);
+});

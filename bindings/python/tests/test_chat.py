@@ -256,3 +256,34 @@ def test_nodes_and_toggles():
     assert e.value.kind == "UnknownNode"
     with pytest.raises(TypeError):
         p.compile({"nsfw": "yes"})
+
+
+def test_review_len_and_splices_wait_for_a_render_in_another_thread():
+    compiled = stpreset.Preset.from_json(PRESET).compile()
+    chat = stpreset.Chat({"items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": f"m{i}"} for i in range(2000)]})
+    errors = []
+
+    def renders():
+        try:
+            for _ in range(50):
+                compiled.render(chat)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    def changes():
+        try:
+            for _ in range(50):
+                chat.append({"tag": "DIALOGUE_HISTORY", "role": "user", "text": "n"})
+                len(chat)
+                chat.splice(-1, 1)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=renders), threading.Thread(target=changes)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(chat) == 2000
+    with pytest.raises(TypeError):
+        chat.splice(None)

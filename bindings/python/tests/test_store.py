@@ -48,3 +48,24 @@ def test_import_list_activate_toggle_render_delete_per_server(tmp_path):
     with pytest.raises(stpreset.StoreError) as e:
         stpreset.PresetStore(tmp_path / "no" / "such" / "dir" / "x.db")
     assert e.value.kind == "Open"
+
+
+def test_review_ids_are_not_reused_and_names_and_toggles_follow_the_rules(tmp_path):
+    store = stpreset.PresetStore(tmp_path / "p.db")
+    store.import_preset(1, "base", PRESET)
+    safe = store.import_preset(1, "safe", PRESET)
+    store.delete(1, safe)
+    assert store.import_preset(1, "evil", PRESET) != safe
+    with pytest.raises(stpreset.StoreError) as e:
+        store.activate(1, safe)
+    assert e.value.kind == "NotFound"
+    for name in ("a\ud800", "safe\u200b"):
+        with pytest.raises(stpreset.StoreError) as e:
+            store.import_preset(1, name, PRESET)
+        assert e.value.kind == "InvalidName"
+    odd = json.dumps({"prompts": [{"identifier": "n\ud800", "content": "x", "enabled": False}]})
+    pid = store.import_preset(1, "odd", odd)
+    store.set_enabled(1, pid, {"n\ud800": True})
+    assert len(stpreset.Preset.from_json(odd).compile({"n\udc00": True}).render()["messages"]) == 1
+    with pytest.raises(stpreset.StoreError):
+        stpreset.PresetStore("")

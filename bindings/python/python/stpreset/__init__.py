@@ -176,26 +176,39 @@ class Chat:
         self._inner = _fields(_native.Chat, _dumps(context, "the context"), _texts(items))
 
     def __len__(self) -> int:
-        return len(self._inner)
+        with self._lock:
+            return len(self._inner)
 
     def append(self, item: dict) -> None:
         """Adds one item at the end."""
-        self.splice(len(self), 0, item)
+        self._splice(None, 0, [item])
 
     def extend(self, items) -> None:
         """Adds items at the end; nothing changes when one is refused."""
-        self.splice(len(self), 0, *items)
+        self._splice(None, 0, list(items))
 
     def splice(self, start: int, delete_count=None, *items) -> None:
         """Removes ``delete_count`` items from ``start`` (all to the end when ``None``) and
         inserts ``items`` there; a negative ``start`` counts from the end. Nothing changes when
         an item is refused (``ContextError``)."""
-        n = len(self)
-        start = max(n + start, 0) if start < 0 else min(start, n)
-        count = n - start if delete_count is None else min(max(delete_count, 0), n - start)
-        items = list(items)
+        if not isinstance(start, int) or isinstance(start, bool):
+            raise TypeError(f"start must be an int, not {type(start).__name__}")
+        if delete_count is not None and (not isinstance(delete_count, int) or isinstance(delete_count, bool)):
+            raise TypeError(f"delete_count must be an int or None, not {type(delete_count).__name__}")
+        self._splice(start, delete_count, list(items))
+
+    def _splice(self, start, delete_count, items: list) -> None:
+        # `start` None: the end. Positions are read under the lock, so a change from another
+        # thread cannot move them between reading and splicing.
+        json = _dumps(items, "the items")
+        texts = _texts(items)
         with self._lock:
-            _fields(self._inner.splice, start, count, _dumps(items, "the items"), _texts(items))
+            n = len(self._inner)
+            if start is None:
+                start = n
+            start = max(n + start, 0) if start < 0 else min(start, n)
+            count = n - start if delete_count is None else min(max(delete_count, 0), n - start)
+            _fields(self._inner.splice, start, count, json, texts)
 
     def set(self, fields: dict) -> None:
         """Replaces the given context fields (any but ``items``), e.g. ``{"now": ...}``."""
@@ -383,11 +396,7 @@ class Preset:
         the preset does not have raises ``PresetError`` (kind ``UnknownNode``)."""
         if toggles is None:
             return CompiledPreset(self._inner.compile())
-        if not isinstance(toggles, dict) or not all(
-            isinstance(k, str) and isinstance(v, bool) for k, v in toggles.items()
-        ):
-            raise TypeError("compile takes a dict of identifier: bool")
-        return CompiledPreset(_call(self._inner.compile_toggled, toggles))
+        return CompiledPreset(_call(self._inner.compile_toggled, _toggles(toggles)))
 
     def nodes(self) -> list:
         """The nodes in walk order, as a prompt manager lists them: ``[{"identifier", "name",
@@ -428,6 +437,24 @@ class Template:
         return _json.loads(_with_context(self._inner.render_json, context))
 
 
+def _well_formed(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def _toggles(toggles) -> dict:
+    """Toggles with identifiers as the engine read them (a lone surrogate is U+FFFD)."""
+    if not isinstance(toggles, dict) or not all(isinstance(k, str) and isinstance(v, bool) for k, v in toggles.items()):
+        raise TypeError("toggles are a dict of identifier: bool")
+    return {
+        (k if _well_formed(k) else k.encode("utf-16", "surrogatepass").decode("utf-16", "replace")): v
+        for k, v in toggles.items()
+    }
+
+
 def _store_id(x, what: str) -> int:
     if not isinstance(x, int) or isinstance(x, bool):
         raise TypeError(f"the {what} id must be an int, not {type(x).__name__}")
@@ -456,6 +483,9 @@ class PresetStore:
         returns its id. (``import`` is a keyword.)"""
         if not isinstance(name, str):
             raise TypeError(f"the preset name must be a str, not {type(name).__name__}")
+        if not _well_formed(name):
+            # Two names that differ only in a half emoji would become one name and replace each other.
+            raise StoreError("InvalidName", "a name may not hold a lone UTF-16 surrogate (half an emoji)")
         if not isinstance(text, (str, bytes, bytearray, memoryview)):
             raise TypeError(f"the preset file must be str or bytes, not {type(text).__name__}")
         if not isinstance(text, str):
@@ -474,9 +504,7 @@ class PresetStore:
 
     def set_enabled(self, server: int, preset: int, toggles: dict) -> None:
         """Switches nodes on or off: ``{identifier: bool}``; an unknown one fails the whole call."""
-        if not isinstance(toggles, dict) or not all(isinstance(k, str) and isinstance(v, bool) for k, v in toggles.items()):
-            raise TypeError("set_enabled takes a dict of identifier: bool")
-        _call(self._inner.set_enabled, _store_id(server, "server"), _store_id(preset, "preset"), toggles)
+        _call(self._inner.set_enabled, _store_id(server, "server"), _store_id(preset, "preset"), _toggles(toggles))
 
     def allow_regex(self, server: int, preset: int, allowed: bool) -> None:
         """Lets (or stops) the preset's regex scripts run for this server (SPEC §13.6)."""
