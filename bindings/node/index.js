@@ -199,6 +199,9 @@ class Chat {
     this._texts = items.map(itemText);
     // The produced parts of the last render, which the next may hand back (src/chat.rs).
     this._prev = [];
+    // Renders so far, as the native side counts them (`keepLast`), and the last one's rest.
+    this._renders = 0;
+    this._restText = undefined;
   }
   /** How many items it has. */
   get length() {
@@ -239,14 +242,12 @@ class Chat {
   }
   /** Carries a render's `variables` and `globals` into the next turn (SPEC §9: the bot keeps them). */
   keep(result) {
+    // The chat's own last render: carried natively, without parsing its variables.
+    if (result instanceof ChatRender && result._chat === this && this._inner.keepLast(result._render)) return;
     if (result === null || typeof result !== 'object' || typeof result.variables !== 'object' || typeof result.globals !== 'object') {
       throw new TypeError('keep takes a render result (with variables and globals)');
     }
-    if (result instanceof ChatRender && result._native !== undefined) {
-      this._inner.keep(result._native);
-    } else {
-      this.set({ variables: result.variables, globals: result.globals });
-    }
+    this.set({ variables: result.variables, globals: result.globals });
   }
 }
 
@@ -282,7 +283,7 @@ function renderChat(inner, chat) {
 }
 
 const SAME = 0x40000000;
-const REST_KEPT = 0xffffffff;
+const SAME_REST = 0xffffffff;
 
 /**
  * A render of a `Chat`: `messages` now, the rest read from the engine when first asked for.
@@ -336,16 +337,17 @@ class ChatRender {
     chat._prev = next;
     /** The messages for the model provider, as `render(object)` gives them. */
     this.messages = messages;
-    // The rest: its JSON at the end of the text, or (a large one) a native handle.
+    // The rest: its JSON at the end of the text (or the chat's last one), parsed when first read.
     const r = l[k];
-    this._restText = r === REST_KEPT ? undefined : text.slice(pos, pos + r);
-    this._native = r === REST_KEPT ? chat._inner.takeRest() : undefined;
+    this._restText = r === SAME_REST ? chat._restText : text.slice(pos, pos + r);
+    chat._restText = this._restText;
     this._rest = undefined;
+    this._chat = chat;
+    chat._renders = (chat._renders + 1) >>> 0;
+    this._render = chat._renders;
   }
   _get() {
-    if (this._rest === undefined) {
-      this._rest = JSON.parse(this._restText === undefined ? native.restJson(this._native) : this._restText);
-    }
+    if (this._rest === undefined) this._rest = JSON.parse(this._restText);
     return this._rest;
   }
   /** Findings, in order (SPEC §9). */

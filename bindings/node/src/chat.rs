@@ -30,14 +30,16 @@ pub struct Chat {
     pub(crate) inner: stpreset::Chat,
     /// The produced parts of the last render `index.js` took, to hand back unchanged ones.
     memo: RefCell<PartMemo>,
-    /// The last render without its messages, until `index.js` takes it (`take_rest`).
-    rest: RefCell<Option<Rest>>,
+    /// The last render's variables and globals, with its number (`keep_last`).
+    last: RefCell<Option<(u32, Rest)>>,
+    /// Renders so far (`index.js` counts them too).
+    renders: std::cell::Cell<u32>,
 }
 
 /// A render without its messages: what `index.js` reads lazily (the `render` document's other
 /// fields, keys in the same order).
-#[derive(serde::Serialize)]
-pub struct Rest {
+#[derive(serde::Serialize, PartialEq)]
+pub(crate) struct Rest {
     diagnostics: Vec<Diagnostic>,
     effective: EffectiveOptions,
     globals: BTreeMap<String, String>,
@@ -54,7 +56,8 @@ impl Chat {
             .map(|inner| Chat {
                 inner,
                 memo: RefCell::default(),
-                rest: RefCell::default(),
+                last: RefCell::default(),
+                renders: Default::default(),
             })
             .map_err(context_error)
     }
@@ -77,17 +80,23 @@ impl Chat {
             .map_err(context_error)
     }
 
-    /// The rest of the render just made (see `Rest`).
-    #[napi(ts_return_type = "ExternalObject<unknown>")]
-    pub fn take_rest(&self) -> Option<External<Rest>> {
-        self.rest.borrow_mut().take().map(External::new)
-    }
-
-    /// Carries a render's variables and globals into the next render.
+    /// Carries the variables and globals of this chat's render number `render` into the next
+    /// render, when it is the last one; `false` otherwise (`index.js` then sets them).
     #[napi]
-    pub fn keep(&mut self, #[napi(ts_arg_type = "ExternalObject<unknown>")] rest: &External<Rest>) {
-        self.inner
-            .keep(rest.variables.clone(), rest.globals.clone());
+    pub fn keep_last(&mut self, render: u32) -> bool {
+        let last = self.last.borrow_mut().take();
+        match last {
+            Some((n, rest)) if n == render => {
+                self.inner
+                    .keep(rest.variables.clone(), rest.globals.clone());
+                *self.last.borrow_mut() = Some((n, rest));
+                true
+            }
+            other => {
+                *self.last.borrow_mut() = other;
+                false
+            }
+        }
     }
 
     /// How many items the chat has.
@@ -97,14 +106,8 @@ impl Chat {
     }
 }
 
-/// `{"diagnostics", "effective", "globals", "messages": [], "prompt_tokens", "variables"}`.
-#[napi]
-pub fn rest_json(#[napi(ts_arg_type = "ExternalObject<unknown>")] rest: &External<Rest>) -> String {
-    serde_json::to_string(&**rest).unwrap_or_default()
-}
-
 /// Renders `chat` with `preset`: returns the text and writes the layout into `layout`
-/// (see [`encode`]); the rest waits in the chat for `take_rest`.
+/// (see [`encode`]); the variables wait in the chat for `keep_last`.
 pub(crate) fn render<'env>(
     env: &'env Env,
     preset: &stpreset::CompiledPreset,
@@ -112,16 +115,21 @@ pub(crate) fn render<'env>(
     layout: &mut [u32],
 ) -> Result<JsString<'env>> {
     let mut memo = chat.memo.borrow_mut();
+    let previous = chat.last.borrow_mut().take();
     let (turn, rest) = encode(
         chat.inner.passthrough(),
         preset.render(chat.inner.context()),
         &mut memo,
+        previous.as_ref().map(|(_, rest)| rest),
     );
     if turn.write(layout) {
         memo.commit();
-        *chat.rest.borrow_mut() = rest;
+        let n = chat.renders.get().wrapping_add(1);
+        chat.renders.set(n);
+        *chat.last.borrow_mut() = Some((n, rest));
     } else {
         memo.abandon();
+        *chat.last.borrow_mut() = previous;
     }
     turn.text(env)
 }
@@ -168,6 +176,9 @@ impl Turn {
 /// neither: the text of the chat item with this index.
 const PRODUCED: u32 = 1 << 31;
 const SAME: u32 = 1 << 30;
+
+/// The layout's last entry when the rest is the chat's last render's.
+const SAME_REST: u32 = u32::MAX;
 
 /// Source kinds in the layout (`index.js` has the same table).
 const NODE: u32 = 0;
@@ -239,38 +250,19 @@ fn source<'r>(table: &mut Table<'r>, source: &'r Source) -> (u32, u32) {
     }
 }
 
-/// A rest of at most this many bytes (estimated) crosses as JSON with the text, read when
-/// asked for; a larger one (a preset that keeps long variables) waits in the chat for
-/// `take_rest`, so a turn that never reads it never serializes it. The handle costs about
-/// 3 µs a turn, the JSON of a small rest well under one.
-const INLINE_REST: usize = 8 << 10;
-
-/// The layout's last entry when the rest waits in the chat.
-const REST_KEPT: u32 = u32::MAX;
-
-impl Rest {
-    /// An upper estimate of its JSON's length, without writing it.
-    fn estimate(&self) -> usize {
-        let map = |m: &BTreeMap<String, String>| -> usize {
-            m.iter().map(|(k, v)| 8 + 2 * (k.len() + v.len())).sum()
-        };
-        let diags: usize = self
-            .diagnostics
-            .iter()
-            .map(|d| 160 + 2 * (d.message.len() + d.node.as_ref().map_or(0, String::len)))
-            .sum();
-        512 + diags + map(&self.globals) + map(&self.variables)
-    }
-}
-
 /// Layout: `[T, len × T, M, per message: role, source kind, source arg, P, part × P, R]`;
 /// text: the table's strings, the new produced parts in order, then the rest's JSON (`R`
-/// units) or nothing (`R` = `REST_KEPT`: the rest is returned to keep in the chat).
+/// units; `SAME_REST`: the same as the chat's last render, whose JSON `index.js` kept), which
+/// `index.js` parses when first read. Inline, not a native handle per turn: handles for large
+/// rests waited for finalizers that Node runs only when the event loop turns (a synchronous
+/// burst of turns grew by 80 KB a turn). A preset's diagnostics and variables seldom change
+/// between turns, so comparing with the last render's (a memcmp) usually saves the JSON.
 fn encode(
     mut items: Passthrough<'_>,
     rendered: Rendered<'_>,
     memo: &mut PartMemo,
-) -> (Turn, Option<Rest>) {
+    previous: Option<&Rest>,
+) -> (Turn, Rest) {
     let mut produced = String::new();
     let mut body: Vec<u32> = Vec::with_capacity(rendered.messages.len() * 6 + 1);
     body.push(rendered.messages.len() as u32);
@@ -286,15 +278,13 @@ fn encode(
         globals: rendered.globals,
         variables: rendered.variables,
     };
-    let rest = if rest.estimate() <= INLINE_REST {
+    if previous == Some(&rest) {
+        body.push(SAME_REST);
+    } else {
         let json = serde_json::to_string(&rest).unwrap_or_default();
         body.push(utf16_len(&json));
         produced.push_str(&json);
-        None
-    } else {
-        body.push(REST_KEPT);
-        Some(rest)
-    };
+    }
     let mut layout = Vec::with_capacity(1 + lens.len() + body.len());
     layout.push(lens.len() as u32);
     layout.extend_from_slice(&lens);
