@@ -145,3 +145,17 @@ test('request, requestBody and the regex passes take a chat too', () => {
   assert.deepStrictEqual(compiled.promptPass(chat), compiled.promptPass(ctx));
   assert.deepStrictEqual(compiled.storeMessage('x', 'model', chat), compiled.storeMessage('x', 'model', ctx));
 });
+
+test("keep of an older render, of another chat's render, or of a plain result carries that one", () => {
+  const compiled = Preset.fromJson(PRESET).compile();
+  const chat = new Chat({ variables: { seed: 's' } });
+  const first = compiled.render(chat);
+  compiled.render(chat);
+  chat.keep(first);
+  assert.strictEqual(compiled.render(chat).variables.turn, '2');
+  const other = new Chat({ variables: { turn: '41' } });
+  chat.keep(compiled.render(other));
+  assert.strictEqual(compiled.render(chat).variables.turn, '43');
+  chat.keep({ variables: { turn: '9' }, globals: {} });
+  assert.strictEqual(compiled.render(chat).variables.turn, '10');
+});
