@@ -189,7 +189,8 @@ pub struct Preset {
     /// The limits it was imported with: `compile` and `audit` parse with them.
     limits: Limits,
     /// Lone UTF-16 surrogates the file held, read as U+FFFD (the `LoneSurrogate` note; the
-    /// store keeps the count, since `raw` holds the repaired text).
+    /// store keeps the count, since `raw` holds the repaired text). Only the store reads it.
+    #[cfg_attr(not(feature = "store"), allow(dead_code))]
     pub(crate) lone_surrogates: usize,
 }
 
