@@ -303,33 +303,39 @@ class ChatRender {
       pos += n;
     }
     // One frozen source object per (kind, string): a 200-message history shares one.
-    const sources = new Map();
+    const sources = new Array(table.length * 5 + 5);
     const messages = new Array(l[k++]);
     for (let i = 0; i < messages.length; i++) {
       const role = ROLES[l[k++]];
       const kind = l[k++];
       const at = l[k++];
-      const key = kind * 0x100000000 + at;
-      let src = sources.get(key);
+      let src = sources[at * 5 + kind];
       if (src === undefined) {
         src = Object.freeze(source(kind, table[at]));
-        sources.set(key, src);
+        sources[at * 5 + kind] = src;
       }
-      const parts = new Array(l[k++]);
-      for (let j = 0; j < parts.length; j++) {
-        const a = l[k++];
-        if (a >= PRODUCED) {
-          const n = a - PRODUCED;
-          const part = text.slice(pos, pos + n);
-          pos += n;
-          next.push(part);
-          parts[j] = part;
-        } else if (a >= SAME) {
-          const part = prev[a - SAME];
-          next.push(part);
-          parts[j] = part;
-        } else {
-          parts[j] = texts[a];
+      const count = l[k++];
+      let parts;
+      if (count === 1 && l[k] < SAME) {
+        // The common message: one history text, the caller's own string.
+        parts = [texts[l[k++]]];
+      } else {
+        parts = new Array(count);
+        for (let j = 0; j < count; j++) {
+          const a = l[k++];
+          if (a >= PRODUCED) {
+            const n = a - PRODUCED;
+            const part = text.slice(pos, pos + n);
+            pos += n;
+            next.push(part);
+            parts[j] = part;
+          } else if (a >= SAME) {
+            const part = prev[a - SAME];
+            next.push(part);
+            parts[j] = part;
+          } else {
+            parts[j] = texts[a];
+          }
         }
       }
       messages[i] = { parts, role, source: src };
