@@ -71,6 +71,55 @@ impl Serialize for Rendered<'_> {
     }
 }
 
+/// A render's document without its messages (`{"diagnostics", "effective", "globals",
+/// "prompt_tokens", "variables"}`, keys in byte order): what a front end that builds the
+/// messages itself (the packages' `Chat` renders) returns beside them, so every front end
+/// writes these fields the same way.
+///
+/// ```
+/// let p = stpreset::Preset::from_json(br#"{"prompts": [{"identifier": "main", "content": "Hi{{setvar::a::1}}"}]}"#).unwrap();
+/// let (compiled, ctx) = (p.compile(), stpreset::Context::default());
+/// let (messages, details) = compiled.render(&ctx).into_parts();
+/// assert_eq!(messages[0].text(), "Hi");
+/// assert!(details.to_json().starts_with(r#"{"diagnostics":[],"effective":{"#));
+/// assert!(details.to_json().ends_with(r#""globals":{},"prompt_tokens":null,"variables":{"a":"1"}}"#));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct RenderDetails {
+    /// As [`Rendered::diagnostics`].
+    pub diagnostics: Vec<Diagnostic>,
+    /// As [`Rendered::effective_options`].
+    pub effective: EffectiveOptions,
+    /// As [`Rendered::globals`].
+    pub globals: BTreeMap<String, String>,
+    /// As [`Rendered::prompt_tokens`] (counted before the messages left).
+    pub prompt_tokens: Option<u32>,
+    /// As [`Rendered::variables`].
+    pub variables: BTreeMap<String, String>,
+}
+
+impl RenderDetails {
+    /// The JSON object.
+    pub fn to_json(&self) -> String {
+        string(self)
+    }
+}
+
+impl<'c> Rendered<'c> {
+    /// The messages, and the rest of the document ([`RenderDetails`]).
+    pub fn into_parts(self) -> (Vec<crate::Message<'c>>, RenderDetails) {
+        let details = RenderDetails {
+            prompt_tokens: self.prompt_tokens(),
+            effective: self.effective,
+            diagnostics: self.diagnostics,
+            globals: self.globals,
+            variables: self.variables,
+        };
+        (self.messages, details)
+    }
+}
+
 impl Rendered<'_> {
     /// `{"messages", "diagnostics", "variables", "globals", "prompt_tokens", "effective"}`
     /// (SPEC §9, §12.6, §14.3).

@@ -53,6 +53,7 @@ pub use context::{Context, ContextItem, MapHost, Role, Tag};
 pub use diagnostic::{Diagnostic, DiagnosticKind, Severity, terminal_line, terminal_safe};
 pub use error::{ContextError, TemplateError};
 pub use eval::Expanded;
+pub use json::RenderDetails;
 pub use limits::Limits;
 pub use options::{Budget, Injection, RandomSource, RenderOptions};
 pub use passthrough::{PartMemo, Passthrough};

@@ -9,14 +9,12 @@
 //! decoding UTF-8.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use napi::JsString;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use stpreset::{
-    Diagnostic, EffectiveOptions, Message, PartMemo, Passthrough, Rendered, Source, Tag,
-};
+use stpreset::{Message, PartMemo, Passthrough, RenderDetails, Rendered, Source, Tag};
 
 use crate::error;
 
@@ -31,20 +29,9 @@ pub struct Chat {
     /// The produced parts of the last render `index.js` took, to hand back unchanged ones.
     memo: RefCell<PartMemo>,
     /// The last render's variables and globals, with its number (`keep_last`).
-    last: RefCell<Option<(u32, Rest)>>,
+    last: RefCell<Option<(u32, RenderDetails)>>,
     /// Renders so far (`index.js` counts them too).
     renders: std::cell::Cell<u32>,
-}
-
-/// A render without its messages: what `index.js` reads lazily (the `render` document's other
-/// fields, keys in the same order).
-#[derive(serde::Serialize, PartialEq)]
-pub(crate) struct Rest {
-    diagnostics: Vec<Diagnostic>,
-    effective: EffectiveOptions,
-    globals: BTreeMap<String, String>,
-    prompt_tokens: Option<u32>,
-    variables: BTreeMap<String, String>,
 }
 
 #[napi]
@@ -261,27 +248,21 @@ fn encode(
     mut items: Passthrough<'_>,
     rendered: Rendered<'_>,
     memo: &mut PartMemo,
-    previous: Option<&Rest>,
-) -> (Turn, Rest) {
+    previous: Option<&RenderDetails>,
+) -> (Turn, RenderDetails) {
+    let (messages, rest) = rendered.into_parts();
     let mut produced = String::new();
-    let mut body: Vec<u32> = Vec::with_capacity(rendered.messages.len() * 6 + 1);
-    body.push(rendered.messages.len() as u32);
+    let mut body: Vec<u32> = Vec::with_capacity(messages.len() * 6 + 1);
+    body.push(messages.len() as u32);
     let mut table = Table::default();
-    for m in &rendered.messages {
+    for m in &messages {
         encode_message(m, &mut table, &mut items, memo, &mut produced, &mut body);
     }
     let (lens, table_text) = (table.lens, table.text);
-    let rest = Rest {
-        prompt_tokens: rendered.prompt_tokens(),
-        effective: rendered.effective_options().clone(),
-        diagnostics: rendered.diagnostics,
-        globals: rendered.globals,
-        variables: rendered.variables,
-    };
     if previous == Some(&rest) {
         body.push(SAME_REST);
     } else {
-        let json = serde_json::to_string(&rest).unwrap_or_default();
+        let json = rest.to_json();
         body.push(utf16_len(&json));
         produced.push_str(&json);
     }

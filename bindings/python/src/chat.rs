@@ -6,7 +6,7 @@
 //! previous turn's `str` objects for produced parts that did not change (`PartMemo`), so a
 //! turn builds Python objects only for what is new.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -14,7 +14,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
-use stpreset::{Diagnostic, EffectiveOptions, PartMemo, Source};
+use stpreset::{PartMemo, RenderDetails, Source};
 
 use crate::{Text, error};
 
@@ -125,25 +125,15 @@ impl Chat {
     }
 }
 
-/// A render without its messages, read when asked for.
-#[derive(serde::Serialize)]
-struct RestDoc {
-    diagnostics: Vec<Diagnostic>,
-    effective: EffectiveOptions,
-    globals: BTreeMap<String, String>,
-    prompt_tokens: Option<u32>,
-    variables: BTreeMap<String, String>,
-}
-
 /// The rest of a render (diagnostics, variables, token count, options).
 #[pyclass(frozen, module = "stpreset._native")]
-pub struct Rest(RestDoc);
+pub struct Rest(RenderDetails);
 
 #[pymethods]
 impl Rest {
     /// `{"diagnostics", "effective", "globals", "prompt_tokens", "variables"}` as JSON.
     fn json(&self) -> String {
-        serde_json::to_string(&self.0).unwrap_or_default()
+        self.0.to_json()
     }
 }
 
@@ -205,11 +195,8 @@ pub fn render<'py>(
     chat: &mut Chat,
 ) -> PyResult<(Bound<'py, PyList>, Rest)> {
     let inner = &chat.inner;
-    let rendered = py.detach(|| {
-        let out = preset.render(inner.context());
-        let _ = out.prompt_tokens();
-        out
-    });
+    // The token count is counted here too, with the GIL released.
+    let (messages, rest) = py.detach(|| preset.render(inner.context()).into_parts());
     let mut items = inner.passthrough();
     let memo = &mut chat.memo;
     let mut next: Vec<Py<PyString>> = Vec::new();
@@ -222,9 +209,9 @@ pub fn render<'py>(
     ];
     // One source dict per source: a 200-message history shares one.
     let mut sources: HashMap<Key, Bound<'py, PyAny>> = HashMap::new();
-    let mut list = Vec::with_capacity(rendered.messages.len());
+    let mut list = Vec::with_capacity(messages.len());
     let mut parts = Vec::new();
-    for m in &rendered.messages {
+    for m in &messages {
         parts.clear();
         for part in m.parts() {
             let s = match items.item_of(part) {
@@ -291,13 +278,6 @@ pub fn render<'py>(
     memo.commit();
     chat.prev = next;
     chat.messages = kept;
-    let rest = RestDoc {
-        prompt_tokens: rendered.prompt_tokens(),
-        effective: rendered.effective_options().clone(),
-        diagnostics: rendered.diagnostics,
-        globals: rendered.globals,
-        variables: rendered.variables,
-    };
     Ok((list, Rest(rest)))
 }
 
