@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::context::{Context, ContextItem};
+use crate::context::{Context, ContextItem, UTF8_BOM};
 use crate::error::ContextError;
 use crate::passthrough::{Addresses, Passthrough};
 
@@ -58,7 +58,7 @@ impl Chat {
         let mut ctx = Context::from_json(bytes)?;
         // Read once more as plain JSON to keep the fields for `set_json`: the context reader
         // has already accepted (and bounded) this text.
-        let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+        let bytes = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
         let (repaired, at) = crate::surrogates::repair_json_at(bytes);
         let mut fields = fields(&repaired)?;
         fields.remove("items");
@@ -143,7 +143,9 @@ impl Chat {
     pub fn set_json(&mut self, bytes: &[u8]) -> Result<(), ContextError> {
         // Checked as a context file first: same messages, same bounds.
         Context::from_json(bytes)?;
-        let new = fields(bytes)?;
+        let bytes = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
+        let (repaired, at) = crate::surrogates::repair_json_at(bytes);
+        let new = fields(&repaired)?;
         if new.contains_key("items") {
             return Err(ContextError::Field {
                 field: "items".into(),
@@ -157,8 +159,6 @@ impl Chat {
         ctx.items = std::mem::take(&mut self.ctx.items);
         // The merged fields were read repaired: the counts come from the text given now, for
         // the fields it sets, and stay for the others.
-        let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-        let (repaired, at) = crate::surrogates::repair_json_at(bytes);
         for (key, raw) in top_level(&repaired) {
             match within(&repaired, raw.get(), &at) {
                 0 => self.field_surrogates.remove(&key),
@@ -171,8 +171,8 @@ impl Chat {
         Ok(())
     }
 
-    /// Carries a render's local and global variables (`Rendered::variables`, `globals`) into the chat's next render (the values
-    /// a bot keeps between turns, SPEC §9).
+    /// Carries a render's local and global variables (`Rendered::variables`, `globals`) into
+    /// the chat's next render: the values a bot keeps between turns (SPEC §9).
     ///
     /// ```
     /// let p = stpreset::Preset::from_json(br#"{"prompts": [{"identifier": "main",
@@ -210,12 +210,11 @@ impl Chat {
     }
 }
 
-/// A context file's top-level fields, read after `Context::from_json` accepted the text (so it
-/// is an object, and no deeper than the reader allows).
-fn fields(bytes: &[u8]) -> Result<Map<String, Value>, ContextError> {
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let (bytes, _) = crate::surrogates::repair_json(bytes);
-    crate::context::guarded(|| serde_json::from_slice(&bytes)).map_err(|e: serde_json::Error| {
+/// A context file's top-level fields, from its repaired text (`repair_json_at`), read after
+/// `Context::from_json` accepted the text (so it is an object, and no deeper than the reader
+/// allows).
+fn fields(repaired: &[u8]) -> Result<Map<String, Value>, ContextError> {
+    crate::context::guarded(|| serde_json::from_slice(repaired)).map_err(|e: serde_json::Error| {
         ContextError::Json {
             line: e.line(),
             column: e.column(),

@@ -476,11 +476,9 @@ impl Context {
 
     fn read_json(bytes: &[u8]) -> Result<Context, ContextError> {
         let bytes = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
-        let (bytes, lone_surrogates) = crate::surrogates::repair_json(bytes);
-        let bytes = &*bytes;
-        let text = std::str::from_utf8(bytes).map_err(|e| ContextError::Utf8 {
-            offset: e.valid_up_to(),
-        })?;
+        let (text, lone_surrogates) =
+            crate::surrogates::json_text(bytes).map_err(|offset| ContextError::Utf8 { offset })?;
+        let text = &*text;
         let json_error = |e: serde_json::Error| ContextError::Json {
             line: e.line(),
             column: e.column(),

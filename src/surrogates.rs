@@ -10,12 +10,24 @@ use std::borrow::Cow;
 
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 
-/// JSON text with every lone surrogate replaced by U+FFFD (escapes by `\ufffd`, raw bytes by
-/// its UTF-8), and how many were replaced. Text without any is returned as it is, after one
-/// scan for `\u` (and none when it is valid UTF-8 without a backslash-u).
-pub(crate) fn repair_json(bytes: &[u8]) -> (Cow<'_, [u8]>, usize) {
+/// JSON text as a `str`, with every lone surrogate replaced by U+FFFD (escapes by `\ufffd`,
+/// raw bytes by its UTF-8), and how many were replaced; `Err(offset)` of the first byte that is
+/// not UTF-8 even then. The common text, valid UTF-8 without a `\u`, costs one UTF-8 check
+/// and one scan, and is borrowed (the readers need no second check).
+pub(crate) fn json_text(bytes: &[u8]) -> Result<(Cow<'_, str>, usize), usize> {
+    if let Ok(text) = std::str::from_utf8(bytes)
+        && memchr::memmem::find(bytes, b"\\u").is_none()
+    {
+        return Ok((Cow::Borrowed(text), 0));
+    }
     let (out, at) = repair_json_at(bytes);
-    (out, at.len())
+    let text = match out {
+        Cow::Borrowed(b) => Cow::Borrowed(std::str::from_utf8(b).map_err(|e| e.valid_up_to())?),
+        Cow::Owned(v) => {
+            Cow::Owned(String::from_utf8(v).map_err(|e| e.utf8_error().valid_up_to())?)
+        }
+    };
+    Ok((text, at.len()))
 }
 
 /// [`repair_json`], with the offset in the returned text of each replacement.
@@ -172,8 +184,8 @@ mod tests {
     use super::*;
 
     fn fix(s: &[u8]) -> (String, usize) {
-        let (out, n) = repair_json(s);
-        (String::from_utf8(out.into_owned()).unwrap(), n)
+        let (out, at) = repair_json_at(s);
+        (String::from_utf8(out.into_owned()).unwrap(), at.len())
     }
 
     #[test]
@@ -215,7 +227,12 @@ mod tests {
         let (text, n) = repair_text(b"\xED\xA0\xBD\xED\xB8\x80!\xED\xB8\x80");
         assert_eq!((text.as_ref(), n), ("\u{1F600}!\u{FFFD}".as_bytes(), 1));
         // Other invalid bytes are left for the UTF-8 check to refuse.
-        assert_eq!(repair_json(b"\"\xFF\"").1, 0);
+        assert!(repair_json_at(b"\"\xFF\"").1.is_empty());
+        assert_eq!(json_text(b"\"\xFF\"").unwrap_err(), 1);
+        assert_eq!(
+            json_text(br#"{"a": "\ud800"}"#).unwrap(),
+            (r#"{"a": "\ufffd"}"#.into(), 1)
+        );
         assert_eq!(fix(b"\"\xED\xA0").1, 1);
     }
 }

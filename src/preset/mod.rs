@@ -208,12 +208,6 @@ impl Preset {
             .strip_prefix(crate::context::UTF8_BOM)
             .unwrap_or(bytes);
         let limit = limits.clamped().preset_bytes;
-        let (bytes, lone_surrogates) = if bytes.len() > limit {
-            (std::borrow::Cow::Borrowed(bytes), 0)
-        } else {
-            crate::surrogates::repair_json(bytes)
-        };
-        let bytes = &*bytes;
         if bytes.len() > limit {
             return Err(PresetError::TooLarge {
                 size: bytes.len(),
@@ -221,10 +215,11 @@ impl Preset {
             });
         }
         // One UTF-8 check of the whole file (the standard library's, word at a time) is cheaper
-        // than serde_json's check of every string it reads from bytes.
-        let text = std::str::from_utf8(bytes).map_err(|u| PresetError::Utf8 {
-            offset: u.valid_up_to(),
-        })?;
+        // than serde_json's check of every string it reads from bytes; lone surrogates are
+        // replaced first (the repaired text is as long as the file).
+        let (text, lone_surrogates) =
+            crate::surrogates::json_text(bytes).map_err(|offset| PresetError::Utf8 { offset })?;
+        let text = &*text;
         let file: RawFile = serde_json::from_str(text).map_err(|e| PresetError::Json {
             line: e.line(),
             column: e.column(),
@@ -268,7 +263,7 @@ impl Preset {
             diagnostics,
             settings,
             scripts,
-            raw: bytes.into(),
+            raw: text.as_bytes().into(),
             limits: limits.clone(),
             lone_surrogates,
         })
