@@ -12,12 +12,24 @@ pub(super) fn prefix_literals(
     unicode: bool,
     level: usize,
 ) -> Option<Vec<String>> {
+    per_alternative(body, level, |alt| {
+        branch_prefixes(alt, icase, unicode, level)
+    })
+}
+
+/// The literals of every top-level alternative of `body` together, `None` if any has none
+/// (or the groups nest past `MAX_GROUP_DEPTH`).
+fn per_alternative(
+    body: &str,
+    level: usize,
+    mut of: impl FnMut(&str) -> Option<Vec<String>>,
+) -> Option<Vec<String>> {
     if level > MAX_GROUP_DEPTH {
         return None;
     }
     let mut out = Vec::new();
     for alt in split_alternatives(body) {
-        out.extend(branch_prefixes(alt, icase, unicode, level)?);
+        out.extend(of(alt)?);
     }
     Some(out)
 }
@@ -204,14 +216,7 @@ pub(super) fn required_literals(body: &str, icase: bool, unicode: bool) -> Optio
 }
 
 fn alternatives(body: &str, icase: bool, unicode: bool, level: usize) -> Option<Vec<String>> {
-    if level > MAX_GROUP_DEPTH {
-        return None;
-    }
-    let mut out = Vec::new();
-    for b in split_alternatives(body) {
-        out.extend(branch(b, icase, unicode, level)?);
-    }
-    Some(out)
+    per_alternative(body, level, |alt| branch(alt, icase, unicode, level))
 }
 
 /// The best candidate of one alternative (no top-level `|`): its longest top-level literal
