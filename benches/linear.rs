@@ -1034,6 +1034,71 @@ fn regex(t: &mut Table) {
     );
 }
 
+/// The packages' `Chat` (issue 20) and lone-surrogate repair: what a chat participant's
+/// messages (half emoji included) and a bot's turns cost.
+fn chats(t: &mut Table) {
+    // `text` as JSON string content: it may hold escapes such as a lone `\ud83d`.
+    let items = |n: usize, text: &str| -> Vec<u8> {
+        let item = format!(r#"{{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "{text}"}}"#);
+        format!(r#"{{"items": [{}]}}"#, vec![item; n].join(",")).into_bytes()
+    };
+    t.row(
+        "chat/context-with-lone-surrogates",
+        20_000,
+        |n| {
+            let half = r"x\ud83d".repeat(n);
+            format!(r#"{{"items": [{{"role": "user", "text": "{half}"}}]}}"#).into_bytes()
+        },
+        |json| {
+            black_box(Context::from_json(json).expect("context"));
+        },
+    );
+    t.row(
+        "chat/build-items-each-with-a-surrogate",
+        2_000,
+        |n| items(n, r"hi \ud83d"),
+        |json| {
+            black_box(stpreset::Chat::from_json(json).expect("chat"));
+        },
+    );
+    t.row(
+        "chat/splices-one-item-each",
+        2_000,
+        |n| n,
+        |&n| {
+            let mut chat = stpreset::Chat::from_json(b"{}").expect("chat");
+            for i in 0..n {
+                let item = format!(r#"[{{"role": "user", "text": "m{i}"}}]"#);
+                chat.splice_json(i, 0, item.as_bytes()).expect("splice");
+            }
+            black_box(chat.len());
+        },
+    );
+    let compiled = Preset::from_json(
+        br#"{"prompts": [{"identifier": "main", "content": "Hi"},
+        {"identifier": "chatHistory", "marker": true}]}"#,
+    )
+    .expect("preset")
+    .compile();
+    t.row(
+        "chat/render-and-pass-through-history",
+        2_000,
+        |n| stpreset::Chat::from_json(&items(n, "hello there")).expect("chat"),
+        |chat| {
+            let out = compiled.render(chat.context());
+            let mut found = chat.passthrough();
+            let mut memo = stpreset::PartMemo::default();
+            for m in &out.messages {
+                for p in m.parts() {
+                    if found.item_of(p).is_none() {
+                        black_box(memo.part(p));
+                    }
+                }
+            }
+        },
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mode = match args.iter().position(|a| a == "--one") {
@@ -1062,6 +1127,7 @@ fn main() {
     provider(&mut t);
     settings(&mut t);
     regex(&mut t);
+    chats(&mut t);
     if table {
         println!("\n{} rows, worst ratio {:.1}", t.rows, t.worst);
     }

@@ -37,6 +37,9 @@ pub struct Chat {
     /// context's count is their sum, so a note leaves with the value that caused it.
     field_surrogates: BTreeMap<String, usize>,
     item_surrogates: Vec<u32>,
+    /// Their sum, kept as items come and go (a splice costs what it adds and removes, not the
+    /// chat's length).
+    in_items: usize,
 }
 
 impl Clone for Chat {
@@ -48,6 +51,7 @@ impl Clone for Chat {
             addresses: OnceLock::new(),
             field_surrogates: self.field_surrogates.clone(),
             item_surrogates: self.item_surrogates.clone(),
+            in_items: self.in_items,
         }
     }
 }
@@ -80,6 +84,7 @@ impl Chat {
         let mut chat = Chat {
             fields,
             field_surrogates,
+            in_items: item_surrogates.iter().map(|&n| n as usize).sum(),
             item_surrogates,
             ctx,
             addresses: OnceLock::new(),
@@ -123,19 +128,20 @@ impl Chat {
         let start = start.min(len);
         let end = start.saturating_add(delete).min(len);
         self.ctx.items.splice(start..end, new);
-        self.item_surrogates.splice(start..end, counts);
+        let added: usize = counts.iter().map(|&n| n as usize).sum();
+        let removed: usize = self
+            .item_surrogates
+            .splice(start..end, counts)
+            .map(|n| n as usize)
+            .sum();
+        self.in_items = self.in_items + added - removed;
         self.addresses = OnceLock::new();
         self.count_surrogates();
         Ok(())
     }
 
     fn count_surrogates(&mut self) {
-        self.ctx.lone_surrogates = self.field_surrogates.values().sum::<usize>()
-            + self
-                .item_surrogates
-                .iter()
-                .map(|&n| n as usize)
-                .sum::<usize>();
+        self.ctx.lone_surrogates = self.field_surrogates.values().sum::<usize>() + self.in_items;
     }
 
     /// Replaces the fields a JSON object has (any context field except `items`); the others
