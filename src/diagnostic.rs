@@ -90,6 +90,26 @@ pub enum DiagnosticKind {
     RegexNeverRuns,
     /// Input text held lone UTF-16 surrogates, each replaced by U+FFFD (issue 20).
     LoneSurrogate,
+    /// A card field of the wrong type, read as empty or its default (SPEC §15.1.7).
+    CardFieldInvalid,
+    /// A V2/V3 card without a `data` object: only the top-level fields are read (§15.1.6).
+    CardNoData,
+    /// A lorebook entry field of the wrong type or range, read as its default (SPEC §15.3.3).
+    LoreFieldInvalid,
+    /// A lorebook entry skipped or replaced at import (SPEC §15.3).
+    LoreEntryInvalid,
+    /// A second book with a name already used, and other entries: skipped (SPEC §15.4).
+    LoreBookDuplicate,
+    /// A regex key over its step bound: no match (SPEC §15.5.6).
+    LoreRegexLimit,
+    /// A World Info limit cut the activation short (SPEC §15.8).
+    LoreLimit,
+    /// An outlet entry without an outlet name: placed nowhere (SPEC §15.7).
+    LoreOutletUnnamed,
+    /// Timed effects without the host's message position: the history length stood in (§15.4).
+    LorePositionMissing,
+    /// Author's Note lore placed at depth 4: stpreset has no Author's Note (SPEC §15.7).
+    LoreAuthorsNoteFallback,
 }
 
 impl DiagnosticKind {
@@ -110,7 +130,10 @@ impl DiagnosticKind {
             | RegexNotAllowed
             | RegexDepthIgnored
             | RegexNeverRuns
-            | LoneSurrogate => Severity::Info,
+            | LoneSurrogate
+            | CardNoData
+            | LorePositionMissing
+            | LoreAuthorsNoteFallback => Severity::Info,
             _ => Severity::Warning,
         }
     }
@@ -128,6 +151,24 @@ impl DiagnosticKind {
                 | RegexNotAllowed
                 | RegexDepthIgnored
                 | RegexNeverRuns
+        )
+    }
+}
+
+impl DiagnosticKind {
+    /// Whether the kind belongs to World Info (SPEC §15.10: it carries `book` and `entry`).
+    pub fn is_lore(self) -> bool {
+        use DiagnosticKind::*;
+        matches!(
+            self,
+            LoreFieldInvalid
+                | LoreEntryInvalid
+                | LoreBookDuplicate
+                | LoreRegexLimit
+                | LoreLimit
+                | LoreOutletUnnamed
+                | LorePositionMissing
+                | LoreAuthorsNoteFallback
         )
     }
 }
@@ -165,6 +206,20 @@ pub struct Diagnostic {
     /// The 0-based position of the regex script it is about (SPEC §13.8), for diagnostics of
     /// script runs and their expansions; `None` otherwise.
     pub script: Option<u32>,
+    /// For World Info diagnostics (SPEC §15.10): the book, entry and field it is about.
+    pub lore: Option<Box<LoreAt>>,
+}
+
+/// Where in a lorebook a World Info diagnostic points (SPEC §15.10).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct LoreAt {
+    /// The book's name.
+    pub book: Option<String>,
+    /// The entry's uid (or a skipped entry's key or index), as a string.
+    pub entry: Option<String>,
+    /// The normalised field name (`LoreFieldInvalid` only).
+    pub field: Option<String>,
 }
 
 impl Diagnostic {
@@ -182,7 +237,22 @@ impl Diagnostic {
             column: None,
             message: message.into(),
             script: None,
+            lore: None,
         }
+    }
+
+    /// The same diagnostic, about an entry (or the whole book when `entry` is `None`).
+    pub(crate) fn in_book(mut self, book: Option<&str>, entry: Option<&str>) -> Self {
+        let at = self.lore.get_or_insert_with(Box::default);
+        at.book = book.map(str::to_string);
+        at.entry = entry.map(str::to_string);
+        self
+    }
+
+    /// The same diagnostic, about one field of its entry.
+    pub(crate) fn field(mut self, field: &str) -> Self {
+        self.lore.get_or_insert_with(Box::default).field = Some(field.to_string());
+        self
     }
 
     /// The same diagnostic, about regex script `script` (0-based).
@@ -380,8 +450,22 @@ impl Serialize for Diagnostic {
         // `script` only where it means something: regex kinds (null for the list-level ones)
         // and the macro diagnostics of a script's expansions.
         let script = self.script.is_some() || self.kind.is_regex();
-        let mut st = s.serialize_struct("Diagnostic", 7 + script as usize)?;
+        // `book` and `entry` on World Info kinds, `field` where one is named.
+        let lore = self.kind.is_lore();
+        let at = self.lore.as_deref();
+        let field = at.and_then(|a| a.field.as_deref());
+        let extra = script as usize + 2 * lore as usize + field.is_some() as usize;
+        let mut st = s.serialize_struct("Diagnostic", 7 + extra)?;
+        if lore {
+            st.serialize_field("book", &at.and_then(|a| a.book.as_deref()))?;
+        }
         st.serialize_field("column", &self.column)?;
+        if lore {
+            st.serialize_field("entry", &at.and_then(|a| a.entry.as_deref()))?;
+        }
+        if let Some(f) = field {
+            st.serialize_field("field", f)?;
+        }
         st.serialize_field("kind", &self.kind)?;
         st.serialize_field("line", &self.line)?;
         st.serialize_field("message", &self.message)?;
@@ -417,6 +501,7 @@ mod tests {
             column: Some(4),
             message: "m".into(),
             script: None,
+            lore: None,
         };
         let v = serde_json::to_value(&d).unwrap();
         assert_eq!(v["severity"], "warning");
@@ -430,6 +515,7 @@ mod tests {
             column: None,
             message: String::new(),
             script: None,
+            lore: None,
         };
         let v = serde_json::to_value(&info).unwrap();
         assert_eq!(v["severity"], "info");

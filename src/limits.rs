@@ -46,6 +46,30 @@ pub struct Limits {
     pub regex_run_steps_max: u64,
     /// Matcher steps of all runs of one regex pass together.
     pub regex_pass_steps: u64,
+    /// Largest character card file accepted (SPEC §15.8).
+    pub card_max_file_bytes: usize,
+    /// Largest card JSON, in a file or decoded from a PNG chunk.
+    pub card_max_json_bytes: usize,
+    /// Most PNG chunks a card may have.
+    pub card_png_max_chunks: usize,
+    /// Most lorebooks one activation reads.
+    pub lore_max_books: usize,
+    /// Largest lorebook file accepted.
+    pub lore_max_book_bytes: usize,
+    /// Most entries of all books of one activation together.
+    pub lore_max_entries: usize,
+    /// Most keys (primary and secondary each) of one entry.
+    pub lore_max_keys: usize,
+    /// Longest key, in bytes.
+    pub lore_max_key_bytes: usize,
+    /// Longest entry content, in bytes.
+    pub lore_max_content_bytes: usize,
+    /// Most scan passes of one activation.
+    pub lore_max_passes: usize,
+    /// Regex-key matcher steps of one activation together.
+    pub lore_regex_steps: u64,
+    /// Plain-key matching steps (bytes scanned) of one activation together.
+    pub lore_plain_steps: u64,
 }
 
 impl Default for Limits {
@@ -65,6 +89,18 @@ impl Default for Limits {
             regex_run_steps: 10_000_000,
             regex_run_steps_max: 100_000_000,
             regex_pass_steps: 300_000_000,
+            card_max_file_bytes: 32 << 20,
+            card_max_json_bytes: 16 << 20,
+            card_png_max_chunks: 4096,
+            lore_max_books: 64,
+            lore_max_book_bytes: 16 << 20,
+            lore_max_entries: 20_000,
+            lore_max_keys: 256,
+            lore_max_key_bytes: 1 << 10,
+            lore_max_content_bytes: 256 << 10,
+            lore_max_passes: 128,
+            lore_regex_steps: 300_000_000,
+            lore_plain_steps: 500_000_000,
         }
     }
 }
@@ -87,6 +123,18 @@ impl Limits {
         regex_run_steps: 10_000_000_000,
         regex_run_steps_max: 10_000_000_000,
         regex_pass_steps: 100_000_000_000,
+        card_max_file_bytes: 256 << 20,
+        card_max_json_bytes: 256 << 20,
+        card_png_max_chunks: 1 << 20,
+        lore_max_books: 4096,
+        lore_max_book_bytes: 256 << 20,
+        lore_max_entries: 1_000_000,
+        lore_max_keys: 65_536,
+        lore_max_key_bytes: 1 << 20,
+        lore_max_content_bytes: 64 << 20,
+        lore_max_passes: 4096,
+        lore_regex_steps: 100_000_000_000,
+        lore_plain_steps: 100_000_000_000,
     };
 
     /// These limits with every field clamped to [`Limits::MAX`]: the one place where limits
@@ -114,6 +162,18 @@ impl Limits {
             regex_run_steps: self.regex_run_steps.min(m.regex_run_steps),
             regex_run_steps_max: self.regex_run_steps_max.min(m.regex_run_steps_max),
             regex_pass_steps: self.regex_pass_steps.min(m.regex_pass_steps),
+            card_max_file_bytes: self.card_max_file_bytes.min(m.card_max_file_bytes),
+            card_max_json_bytes: self.card_max_json_bytes.min(m.card_max_json_bytes),
+            card_png_max_chunks: self.card_png_max_chunks.min(m.card_png_max_chunks),
+            lore_max_books: self.lore_max_books.min(m.lore_max_books),
+            lore_max_book_bytes: self.lore_max_book_bytes.min(m.lore_max_book_bytes),
+            lore_max_entries: self.lore_max_entries.min(m.lore_max_entries),
+            lore_max_keys: self.lore_max_keys.min(m.lore_max_keys),
+            lore_max_key_bytes: self.lore_max_key_bytes.min(m.lore_max_key_bytes),
+            lore_max_content_bytes: self.lore_max_content_bytes.min(m.lore_max_content_bytes),
+            lore_max_passes: self.lore_max_passes.min(m.lore_max_passes),
+            lore_regex_steps: self.lore_regex_steps.min(m.lore_regex_steps),
+            lore_plain_steps: self.lore_plain_steps.min(m.lore_plain_steps),
         }
     }
 }

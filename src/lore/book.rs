@@ -1,0 +1,747 @@
+//! Lorebook import (SPEC §15.3): World Info files and a card's `character_book`, read into
+//! normalised entries with the editor template's defaults; a field of the wrong type takes
+//! its default with a `LoreFieldInvalid`, an entry that is not an object (or is over a §15.8
+//! cap) is skipped with a `LoreEntryInvalid`. Invalid entries never fail an import.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde::ser::Serializer;
+
+use super::LoreError;
+use super::json::{Json, Object, js_key_order};
+use crate::diagnostic::{Diagnostic, DiagnosticKind};
+use crate::limits::Limits;
+
+/// Where a book comes from; it decides the scan order (SPEC §15.5.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoreSource {
+    /// The chat's own lorebook.
+    Chat,
+    /// The user's persona lorebook.
+    Persona,
+    /// The character card's lorebook.
+    Character,
+    /// A global lorebook.
+    #[default]
+    Global,
+}
+
+/// An entry's uid: an integer or a string (SPEC §15.3.1).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(untagged)]
+pub(crate) enum Uid {
+    Number(u64),
+    Text(String),
+}
+
+impl std::fmt::Display for Uid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Uid::Number(n) => write!(f, "{n}"),
+            Uid::Text(s) => f.write_str(s),
+        }
+    }
+}
+
+/// A probability as JSON writes it: an integer when it has no fraction.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Probability(pub f64);
+
+impl Serialize for Probability {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.0.fract() == 0.0 {
+            s.serialize_i64(self.0 as i64)
+        } else {
+            s.serialize_f64(self.0)
+        }
+    }
+}
+
+/// One normalised entry: exactly SPEC §15.3.2's fields, in its order (the JSON order too).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Entry {
+    pub uid: Uid,
+    pub key: Vec<String>,
+    pub keysecondary: Vec<String>,
+    pub comment: String,
+    pub content: String,
+    pub constant: bool,
+    pub selective: bool,
+    pub selective_logic: u8,
+    pub order: i64,
+    pub position: i64,
+    pub disable: bool,
+    pub probability: Probability,
+    pub use_probability: bool,
+    pub depth: u64,
+    pub group: String,
+    pub group_override: bool,
+    pub group_weight: u64,
+    pub scan_depth: Option<u64>,
+    pub case_sensitive: Option<bool>,
+    pub match_whole_words: Option<bool>,
+    pub use_group_scoring: Option<bool>,
+    pub role: u8,
+    pub sticky: Option<u64>,
+    pub cooldown: Option<u64>,
+    pub delay: Option<u64>,
+    pub exclude_recursion: bool,
+    pub prevent_recursion: bool,
+    pub delay_until_recursion: u64,
+    pub ignore_budget: bool,
+    pub outlet_name: String,
+    pub triggers: Vec<String>,
+    pub match_persona_description: bool,
+    pub match_character_description: bool,
+    pub match_character_personality: bool,
+    pub match_character_depth_prompt: bool,
+    pub match_scenario: bool,
+    pub match_creator_notes: bool,
+}
+
+impl Entry {
+    fn new(uid: Uid) -> Entry {
+        Entry {
+            uid,
+            key: Vec::new(),
+            keysecondary: Vec::new(),
+            comment: String::new(),
+            content: String::new(),
+            constant: false,
+            selective: true,
+            selective_logic: 0,
+            order: 100,
+            position: 0,
+            disable: false,
+            probability: Probability(100.0),
+            use_probability: true,
+            depth: 4,
+            group: String::new(),
+            group_override: false,
+            group_weight: 100,
+            scan_depth: None,
+            case_sensitive: None,
+            match_whole_words: None,
+            use_group_scoring: None,
+            role: 0,
+            sticky: None,
+            cooldown: None,
+            delay: None,
+            exclude_recursion: false,
+            prevent_recursion: false,
+            delay_until_recursion: 0,
+            ignore_budget: false,
+            outlet_name: String::new(),
+            triggers: Vec::new(),
+            match_persona_description: false,
+            match_character_description: false,
+            match_character_personality: false,
+            match_character_depth_prompt: false,
+            match_scenario: false,
+            match_creator_notes: false,
+        }
+    }
+}
+
+/// A lorebook: its name (the identity timed effects are kept under), where it comes from and
+/// its normalised entries in scan order.
+///
+/// ```
+/// use stpreset::{Limits, Lorebook};
+/// let json = br#"{"entries": {"1": {"key": ["rain"], "content": "It rains."}, "0": {"key": ["sun"]}}}"#;
+/// let book = Lorebook::from_json("weather", json, &Limits::default()).unwrap();
+/// assert_eq!(book.len(), 2);
+/// assert!(book.diagnostics().is_empty());
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lorebook {
+    pub(crate) name: String,
+    pub(crate) source: LoreSource,
+    pub(crate) entries: Vec<Entry>,
+    pub(crate) diagnostics: Vec<Diagnostic>,
+}
+
+impl Lorebook {
+    /// Reads a World Info file or a `character_book` object (SPEC §15.3.1), refusing one over
+    /// [`Limits::lore_max_book_bytes`] before parsing it. The book's source is `global`.
+    pub fn from_json(name: &str, bytes: &[u8], limits: &Limits) -> Result<Lorebook, LoreError> {
+        let limits = limits.clamped();
+        if bytes.len() > limits.lore_max_book_bytes {
+            return Err(LoreError::LorebookInvalid(format!(
+                "book {:?} is {} bytes, over the limit of {}",
+                crate::diagnostic::excerpt(name),
+                bytes.len(),
+                limits.lore_max_book_bytes
+            )));
+        }
+        let text = String::from_utf8_lossy(bytes);
+        let json = Json::parse(text.as_bytes())
+            .map_err(|e| LoreError::LorebookInvalid(format!("not JSON: {e}")))?;
+        Lorebook::from_value(name, &json, &limits)
+    }
+
+    /// Reads a parsed book (a World Info file or a `character_book`).
+    pub(crate) fn from_value(
+        name: &str,
+        json: &Json,
+        limits: &Limits,
+    ) -> Result<Lorebook, LoreError> {
+        let entries = json.as_object().and_then(|o| o.get("entries"));
+        let mut reader = Reader {
+            book: name,
+            limits,
+            diagnostics: Vec::new(),
+            entries: Vec::new(),
+            by_uid: HashMap::new(),
+            capped: false,
+        };
+        match entries {
+            Some(Json::Object(o)) => reader.world_info(o),
+            Some(Json::Array(a)) => reader.character_book(a),
+            _ => {
+                return Err(LoreError::LorebookInvalid(
+                    "expected an object whose `entries` is an object or an array".into(),
+                ));
+            }
+        }
+        Ok(Lorebook {
+            name: name.to_string(),
+            source: LoreSource::Global,
+            entries: reader.entries,
+            diagnostics: reader.diagnostics,
+        })
+    }
+
+    /// The same book from another source.
+    pub fn with_source(mut self, source: LoreSource) -> Lorebook {
+        self.source = source;
+        self
+    }
+
+    /// The book's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Where the book comes from.
+    pub fn source(&self) -> LoreSource {
+        self.source
+    }
+
+    /// How many entries were imported.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the book has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// What the import noticed, in book order (SPEC §15.10).
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+
+    /// The normalised entries as JSON (SPEC §15.3.2's fields, in its order).
+    pub fn entries_json(&self) -> serde_json::Value {
+        serde_json::to_value(&self.entries).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// A JS-truthy test (`!value` in `convertCharacterBook`).
+fn truthy(v: Option<&Json>) -> bool {
+    match v {
+        None | Some(Json::Null) => false,
+        Some(Json::Bool(b)) => *b,
+        Some(Json::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0 && !f.is_nan()),
+        Some(Json::String(s)) => !s.is_empty(),
+        Some(_) => true,
+    }
+}
+
+/// A uid as SPEC §15.3.1 accepts it: an integer ≥ 0 or a string.
+fn uid_of(v: Option<&Json>) -> Option<Uid> {
+    match v? {
+        Json::String(s) => Some(Uid::Text(s.clone())),
+        j => j
+            .as_integer()
+            .and_then(|i| u64::try_from(i).ok())
+            .map(Uid::Number),
+    }
+}
+
+/// The uid a file key stands for: a number when integer-like.
+fn uid_of_key(key: &str) -> Uid {
+    match super::json::integer_like(key) {
+        Some(n) => Uid::Number(u64::from(n)),
+        None => Uid::Text(key.to_string()),
+    }
+}
+
+struct Reader<'a> {
+    book: &'a str,
+    limits: &'a Limits,
+    diagnostics: Vec<Diagnostic>,
+    entries: Vec<Entry>,
+    /// Each uid's place in `entries` (its JS object key, so `3` and `"3"` are one).
+    by_uid: HashMap<String, usize>,
+    /// The entry cap was reached (reported once).
+    capped: bool,
+}
+
+impl Reader<'_> {
+    fn entry_invalid(&mut self, entry: &str, why: &str) {
+        let d = Diagnostic::new(
+            DiagnosticKind::LoreEntryInvalid,
+            None,
+            format!(
+                "entry {:?} of book {:?}: {why}",
+                crate::diagnostic::excerpt(entry),
+                crate::diagnostic::excerpt(self.book)
+            ),
+        )
+        .in_book(Some(self.book), Some(entry));
+        self.diagnostics.push(d);
+    }
+
+    /// Whether one more entry fits the book cap (one diagnostic when the first does not).
+    fn room(&mut self, label: &str) -> bool {
+        if self.entries.len() < self.limits.lore_max_entries {
+            return true;
+        }
+        if !self.capped {
+            self.capped = true;
+            self.entry_invalid(label, "over the entry limit: this and later entries skipped");
+        }
+        false
+    }
+
+    /// Adds a normalised entry, replacing one with the same uid in its place.
+    fn push(&mut self, entry: Entry) {
+        let key = entry.uid.to_string();
+        if let Some(&i) = self.by_uid.get(&key) {
+            self.entry_invalid(&key, "a later entry with the same uid replaces it");
+            self.entries[i] = entry;
+            return;
+        }
+        self.by_uid.insert(key, self.entries.len());
+        self.entries.push(entry);
+    }
+
+    /// A World Info file: entries keyed by object key.
+    fn world_info(&mut self, entries: &Object) {
+        let order = js_key_order(entries.members.iter().map(|(k, _)| k.as_str()));
+        let mut full = false;
+        for i in order {
+            let (key, value) = &entries.members[i];
+            if full || !self.room(key) {
+                full = true;
+                continue;
+            }
+            let Some(obj) = value.as_object() else {
+                self.entry_invalid(key, &format!("expected an object, found {}", value.kind()));
+                continue;
+            };
+            let uid = uid_of(obj.get("uid")).unwrap_or_else(|| uid_of_key(key));
+            let label = uid.to_string();
+            let mut fields = Fields::new(self, &label);
+            let entry = fields.read(uid, |name| obj.get(name));
+            if let Some(entry) = entry {
+                self.push(entry);
+            }
+        }
+    }
+
+    /// A `character_book`: an array converted as `convertCharacterBook` does.
+    fn character_book(&mut self, entries: &[Json]) {
+        // Uids first, then JS object order over them.
+        let uids: Vec<Uid> = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                uid_of(e.as_object().and_then(|o| o.get("id")))
+                    .unwrap_or(Uid::Number(i as u64))
+            })
+            .collect();
+        let keys: Vec<String> = uids.iter().map(Uid::to_string).collect();
+        // The last of a repeated uid wins, at the first one's place (a JS object's assignment).
+        let mut last: HashMap<&str, usize> = HashMap::new();
+        for (i, k) in keys.iter().enumerate() {
+            last.insert(k.as_str(), i);
+        }
+        let mut seen: Vec<&str> = Vec::new();
+        let mut firsts = Vec::new();
+        let mut seen_set = std::collections::HashSet::new();
+        for k in &keys {
+            if seen_set.insert(k.as_str()) {
+                seen.push(k.as_str());
+            }
+        }
+        for i in js_key_order(seen.iter().copied()) {
+            firsts.push(last[seen[i]]);
+        }
+        let lost = entries.len() - firsts.len();
+        if lost > 0 {
+            for (i, k) in keys.iter().enumerate() {
+                if last[k.as_str()] != i {
+                    self.entry_invalid(k, "a later entry with the same id replaces it");
+                }
+            }
+        }
+        let mut full = false;
+        for i in firsts {
+            let label = keys[i].clone();
+            if full || !self.room(&label) {
+                full = true;
+                continue;
+            }
+            let Some(obj) = entries[i].as_object() else {
+                self.entry_invalid(
+                    &label,
+                    &format!("expected an object, found {}", entries[i].kind()),
+                );
+                continue;
+            };
+            let ext = obj.get("extensions").and_then(Json::as_object);
+            let from_ext = |name: &str| ext.and_then(|e| e.get(name));
+            // Values computed by the conversion (not read as they are).
+            let selective = if truthy(obj.get("selective")) {
+                obj.get("selective").cloned()
+            } else {
+                Some(Json::Bool(false))
+            };
+            let disable = Json::Bool(!truthy(obj.get("enabled")));
+            let position = match from_ext("position") {
+                Some(v) if !matches!(v, Json::Null) => v.clone(),
+                _ => {
+                    let before = obj.get("position").and_then(Json::as_str) == Some("before_char");
+                    Json::Number((if before { 0 } else { 1 }).into())
+                }
+            };
+            let uid = uids[i].clone();
+            let mut fields = Fields::new(self, &label);
+            let entry = fields.read(uid, |name| match name {
+                "key" => obj.get("keys"),
+                "keysecondary" => obj.get("secondary_keys"),
+                "content" | "comment" | "constant" => obj.get(name),
+                "selective" => selective.as_ref(),
+                "order" => obj.get("insertion_order"),
+                "disable" => Some(&disable),
+                "position" => Some(&position),
+                "useProbability" | "selectiveLogic" => from_ext(name),
+                other => from_ext(&snake_case(other)),
+            });
+            if let Some(entry) = entry {
+                self.push(entry);
+            }
+        }
+    }
+}
+
+/// `groupWeight` → `group_weight`.
+fn snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for c in name.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Reads one entry's fields with their defaults, reporting each invalid one.
+struct Fields<'r, 'a> {
+    reader: &'r mut Reader<'a>,
+    label: String,
+}
+
+impl<'r, 'a> Fields<'r, 'a> {
+    fn new(reader: &'r mut Reader<'a>, label: &str) -> Self {
+        Fields {
+            reader,
+            label: label.to_string(),
+        }
+    }
+
+    fn invalid(&mut self, field: &str, why: String) {
+        let d = Diagnostic::new(
+            DiagnosticKind::LoreFieldInvalid,
+            None,
+            format!(
+                "entry {:?} of book {:?}: `{field}` {why}; the default is used",
+                crate::diagnostic::excerpt(&self.label),
+                crate::diagnostic::excerpt(self.reader.book)
+            ),
+        )
+        .in_book(Some(self.reader.book), Some(&self.label))
+        .field(field);
+        self.reader.diagnostics.push(d);
+    }
+
+    /// The normalised entry, or `None` when it is over a §15.8 cap (reported).
+    fn read<'j>(&mut self, uid: Uid, get: impl Fn(&str) -> Option<&'j Json>) -> Option<Entry> {
+        let mut e = Entry::new(uid);
+        // Each field in §15.3.2's order, so diagnostics come in that order.
+        self.strings("key", get("key"), &mut e.key);
+        self.strings("keysecondary", get("keysecondary"), &mut e.keysecondary);
+        self.string("comment", get("comment"), &mut e.comment);
+        self.string("content", get("content"), &mut e.content);
+        self.boolean("constant", get("constant"), &mut e.constant);
+        self.boolean("selective", get("selective"), &mut e.selective);
+        if let Some(v) = self.integer("selectiveLogic", get("selectiveLogic"), 0, 3, false) {
+            e.selective_logic = v.unwrap_or(0) as u8;
+        }
+        if let Some(v) = self.integer("order", get("order"), i64::MIN, i64::MAX, false) {
+            e.order = v.unwrap_or(100);
+        }
+        if let Some(v) = self.integer("position", get("position"), i64::MIN, i64::MAX, false) {
+            e.position = v.unwrap_or(0);
+        }
+        self.boolean("disable", get("disable"), &mut e.disable);
+        match get("probability") {
+            None => {}
+            Some(v) => match v.as_number() {
+                Some(p) if (0.0..=100.0).contains(&p) => e.probability = Probability(p),
+                _ => self.invalid("probability", format!("is {}, not a number 0–100", v.kind())),
+            },
+        }
+        self.boolean("useProbability", get("useProbability"), &mut e.use_probability);
+        match get("depth") {
+            // ST reads `depth ?? 4`: null is the default, silently.
+            None | Some(Json::Null) => {}
+            v => {
+                if let Some(Some(d)) = self.integer("depth", v, 0, i64::MAX, false) {
+                    e.depth = d as u64;
+                }
+            }
+        }
+        self.string("group", get("group"), &mut e.group);
+        self.boolean("groupOverride", get("groupOverride"), &mut e.group_override);
+        if let Some(Some(w)) = self.integer("groupWeight", get("groupWeight"), 0, i64::MAX, false) {
+            e.group_weight = w as u64;
+        }
+        e.scan_depth = self.count("scanDepth", get("scanDepth"));
+        e.case_sensitive = self.flag("caseSensitive", get("caseSensitive"));
+        e.match_whole_words = self.flag("matchWholeWords", get("matchWholeWords"));
+        e.use_group_scoring = self.flag("useGroupScoring", get("useGroupScoring"));
+        if let Some(r) = self.integer("role", get("role"), 0, 2, true) {
+            e.role = r.unwrap_or(0) as u8;
+        }
+        e.sticky = self.count("sticky", get("sticky"));
+        e.cooldown = self.count("cooldown", get("cooldown"));
+        e.delay = self.count("delay", get("delay"));
+        self.boolean("excludeRecursion", get("excludeRecursion"), &mut e.exclude_recursion);
+        self.boolean("preventRecursion", get("preventRecursion"), &mut e.prevent_recursion);
+        match get("delayUntilRecursion") {
+            None => {}
+            Some(Json::Bool(b)) => e.delay_until_recursion = u64::from(*b),
+            v => {
+                if let Some(Some(n)) = self.integer("delayUntilRecursion", v, 0, i64::MAX, false) {
+                    e.delay_until_recursion = n as u64;
+                }
+            }
+        }
+        self.boolean("ignoreBudget", get("ignoreBudget"), &mut e.ignore_budget);
+        self.string("outletName", get("outletName"), &mut e.outlet_name);
+        self.strings("triggers", get("triggers"), &mut e.triggers);
+        for (name, slot) in [
+            ("matchPersonaDescription", &mut e.match_persona_description),
+            ("matchCharacterDescription", &mut e.match_character_description),
+            ("matchCharacterPersonality", &mut e.match_character_personality),
+            ("matchCharacterDepthPrompt", &mut e.match_character_depth_prompt),
+            ("matchScenario", &mut e.match_scenario),
+            ("matchCreatorNotes", &mut e.match_creator_notes),
+        ] {
+            self.boolean(name, get(name), slot);
+        }
+        self.within_caps(&e).then_some(e)
+    }
+
+    fn within_caps(&mut self, e: &Entry) -> bool {
+        let l = self.reader.limits;
+        let why = if e.key.len() > l.lore_max_keys || e.keysecondary.len() > l.lore_max_keys {
+            format!("more than {} keys", l.lore_max_keys)
+        } else if e
+            .key
+            .iter()
+            .chain(&e.keysecondary)
+            .any(|k| k.len() > l.lore_max_key_bytes)
+        {
+            format!("a key over {} bytes", l.lore_max_key_bytes)
+        } else if e.content.len() > l.lore_max_content_bytes {
+            format!("content over {} bytes", l.lore_max_content_bytes)
+        } else {
+            return true;
+        };
+        let label = self.label.clone();
+        self.reader
+            .entry_invalid(&label, &format!("skipped: {why} (a World Info limit)"));
+        false
+    }
+
+    fn string(&mut self, field: &str, v: Option<&Json>, slot: &mut String) {
+        match v {
+            None => {}
+            Some(Json::String(s)) => slot.clone_from(s),
+            Some(v) => self.invalid(field, format!("is {}, not a string", v.kind())),
+        }
+    }
+
+    fn strings(&mut self, field: &str, v: Option<&Json>, slot: &mut Vec<String>) {
+        match v {
+            None => {}
+            Some(Json::Array(items)) => {
+                slot.extend(items.iter().filter_map(Json::as_str).map(str::to_string));
+                if slot.len() != items.len() {
+                    self.invalid(field, "holds items that are not strings (dropped)".into());
+                }
+            }
+            Some(v) => self.invalid(field, format!("is {}, not a list of strings", v.kind())),
+        }
+    }
+
+    fn boolean(&mut self, field: &str, v: Option<&Json>, slot: &mut bool) {
+        match v {
+            None => {}
+            Some(Json::Bool(b)) => *slot = *b,
+            Some(v) => self.invalid(field, format!("is {}, not a boolean", v.kind())),
+        }
+    }
+
+    /// A boolean that may be null (inherit).
+    fn flag(&mut self, field: &str, v: Option<&Json>) -> Option<bool> {
+        match v {
+            None | Some(Json::Null) => None,
+            Some(Json::Bool(b)) => Some(*b),
+            Some(v) => {
+                self.invalid(field, format!("is {}, not a boolean or null", v.kind()));
+                None
+            }
+        }
+    }
+
+    /// An integer ≥ 0 or null.
+    fn count(&mut self, field: &str, v: Option<&Json>) -> Option<u64> {
+        self.integer(field, v, 0, i64::MAX, true)
+            .flatten()
+            .map(|n| n as u64)
+    }
+
+    /// `None` when invalid (reported) ; `Some(None)` when missing or an allowed null.
+    fn integer(
+        &mut self,
+        field: &str,
+        v: Option<&Json>,
+        lo: i64,
+        hi: i64,
+        nullable: bool,
+    ) -> Option<Option<i64>> {
+        match v {
+            None => Some(None),
+            Some(Json::Null) if nullable => Some(None),
+            Some(v) => match v.as_integer() {
+                Some(n) if (lo..=hi).contains(&n) => Some(Some(n)),
+                _ => {
+                    let range = if hi == i64::MAX && lo == 0 {
+                        "an integer ≥ 0".to_string()
+                    } else if lo == i64::MIN {
+                        "an integer".to_string()
+                    } else {
+                        format!("an integer {lo}–{hi}")
+                    };
+                    self.invalid(field, format!("is {}, not {range}", v.kind()));
+                    None
+                }
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn book(json: &str) -> Lorebook {
+        Lorebook::from_json("B", json.as_bytes(), &Limits::default()).unwrap()
+    }
+
+    fn uids(b: &Lorebook) -> Vec<String> {
+        b.entries.iter().map(|e| e.uid.to_string()).collect()
+    }
+
+    #[test]
+    fn world_info_order_is_a_js_objects() {
+        let b = book(r#"{"entries": {"b": {}, "10": {}, "2": {}, "a": {"uid": "x"}}}"#);
+        assert_eq!(uids(&b), ["2", "10", "b", "x"]);
+        assert_eq!(b.entries[0].uid, Uid::Number(2));
+        assert_eq!(b.entries[2].uid, Uid::Text("b".into()));
+    }
+
+    #[test]
+    fn a_repeated_uid_replaces_in_place() {
+        let b = book(r#"{"entries": {"0": {"uid": 5, "content": "a"}, "1": {"uid": 7}, "2": {"uid": 5, "content": "b"}}}"#);
+        assert_eq!(uids(&b), ["5", "7"]);
+        assert_eq!(b.entries[0].content, "b");
+        assert_eq!(b.diagnostics[0].kind, DiagnosticKind::LoreEntryInvalid);
+    }
+
+    #[test]
+    fn character_book_keeps_the_last_of_a_repeated_id_at_the_first_place() {
+        let b = book(r#"{"entries": [{"id": 1, "content": "a"}, {"content": "b"}, {"id": "z"}]}"#);
+        assert_eq!(uids(&b), ["1", "z"]);
+        assert_eq!(b.entries[0].content, "b");
+        // enabled missing: disabled; selective missing: false; position: after_char.
+        assert!(b.entries[0].disable && !b.entries[0].selective);
+        assert_eq!(b.entries[0].position, 1);
+    }
+
+    #[test]
+    fn types_take_defaults_with_one_diagnostic_each() {
+        let b = book(
+            r#"{"entries": {"0": {"depth": null, "role": null, "delayUntilRecursion": true, "probability": 12.5, "scanDepth": -1, "order": 2.0}}}"#,
+        );
+        let e = &b.entries[0];
+        assert_eq!((e.depth, e.role, e.delay_until_recursion), (4, 0, 1));
+        assert_eq!(e.probability, Probability(12.5));
+        assert_eq!(e.order, 2);
+        assert_eq!(b.diagnostics.len(), 1);
+        let v = serde_json::to_value(&b.diagnostics[0]).unwrap();
+        assert_eq!(v["field"], "scanDepth");
+        assert_eq!(v["book"], "B");
+        assert_eq!(v["entry"], "0");
+    }
+
+    #[test]
+    fn caps_skip_an_entry_and_refuse_a_book() {
+        let mut limits = Limits::default();
+        limits.lore_max_keys = 2;
+        let b = Lorebook::from_json(
+            "B",
+            br#"{"entries": {"0": {"key": ["a", "b", "c"]}, "1": {}}}"#,
+            &limits,
+        )
+        .unwrap();
+        assert_eq!(uids(&b), ["1"]);
+        limits.lore_max_book_bytes = 10;
+        assert!(Lorebook::from_json("B", br#"{"entries": {}}  "#, &limits).is_err());
+        for bad in ["[]", "{}", r#"{"entries": 3}"#, "not json"] {
+            assert!(Lorebook::from_json("B", bad.as_bytes(), &Limits::default()).is_err());
+        }
+    }
+
+    #[test]
+    fn normalised_json_has_the_spec_field_order() {
+        let b = book(r#"{"entries": {"0": {"key": ["a"]}}}"#);
+        let text = serde_json::to_string(&b.entries[0]).unwrap();
+        assert!(text.starts_with(r#"{"uid":0,"key":["a"],"keysecondary":[],"comment":"""#));
+        assert!(text.contains(r#""probability":100,"useProbability":true"#));
+        assert!(text.ends_with(r#""matchCreatorNotes":false}"#));
+    }
+}

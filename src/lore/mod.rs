@@ -1,0 +1,54 @@
+//! Character cards and World Info (SPEC §15): card import (`card`, with its PNG reader `png`),
+//! lorebook import (`book`), the stateless activation call (`activate`, matching in `keys`),
+//! timed-effect state (`state`) and what a render does with the result (`place`).
+//!
+//! Cards and books come from strangers: every size is checked against [`Limits`] before
+//! anything is allocated for it, and activation work is linear in the text scanned (§15.8).
+
+mod book;
+mod json;
+
+pub use book::{Lorebook, LoreSource};
+
+/// Why a card or a lorebook could not be imported (SPEC §15.10): nothing is half-imported.
+///
+/// ```
+/// let err = stpreset::Lorebook::from_json("B", b"[]", &stpreset::Limits::default()).unwrap_err();
+/// assert_eq!(err.kind(), "LorebookInvalid");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoreError {
+    /// Not a PNG, or a PNG whose chunks do not read (§15.1.2).
+    #[error("CardPngInvalid: {0}")]
+    CardPngInvalid(String),
+    /// A PNG without a `ccv3` or `chara` text chunk (§15.1.3).
+    #[error("CardNoMetadata: {0}")]
+    CardNoMetadata(String),
+    /// The card's JSON does not parse (§15.1.4).
+    #[error("CardJsonInvalid: {0}")]
+    CardJsonInvalid(String),
+    /// JSON that is not a card (§15.1.6).
+    #[error("CardNotACard: {0}")]
+    CardNotACard(String),
+    /// Over a card size limit (§15.8).
+    #[error("CardTooLarge: {0}")]
+    CardTooLarge(String),
+    /// Not a lorebook, or over its size limit (§15.3.1).
+    #[error("LorebookInvalid: {0}")]
+    LorebookInvalid(String),
+}
+
+impl LoreError {
+    /// The error's kind as SPEC §15.10 spells it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LoreError::CardPngInvalid(_) => "CardPngInvalid",
+            LoreError::CardNoMetadata(_) => "CardNoMetadata",
+            LoreError::CardJsonInvalid(_) => "CardJsonInvalid",
+            LoreError::CardNotACard(_) => "CardNotACard",
+            LoreError::CardTooLarge(_) => "CardTooLarge",
+            LoreError::LorebookInvalid(_) => "LorebookInvalid",
+        }
+    }
+}
