@@ -56,7 +56,10 @@ pub use error::{ContextError, TemplateError};
 pub use eval::Expanded;
 pub use json::RenderDetails;
 pub use limits::Limits;
-pub use lore::{LoreError, LoreSource, Lorebook};
+pub use lore::{
+    DepthLore, Effect, EffectKind, ExampleLore, GenerationType, LoreError, LoreSource, Lorebook,
+    ScanTexts, SeededRandom, WiInput, WiMessage, WiRandom, WiResult, WiSettings, WiState, activate,
+};
 pub use options::{Budget, Injection, RandomSource, RenderOptions};
 pub use passthrough::{PartMemo, Passthrough};
 pub use preset::{CompiledPreset, Preset, PresetError, PresetNode};

@@ -217,6 +217,17 @@ impl Resolved {
 }
 
 impl Counter {
+    /// The counter itself, for `model` (which `auto` needs): what World Info's budget counts
+    /// with ([`activate`](crate::activate)).
+    ///
+    /// ```
+    /// let words = stpreset::Counter::Builtin(stpreset::Tokenizer::Words).for_model("");
+    /// assert_eq!(words.count("two words"), 2);
+    /// ```
+    pub fn for_model(&self, model: &str) -> Arc<dyn TokenCounter> {
+        self.resolve(model).counter
+    }
+
     /// The counter for `model`.
     pub(crate) fn resolve(&self, model: &str) -> Resolved {
         let tokenizer = match self {

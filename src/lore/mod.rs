@@ -5,10 +5,18 @@
 //! Cards and books come from strangers: every size is checked against [`Limits`] before
 //! anything is allocated for it, and activation work is linear in the text scanned (§15.8).
 
+mod activate;
 mod book;
 mod json;
+mod keys;
+mod state;
 
-pub use book::{Lorebook, LoreSource};
+pub use activate::{
+    DepthLore, ExampleLore, GenerationType, ScanTexts, SeededRandom, WiInput, WiMessage, WiRandom,
+    WiResult, WiSettings, activate,
+};
+pub use book::{LoreSource, Lorebook};
+pub use state::{Effect, EffectKind, WiState};
 
 /// Why a card or a lorebook could not be imported (SPEC §15.10): nothing is half-imported.
 ///

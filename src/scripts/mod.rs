@@ -4,9 +4,9 @@
 //! its cache.
 
 mod literals;
-mod pattern;
+pub(crate) mod pattern;
 mod read;
-mod replace;
+pub(crate) mod replace;
 
 use std::borrow::Cow;
 use std::collections::HashMap;

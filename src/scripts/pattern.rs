@@ -159,7 +159,12 @@ pub(crate) fn cost(f: &str) -> Cost {
 /// budget cannot pay for, is refused (`RegexInvalid`) before regress sees it.
 pub(crate) fn compile_within(f: &str, budget: &mut Cost) -> Result<Pattern, String> {
     let (body, flags) = split(f).ok_or("the pattern is only line breaks")?;
-    let flags = flags.unwrap_or("");
+    compile_parts(body, flags.unwrap_or(""), budget)
+}
+
+/// Compiles a pattern already split into body and flags (a World Info regex key, SPEC
+/// §15.5.6, is read by its own rule), paying its cost from `budget` as [`compile_within`].
+pub(crate) fn compile_parts(body: &str, flags: &str, budget: &mut Cost) -> Result<Pattern, String> {
     if let Some(bad) = flags.chars().find(|c| "xXUAJ".contains(*c)) {
         return Err(format!("invalid flag `{bad}`"));
     }

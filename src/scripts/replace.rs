@@ -39,7 +39,7 @@ pub(crate) enum Body {
 
 /// Whether text may hold something the macro engine would change: braces, escapes,
 /// compatibility placeholders (`<USER>`, any case).
-fn has_macros(s: &str) -> bool {
+pub(crate) fn has_macros(s: &str) -> bool {
     s.contains(['{', '}', '\\']) || {
         let lower = s.to_ascii_lowercase();
         ["<user>", "<bot>", "<char>", "<group>", "<charifnotgroup>"]

@@ -1,0 +1,1437 @@
+//! The activation call (SPEC §15.4–§15.7): which entries of which books activate for a chat,
+//! and where their text goes. A pure function of its inputs: the host passes the timed-effect
+//! state and the message position in and gets the new state back.
+//!
+//! Work is linear (§15.8): keys and contents are expanded once per call, each (key, segment)
+//! pair is tested once (a memo per key remembers how far it has looked), and every test is
+//! paid for from the call's step totals.
+
+use std::collections::{BTreeMap, HashMap};
+
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::{RngExt, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+use super::book::{Entry, LoreSource, Lorebook};
+use super::keys::{self, Key, Segment, Spent, Steps};
+use super::state::{Effect, EffectKind, WiState, fingerprint};
+use crate::context::{Context, Tag};
+use crate::diagnostic::{Diagnostic, DiagnosticKind, excerpt};
+use crate::eval::ScriptEngine;
+use crate::limits::Limits;
+use crate::role::Role;
+use crate::scripts::pattern::Cost;
+use crate::tokens::TokenCounter;
+
+/// World Info settings (SPEC §15.4; context field `world_info`). Defaults are SillyTavern's
+/// fresh install.
+///
+/// ```
+/// let s: stpreset::WiSettings = serde_json::from_str(r#"{"scan_depth": 4}"#).unwrap();
+/// assert_eq!((s.scan_depth, s.budget_percent, s.recursive), (4, 25, true));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct WiSettings {
+    /// Messages scanned, newest first (`world_info_depth`).
+    pub scan_depth: u64,
+    /// Budget as a percentage of the context.
+    pub budget_percent: u64,
+    /// A cap on the budget in tokens (0: none).
+    pub budget_cap: u64,
+    /// Scan `Name: text` instead of the text alone.
+    pub include_names: bool,
+    /// Activated entries' text is scanned again.
+    pub recursive: bool,
+    /// Keys match case-sensitively unless an entry says otherwise.
+    pub case_sensitive: bool,
+    /// Keys without whitespace match whole words unless an entry says otherwise.
+    pub match_whole_words: bool,
+    /// 0: character and global books sorted together; 1: character first; 2: global first.
+    pub character_strategy: u8,
+    /// Scan deeper until this many entries activated (0: off).
+    pub min_activations: u64,
+    /// The deepest scan min activations may reach (0: the history length).
+    pub min_activations_depth_max: u64,
+    /// Most scan passes (0: no cap besides `Limits::lore_max_passes`).
+    pub max_recursion_steps: u64,
+    /// Group members compete by how many keys matched.
+    pub group_scoring: bool,
+}
+
+impl Default for WiSettings {
+    fn default() -> Self {
+        WiSettings {
+            scan_depth: 2,
+            budget_percent: 25,
+            budget_cap: 0,
+            include_names: true,
+            recursive: true,
+            case_sensitive: false,
+            match_whole_words: true,
+            character_strategy: 1,
+            min_activations: 0,
+            min_activations_depth_max: 0,
+            max_recursion_steps: 0,
+            group_scoring: false,
+        }
+    }
+}
+
+/// What kind of generation the activation is for (entry `triggers`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GenerationType {
+    /// A new reply.
+    #[default]
+    Normal,
+    /// Continuing the last reply.
+    Continue,
+    /// Writing as the user.
+    Impersonate,
+    /// Another version of the last reply.
+    Swipe,
+    /// The last reply written again.
+    Regenerate,
+    /// A background generation.
+    Quiet,
+}
+
+impl GenerationType {
+    fn name(self) -> &'static str {
+        match self {
+            GenerationType::Normal => "normal",
+            GenerationType::Continue => "continue",
+            GenerationType::Impersonate => "impersonate",
+            GenerationType::Swipe => "swipe",
+            GenerationType::Regenerate => "regenerate",
+            GenerationType::Quiet => "quiet",
+        }
+    }
+}
+
+/// Texts scanned besides the messages, each by the entries whose `match*` flag selects it,
+/// and `inject`, scanned by every entry (SillyTavern's `scan: true` extension prompts).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ScanTexts {
+    /// The user's persona description.
+    pub persona: String,
+    /// The character's description.
+    pub description: String,
+    /// The character's personality.
+    pub personality: String,
+    /// The character's depth prompt.
+    pub depth_prompt: String,
+    /// The scenario.
+    pub scenario: String,
+    /// The card's creator notes.
+    pub creator_notes: String,
+    /// Extra scan-only texts.
+    pub inject: Vec<String>,
+}
+
+/// One history message as activation scans it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WiMessage<'a> {
+    /// The speaker's name (empty: none).
+    pub name: &'a str,
+    /// The message text.
+    pub text: &'a str,
+}
+
+/// What one activation call reads besides the books and settings (SPEC §15.4).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct WiInput<'a> {
+    /// Names, variables, clock and seed for the macros in keys and contents.
+    pub context: &'a Context,
+    /// The messages, oldest first.
+    pub history: Vec<WiMessage<'a>>,
+    /// Messages in the conversation up to and including the newest (the timed-effect clock);
+    /// `None`: the history's length.
+    pub position: Option<u64>,
+    /// The generation type, for entries with `triggers`.
+    pub generation_type: GenerationType,
+    /// Card and persona texts, and extra scan-only texts.
+    pub scan: ScanTexts,
+    /// The context size the budget is a percentage of; `None`: 3795 (SillyTavern's default).
+    pub max_context: Option<u64>,
+    /// Decide without starting or ending timed effects.
+    pub dry_run: bool,
+}
+
+impl<'a> WiInput<'a> {
+    /// The context's `DIALOGUE_HISTORY` items (a message without a `name` takes the user's or
+    /// the character's by its role, as every SillyTavern message has one) and its card and
+    /// persona values as scan texts.
+    ///
+    /// ```
+    /// use stpreset::{Context, ContextItem, Role, Tag, WiInput};
+    /// let mut ctx = Context::default();
+    /// ctx.user = "Alice".into();
+    /// ctx.items.push(ContextItem::new(Some(Tag::DialogueHistory), Role::User, "hi"));
+    /// let input = WiInput::new(&ctx);
+    /// assert_eq!((input.history[0].name, input.history[0].text), ("Alice", "hi"));
+    /// ```
+    pub fn new(ctx: &'a Context) -> WiInput<'a> {
+        let history = ctx
+            .items
+            .iter()
+            .filter(|i| i.tag == Some(Tag::DialogueHistory))
+            .map(|i| WiMessage {
+                name: match (&i.name, i.role) {
+                    (Some(n), _) => n,
+                    (None, Role::User) => &ctx.user,
+                    (None, Role::Model) => &ctx.char,
+                    (None, Role::System) => "",
+                },
+                text: &i.text,
+            })
+            .collect();
+        WiInput {
+            context: ctx,
+            history,
+            position: None,
+            generation_type: GenerationType::Normal,
+            scan: ScanTexts {
+                persona: ctx.persona.clone(),
+                description: ctx.description.clone(),
+                personality: ctx.personality.clone(),
+                scenario: ctx.scenario.clone(),
+                ..ScanTexts::default()
+            },
+            max_context: None,
+            dry_run: false,
+        }
+    }
+}
+
+/// The random source of activation: group and probability rolls, each a number in `[0, 1)`.
+pub trait WiRandom {
+    /// The next draw.
+    fn draw(&mut self) -> f64;
+}
+
+/// The default source: a stream seeded from the context seed and the message position
+/// (SPEC §15.6.4), so a render at the same position repeats its draws.
+#[derive(Debug, Clone)]
+pub struct SeededRandom(Xoshiro256PlusPlus);
+
+impl SeededRandom {
+    /// The lore stream of `seed` at message position `position`.
+    pub fn new(seed: u64, position: u64) -> SeededRandom {
+        SeededRandom(Xoshiro256PlusPlus::seed_from_u64(lore_seed(seed, position)))
+    }
+}
+
+/// The lore stream's seed: the context seed with the tag `lore` and the position (SPEC §16).
+pub(crate) fn lore_seed(seed: u64, position: u64) -> u64 {
+    crate::eval::stream_seed(seed ^ position.rotate_left(32), "lore")
+}
+
+impl WiRandom for SeededRandom {
+    fn draw(&mut self) -> f64 {
+        self.0.random::<f64>()
+    }
+}
+
+/// Text placed at a chat depth (SPEC §15.7).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DepthLore {
+    /// Messages from the end.
+    pub depth: u64,
+    /// `system`, `user` or `assistant`.
+    pub role: &'static str,
+    /// The entries' texts joined with `\n`.
+    pub text: String,
+}
+
+/// Text placed with the example dialogue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExampleLore {
+    /// `top` or `bottom`.
+    pub position: &'static str,
+    /// The entry's text.
+    pub text: String,
+}
+
+/// What an activation call gives back (SPEC §15.7), in its JSON order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct WiResult {
+    /// Entry names (`BOOK.UID`) in activation order.
+    pub activated: Vec<String>,
+    /// Text before the character (position 0), joined with `\n`.
+    pub before: String,
+    /// Text after the character (position 1).
+    pub after: String,
+    /// Text at chat depths (position 4).
+    pub depth: Vec<DepthLore>,
+    /// Text with the examples (positions 5 and 6).
+    pub examples: Vec<ExampleLore>,
+    /// Author's Note top (position 2).
+    pub an_top: Vec<String>,
+    /// Author's Note bottom (position 3).
+    pub an_bottom: Vec<String>,
+    /// Outlets by name (position 7).
+    pub outlets: BTreeMap<String, String>,
+    /// The state to pass to the next call.
+    pub state: WiState,
+    /// What the call noticed.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// An activated entry as the placement walk needs it.
+#[derive(Debug, Clone)]
+pub(crate) struct Activated {
+    pub name: String,
+    pub book: String,
+    pub uid: String,
+    pub content: String,
+    pub order: i64,
+    pub position: i64,
+    pub depth: u64,
+    pub role: u8,
+    pub outlet: String,
+}
+
+/// Activates `books` for `input` (SPEC §15.5) and places the result (§15.7).
+///
+/// ```
+/// use stpreset::{Context, ContextItem, Limits, Lorebook, Role, Tag, WiInput, WiSettings, WiState};
+/// let book = Lorebook::from_json("w", br#"{"entries": {"0": {"key": ["rain"], "content": "It rains."}}}"#, &Limits::default()).unwrap();
+/// let mut ctx = Context::default();
+/// ctx.items.push(ContextItem::new(Some(Tag::DialogueHistory), Role::User, "Is it rain?"));
+/// let input = WiInput::new(&ctx);
+/// let mut rng = stpreset::SeededRandom::new(0, 1);
+/// let words = stpreset::Counter::Builtin(stpreset::Tokenizer::Words).for_model("");
+/// let out = stpreset::activate(&[book], &input, &WiSettings::default(), &WiState::default(), &mut rng, &*words, &Limits::default());
+/// assert_eq!(out.activated, ["w.0"]);
+/// assert_eq!(out.before, "It rains.");
+/// ```
+pub fn activate(
+    books: &[Lorebook],
+    input: &WiInput<'_>,
+    settings: &WiSettings,
+    state: &WiState,
+    random: &mut dyn WiRandom,
+    counter: &dyn TokenCounter,
+    limits: &Limits,
+) -> WiResult {
+    let (activated, state, mut diagnostics) =
+        run(books, input, settings, state, random, counter, limits);
+    let mut out = place(activated, |a| Some(a.content.clone()), &mut diagnostics);
+    out.state = state;
+    out.diagnostics = diagnostics;
+    out
+}
+
+/// The activation without placement: the activated entries in activation order, the new
+/// state and the diagnostics (a render regexes each content before placing it).
+pub(crate) fn run(
+    books: &[Lorebook],
+    input: &WiInput<'_>,
+    settings: &WiSettings,
+    state: &WiState,
+    random: &mut dyn WiRandom,
+    counter: &dyn TokenCounter,
+    limits: &Limits,
+) -> (Vec<Activated>, WiState, Vec<Diagnostic>) {
+    let limits = limits.clamped();
+    let mut call = Call::new(books, input, settings, random, counter, &limits);
+    call.start_effects(state);
+    call.passes();
+    let state = call.end_effects();
+    let activated = call
+        .activated
+        .iter()
+        .map(|&i| {
+            let e = &call.ents[i];
+            Activated {
+                name: e.name.clone(),
+                book: e.book.to_string(),
+                uid: e.entry.uid.to_string(),
+                content: e.content.clone().unwrap_or_default(),
+                order: e.entry.order,
+                position: e.entry.position,
+                depth: e.entry.depth,
+                role: e.entry.role,
+                outlet: e.entry.outlet_name.clone(),
+            }
+        })
+        .collect();
+    (activated, state, call.diagnostics)
+}
+
+/// SPEC §15.7's walk: non-empty contents by `order` descending (stable on activation order).
+/// `text` gives each entry's final text (a render's `WORLD_INFO` scripts); `None` or empty
+/// drops it.
+pub(crate) fn place(
+    mut activated: Vec<Activated>,
+    mut text: impl FnMut(&Activated) -> Option<String>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> WiResult {
+    let mut out = WiResult {
+        activated: activated.iter().map(|a| a.name.clone()).collect(),
+        before: String::new(),
+        after: String::new(),
+        depth: Vec::new(),
+        examples: Vec::new(),
+        an_top: Vec::new(),
+        an_bottom: Vec::new(),
+        outlets: BTreeMap::new(),
+        state: WiState::default(),
+        diagnostics: Vec::new(),
+    };
+    activated.sort_by_key(|a| std::cmp::Reverse(a.order));
+    // Unshifted lists are built reversed and turned at the end.
+    let (mut before, mut after) = (Vec::new(), Vec::new());
+    let mut depth_groups: Vec<(u64, u8, Vec<String>)> = Vec::new();
+    let mut unnamed_reported = false;
+    for a in &activated {
+        if a.content.is_empty() {
+            continue;
+        }
+        let Some(t) = text(a).filter(|t| !t.is_empty()) else {
+            continue;
+        };
+        match a.position {
+            0 => before.push(t),
+            1 => after.push(t),
+            2 => out.an_top.push(t),
+            3 => out.an_bottom.push(t),
+            4 => match depth_groups
+                .iter_mut()
+                .find(|(d, r, _)| *d == a.depth && *r == a.role)
+            {
+                Some(g) => g.2.push(t),
+                None => depth_groups.push((a.depth, a.role, vec![t])),
+            },
+            5 | 6 => out.examples.push(ExampleLore {
+                position: if a.position == 5 { "top" } else { "bottom" },
+                text: t,
+            }),
+            7 if a.outlet.is_empty() && !unnamed_reported => {
+                unnamed_reported = true;
+                diagnostics.push(
+                    Diagnostic::new(
+                        DiagnosticKind::LoreOutletUnnamed,
+                        None,
+                        format!(
+                            "entry {} is an outlet without a name: placed nowhere",
+                            excerpt(&a.name)
+                        ),
+                    )
+                    .in_book(Some(&a.book), Some(&a.uid)),
+                );
+            }
+            7 if a.outlet.is_empty() => {}
+            7 => {
+                let slot = out.outlets.entry(a.outlet.clone()).or_default();
+                if !slot.is_empty() {
+                    slot.push('\n');
+                }
+                slot.push_str(&t);
+            }
+            _ => {}
+        }
+    }
+    before.reverse();
+    after.reverse();
+    out.before = before.join("\n");
+    out.after = after.join("\n");
+    out.an_top.reverse();
+    out.an_bottom.reverse();
+    out.examples.reverse();
+    out.depth = depth_groups
+        .into_iter()
+        .map(|(depth, role, mut texts)| {
+            texts.reverse();
+            DepthLore {
+                depth,
+                role: match role {
+                    1 => "user",
+                    2 => "assistant",
+                    _ => "system",
+                },
+                text: texts.join("\n"),
+            }
+        })
+        .collect();
+    out
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PassKind {
+    Initial,
+    Recursion,
+    MinActivations,
+}
+
+/// How far one key has looked, and what it found (SPEC §15.8 b).
+#[derive(Debug, Default, Clone)]
+struct Memo {
+    /// Messages tested, newest first.
+    messages: usize,
+    /// The entry's card fields and the inject texts were tested.
+    fixed: bool,
+    /// Recursion segments tested.
+    recursion: usize,
+    /// A hit among messages and fixed texts.
+    hit_base: bool,
+    /// A hit among recursion segments.
+    hit_recursion: bool,
+}
+
+/// One entry in the call.
+struct Ent<'b> {
+    entry: &'b Entry,
+    name: String,
+    book: &'b str,
+    /// Expanded keys (once per call), primary then secondary.
+    keys: Option<(Vec<Key>, Vec<Key>)>,
+    memos: Vec<Memo>,
+    /// Content without decorator lines, expanded on first need.
+    content: Option<String>,
+    activate: bool,
+    dont_activate: bool,
+    body: &'b str,
+    groups: Vec<&'b str>,
+    /// Card fields this entry scans (indices into `Call::fields`).
+    fields: Vec<usize>,
+}
+
+struct Call<'a, 'b> {
+    input: &'a WiInput<'a>,
+    settings: &'a WiSettings,
+    random: &'a mut dyn WiRandom,
+    counter: &'a dyn TokenCounter,
+    limits: &'a Limits,
+    ents: Vec<Ent<'b>>,
+    by_name: HashMap<String, usize>,
+    /// Scan order (SPEC §15.5.1).
+    order: Vec<usize>,
+    /// Messages, newest first.
+    messages: Vec<Segment>,
+    /// The six card and persona texts (empty ones never match), then the inject texts.
+    fields: Vec<Segment>,
+    injects: Vec<Segment>,
+    recursion: Vec<Segment>,
+    position: u64,
+    skew: u64,
+    level: u64,
+    levels: Vec<u64>,
+    activated: Vec<usize>,
+    done: Vec<bool>,
+    sticky: Vec<bool>,
+    cooldown: Vec<bool>,
+    overflow: bool,
+    tokens: u64,
+    budget: u64,
+    steps: Steps,
+    compile: Cost,
+    engine: Option<ScriptEngine<'a>>,
+    diagnostics: Vec<Diagnostic>,
+    reported: Vec<(DiagnosticKind, Option<usize>)>,
+    /// Effects kept from the input state (sticky, then cooldowns).
+    kept: Vec<Effect>,
+}
+
+const MAX_MESSAGES: usize = 1000;
+
+impl<'a, 'b> Call<'a, 'b> {
+    fn new(
+        books: &'b [Lorebook],
+        input: &'a WiInput<'a>,
+        settings: &'a WiSettings,
+        random: &'a mut dyn WiRandom,
+        counter: &'a dyn TokenCounter,
+        limits: &'a Limits,
+    ) -> Self {
+        let mut call = Call {
+            input,
+            settings,
+            random,
+            counter,
+            limits,
+            ents: Vec::new(),
+            by_name: HashMap::new(),
+            order: Vec::new(),
+            messages: Vec::new(),
+            fields: Vec::new(),
+            injects: Vec::new(),
+            recursion: Vec::new(),
+            position: 0,
+            skew: 0,
+            level: 0,
+            levels: Vec::new(),
+            activated: Vec::new(),
+            done: Vec::new(),
+            sticky: Vec::new(),
+            cooldown: Vec::new(),
+            overflow: false,
+            tokens: 0,
+            budget: 0,
+            steps: Steps::new(limits),
+            compile: Cost::TOTAL,
+            engine: None,
+            diagnostics: Vec::new(),
+            reported: Vec::new(),
+            kept: Vec::new(),
+        };
+        call.books(books);
+        call.segments();
+        call
+    }
+
+    fn report(&mut self, kind: DiagnosticKind, ent: Option<usize>, message: String) {
+        if self.reported.contains(&(kind, ent)) {
+            return;
+        }
+        self.reported.push((kind, ent));
+        let (book, entry) = match ent {
+            Some(i) => (
+                Some(self.ents[i].book),
+                Some(self.ents[i].entry.uid.to_string()),
+            ),
+            None => (None, None),
+        };
+        self.diagnostics
+            .push(Diagnostic::new(kind, None, message).in_book(book, entry.as_deref()));
+    }
+
+    /// The books in use (one per name, SPEC §15.4), their entries and the scan order.
+    fn books(&mut self, books: &'b [Lorebook]) {
+        let mut used: Vec<&'b Lorebook> = Vec::new();
+        let mut entries = 0usize;
+        for b in books {
+            if let Some(first) = used.iter().find(|u| u.name == b.name) {
+                if first.entries != b.entries {
+                    let d = Diagnostic::new(
+                        DiagnosticKind::LoreBookDuplicate,
+                        None,
+                        format!(
+                            "a second book named {:?} with other entries is skipped",
+                            excerpt(&b.name)
+                        ),
+                    )
+                    .in_book(Some(&b.name), None);
+                    self.diagnostics.push(d);
+                }
+                continue;
+            }
+            if used.len() >= self.limits.lore_max_books
+                || entries + b.entries.len() > self.limits.lore_max_entries
+            {
+                self.report(
+                    DiagnosticKind::LoreLimit,
+                    None,
+                    format!(
+                        "World Info limits: at most {} books and {} entries; book {:?} and later ones are skipped",
+                        self.limits.lore_max_books,
+                        self.limits.lore_max_entries,
+                        excerpt(&b.name)
+                    ),
+                );
+                break;
+            }
+            entries += b.entries.len();
+            used.push(b);
+        }
+        let strategy = self.settings.character_strategy;
+        let tier = |s: LoreSource| match s {
+            LoreSource::Chat => 0,
+            LoreSource::Persona => 1,
+            LoreSource::Character if strategy == 0 => 2,
+            LoreSource::Global if strategy == 0 => 2,
+            LoreSource::Character if strategy == 2 => 3,
+            LoreSource::Global if strategy == 2 => 2,
+            LoreSource::Character => 2,
+            LoreSource::Global => 3,
+        };
+        let mut levels = Vec::new();
+        let mut keyed: Vec<(u8, i64, usize)> = Vec::new();
+        for b in used {
+            for e in &b.entries {
+                let i = self.ents.len();
+                let name = format!("{}.{}", b.name, e.uid);
+                self.by_name.entry(name.clone()).or_insert(i);
+                let (activate, dont_activate, body) = decorators(&e.content);
+                if e.delay_until_recursion > 0 {
+                    levels.push(e.delay_until_recursion);
+                }
+                self.ents.push(Ent {
+                    entry: e,
+                    name,
+                    book: &b.name,
+                    keys: None,
+                    memos: Vec::new(),
+                    content: None,
+                    activate,
+                    dont_activate,
+                    body,
+                    groups: e
+                        .group
+                        .split(',')
+                        .map(|g| g.trim_start_matches(keys::js_space))
+                        .filter(|g| !g.is_empty())
+                        .collect(),
+                    fields: [
+                        e.match_persona_description,
+                        e.match_character_description,
+                        e.match_character_personality,
+                        e.match_character_depth_prompt,
+                        e.match_scenario,
+                        e.match_creator_notes,
+                    ]
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, on)| **on)
+                    .map(|(f, _)| f)
+                    .collect(),
+                });
+                keyed.push((tier(b.source), e.order, i));
+            }
+        }
+        // Stable: books in input order, entries in book order, within a tier by order.
+        keyed.sort_by_key(|&(t, order, _)| (t, std::cmp::Reverse(order)));
+        self.order = keyed.into_iter().map(|(_, _, i)| i).collect();
+        levels.sort_unstable();
+        levels.dedup();
+        self.level = levels.first().copied().unwrap_or(0);
+        self.levels = levels.into_iter().skip(1).collect();
+        let n = self.ents.len();
+        self.done = vec![false; n];
+        self.sticky = vec![false; n];
+        self.cooldown = vec![false; n];
+    }
+
+    fn segments(&mut self) {
+        let input = self.input;
+        let names = self.settings.include_names;
+        self.messages = input
+            .history
+            .iter()
+            .rev()
+            .take(MAX_MESSAGES)
+            .map(|m| {
+                let text = if names && !m.name.is_empty() {
+                    format!("{}: {}", m.name, m.text)
+                } else {
+                    m.text.to_string()
+                };
+                Segment::new(keys::js_trim(&text).to_string())
+            })
+            .collect();
+        let s = &input.scan;
+        self.fields = [
+            &s.persona,
+            &s.description,
+            &s.personality,
+            &s.depth_prompt,
+            &s.scenario,
+            &s.creator_notes,
+        ]
+        .into_iter()
+        .map(|t| Segment::new(t.clone()))
+        .collect();
+        self.injects = s
+            .inject
+            .iter()
+            .filter(|t| !t.is_empty())
+            .map(|t| Segment::new(t.clone()))
+            .collect();
+        let max_context = input.max_context.unwrap_or(3795);
+        let b = (self.settings.budget_percent as f64 * max_context as f64 / 100.0 + 0.5).floor();
+        let mut budget = if b < 1.0 { 1 } else { b as u64 };
+        if self.settings.budget_cap > 0 {
+            budget = budget.min(self.settings.budget_cap);
+        }
+        self.budget = budget;
+        self.position = input.position.unwrap_or(input.history.len() as u64);
+        if input.position.is_none()
+            && self.ents.iter().any(|e| {
+                e.entry.sticky.is_some() || e.entry.cooldown.is_some() || e.entry.delay.is_some()
+            })
+        {
+            self.report(
+                DiagnosticKind::LorePositionMissing,
+                None,
+                "timed effects without the message position: the history length stands in".into(),
+            );
+        }
+    }
+
+    /// SPEC §15.6.2: which effects apply, which are kept, which end.
+    fn start_effects(&mut self, state: &WiState) {
+        if self.input.dry_run {
+            self.kept = state.effects.clone();
+            return;
+        }
+        let p = self.position;
+        let (mut stickies, mut cooldowns): (Vec<Effect>, Vec<Effect>) = state
+            .effects
+            .iter()
+            .cloned()
+            .partition(|e| e.kind == EffectKind::Sticky);
+        let mut kept_sticky = Vec::new();
+        for eff in stickies.drain(..) {
+            if p <= eff.start && !eff.protected {
+                continue;
+            }
+            let Some(i) = self.attached(&eff) else {
+                if p < eff.end {
+                    kept_sticky.push(eff);
+                }
+                continue;
+            };
+            let entry = self.ents[i].entry;
+            if entry.sticky.is_none() {
+                continue;
+            }
+            if p >= eff.end {
+                if let Some(c) = entry.cooldown {
+                    let cool = Effect {
+                        kind: EffectKind::Cooldown,
+                        entry: eff.entry.clone(),
+                        fingerprint: eff.fingerprint.clone(),
+                        start: p,
+                        end: p.saturating_add(c),
+                        protected: true,
+                    };
+                    match cooldowns.iter_mut().find(|c| c.entry == eff.entry) {
+                        Some(slot) => *slot = cool,
+                        None => cooldowns.push(cool),
+                    }
+                }
+                continue;
+            }
+            self.sticky[i] = true;
+            kept_sticky.push(eff);
+        }
+        let mut kept_cool = Vec::new();
+        for eff in cooldowns {
+            if p <= eff.start && !eff.protected {
+                continue;
+            }
+            let Some(i) = self.attached(&eff) else {
+                if p < eff.end {
+                    kept_cool.push(eff);
+                }
+                continue;
+            };
+            if self.ents[i].entry.cooldown.is_none() || p >= eff.end {
+                continue;
+            }
+            self.cooldown[i] = true;
+            kept_cool.push(eff);
+        }
+        kept_sticky.extend(kept_cool);
+        self.kept = kept_sticky;
+    }
+
+    /// The entry an effect is attached to: same name and fingerprint.
+    fn attached(&self, eff: &Effect) -> Option<usize> {
+        let &i = self.by_name.get(&eff.entry)?;
+        (fingerprint(self.ents[i].entry) == eff.fingerprint).then_some(i)
+    }
+
+    /// SPEC §15.6.3: new effects for activated entries.
+    fn end_effects(&mut self) -> WiState {
+        let mut effects = std::mem::take(&mut self.kept);
+        if self.input.dry_run {
+            return WiState {
+                version: 1,
+                effects,
+            };
+        }
+        let p = self.position;
+        let mut new_sticky = Vec::new();
+        let mut new_cool = Vec::new();
+        for &i in &self.activated {
+            let e = self.ents[i].entry;
+            for (kind, value, out) in [
+                (EffectKind::Sticky, e.sticky, &mut new_sticky),
+                (EffectKind::Cooldown, e.cooldown, &mut new_cool),
+            ] {
+                let Some(v) = value else { continue };
+                let fp = fingerprint(e);
+                let name = &self.ents[i].name;
+                if effects
+                    .iter()
+                    .any(|x| x.kind == kind && &x.entry == name && x.fingerprint == fp)
+                {
+                    continue;
+                }
+                effects.retain(|x| !(x.kind == kind && &x.entry == name));
+                out.push(Effect {
+                    kind,
+                    entry: name.clone(),
+                    fingerprint: fp,
+                    start: p,
+                    end: p.saturating_add(v),
+                    protected: false,
+                });
+            }
+        }
+        let (mut sticky, cool): (Vec<Effect>, Vec<Effect>) = effects
+            .into_iter()
+            .partition(|e| e.kind == EffectKind::Sticky);
+        sticky.extend(new_sticky);
+        sticky.extend(cool);
+        sticky.extend(new_cool);
+        WiState {
+            version: 1,
+            effects: sticky,
+        }
+    }
+
+    /// SPEC §15.5.11: the passes of one call.
+    fn passes(&mut self) {
+        let mut kind = PassKind::Initial;
+        let mut count = 0u64;
+        loop {
+            let now = self.pass(kind);
+            count += 1;
+            let feeds: Vec<usize> = now
+                .iter()
+                .copied()
+                .filter(|&i| !self.ents[i].entry.prevent_recursion)
+                .collect();
+            for &i in &feeds {
+                let text = self.ents[i].content.clone().unwrap_or_default();
+                self.recursion.push(Segment::new(text));
+            }
+            let cap = self.settings.max_recursion_steps;
+            if cap > 0 && count >= cap {
+                break;
+            }
+            if count >= self.limits.lore_max_passes as u64 {
+                self.report(
+                    DiagnosticKind::LoreLimit,
+                    None,
+                    format!(
+                        "World Info: the call stopped after {} scan passes (a limit)",
+                        self.limits.lore_max_passes
+                    ),
+                );
+                break;
+            }
+            let recursive = self.settings.recursive && !self.overflow;
+            kind = if recursive
+                && (!feeds.is_empty()
+                    || (kind == PassKind::MinActivations && !self.recursion.is_empty()))
+            {
+                PassKind::Recursion
+            } else if self.min_activations_due() {
+                self.skew += 1;
+                PassKind::MinActivations
+            } else if self.settings.recursive && !self.levels.is_empty() {
+                self.level = self.levels.remove(0);
+                PassKind::Recursion
+            } else {
+                break;
+            };
+        }
+    }
+
+    fn min_activations_due(&self) -> bool {
+        let s = self.settings;
+        let d = s.scan_depth.saturating_add(self.skew);
+        !self.overflow
+            && s.min_activations > 0
+            && (self.activated.len() as u64) < s.min_activations
+            && d <= self.input.history.len() as u64
+            && (s.min_activations_depth_max == 0 || d <= s.min_activations_depth_max)
+    }
+
+    /// One pass: the gate, groups, probability and budget. Returns what it activated.
+    fn pass(&mut self, kind: PassKind) -> Vec<usize> {
+        let mut candidates = Vec::new();
+        for k in 0..self.order.len() {
+            let i = self.order[k];
+            if self.gate(i, kind) {
+                candidates.push(i);
+            }
+        }
+        // Stuck entries first, then scan order (stable).
+        candidates.sort_by_key(|&i| !self.sticky[i]);
+        let candidates = self.groups(candidates, kind);
+        let mut now = Vec::new();
+        for i in candidates {
+            let e = self.ents[i].entry;
+            if self.overflow && !e.ignore_budget {
+                continue;
+            }
+            let stuck = self.sticky[i];
+            if e.use_probability && e.probability.0 != 100.0 && !stuck {
+                let u = self.random.draw();
+                if u * 100.0 > e.probability.0 {
+                    self.done[i] = true;
+                    continue;
+                }
+            }
+            let content = self.content(i);
+            let t = u64::from(self.counter.count(&format!("{content}\n")));
+            if !e.ignore_budget && self.tokens + t >= self.budget {
+                self.overflow = true;
+                continue;
+            }
+            self.tokens += t;
+            self.done[i] = true;
+            self.activated.push(i);
+            now.push(i);
+        }
+        now
+    }
+
+    /// SPEC §15.5.3: whether the entry is a candidate in this pass.
+    fn gate(&mut self, i: usize, kind: PassKind) -> bool {
+        if self.done[i] {
+            return false;
+        }
+        let (e, stuck) = (self.ents[i].entry, self.sticky[i]);
+        if e.disable {
+            return false;
+        }
+        let gen_type = self.input.generation_type.name();
+        if !e.triggers.is_empty() && !e.triggers.iter().any(|t| t == gen_type) {
+            return false;
+        }
+        if e.delay.is_some_and(|n| self.position < n) {
+            return false;
+        }
+        if self.cooldown[i] && !stuck {
+            return false;
+        }
+        let level = e.delay_until_recursion;
+        if !stuck && level > 0 && (kind != PassKind::Recursion || level > self.level) {
+            return false;
+        }
+        if !stuck && kind == PassKind::Recursion && e.exclude_recursion {
+            return false;
+        }
+        if self.ents[i].activate {
+            return true;
+        }
+        if self.ents[i].dont_activate {
+            return false;
+        }
+        if e.constant || stuck {
+            return true;
+        }
+        if e.key.is_empty() {
+            return false;
+        }
+        self.matches(i, kind)
+    }
+
+    /// Primary, then secondary keys (SPEC §15.5.4, §15.5.7).
+    fn matches(&mut self, i: usize, kind: PassKind) -> bool {
+        self.expand_keys(i);
+        let n_primary = self.ents[i].entry.key.len();
+        if !(0..n_primary).any(|k| self.key_hit(i, k, kind)) {
+            return false;
+        }
+        let e = self.ents[i].entry;
+        let n_secondary = e.keysecondary.len();
+        if !e.selective || n_secondary == 0 {
+            return true;
+        }
+        let logic = e.selective_logic;
+        let mut any = false;
+        let mut all = true;
+        for k in 0..n_secondary {
+            let hit = self.key_hit(i, n_primary + k, kind);
+            any |= hit;
+            all &= hit;
+            match logic {
+                0 if any => return true,
+                1 if !hit => return true,
+                2 if hit => return false,
+                3 if !hit => return false,
+                _ => {}
+            }
+        }
+        match logic {
+            0 => any,
+            1 => !all,
+            2 => !any,
+            _ => all,
+        }
+    }
+
+    /// Whether key `k` (primary first, then secondary) of entry `i` matches a segment the
+    /// entry sees in a pass of `kind`. Only segments not yet tested are tested.
+    fn key_hit(&mut self, i: usize, k: usize, kind: PassKind) -> bool {
+        let e = self.ents[i].entry;
+        let cs = e.case_sensitive.unwrap_or(self.settings.case_sensitive);
+        let ww = e
+            .match_whole_words
+            .unwrap_or(self.settings.match_whole_words);
+        let depth = e
+            .scan_depth
+            .unwrap_or(self.settings.scan_depth.saturating_add(self.skew))
+            .min(MAX_MESSAGES as u64) as usize;
+        if depth == 0 {
+            return false;
+        }
+        let mut memo = std::mem::take(&mut self.ents[i].memos[k]);
+        let result = self.look(i, k, &mut memo, depth, kind, cs, ww);
+        self.ents[i].memos[k] = memo;
+        result
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn look(
+        &mut self,
+        i: usize,
+        k: usize,
+        memo: &mut Memo,
+        depth: usize,
+        kind: PassKind,
+        cs: bool,
+        ww: bool,
+    ) -> bool {
+        if memo.hit_base {
+            return true;
+        }
+        let (primary, secondary) = self.ents[i].keys.as_ref().expect("keys expanded");
+        let key = if k < primary.len() {
+            &primary[k]
+        } else {
+            &secondary[k - primary.len()]
+        };
+        let mut outcome = None;
+        let upto = depth.min(self.messages.len());
+        while memo.messages < upto {
+            let seg = &self.messages[memo.messages];
+            memo.messages += 1;
+            match keys::test(key, seg, cs, ww, &mut self.steps) {
+                Ok(true) => {
+                    memo.hit_base = true;
+                    return true;
+                }
+                Ok(false) => {}
+                Err(s) => {
+                    outcome = Some(s);
+                    break;
+                }
+            }
+        }
+        if outcome.is_none() && !memo.fixed {
+            memo.fixed = true;
+            let fields = self.ents[i].fields.iter().map(|&f| &self.fields[f]);
+            for seg in fields.chain(self.injects.iter()) {
+                if seg.text.is_empty() {
+                    continue;
+                }
+                match keys::test(key, seg, cs, ww, &mut self.steps) {
+                    Ok(true) => {
+                        memo.hit_base = true;
+                        return true;
+                    }
+                    Ok(false) => {}
+                    Err(s) => {
+                        outcome = Some(s);
+                        break;
+                    }
+                }
+            }
+        }
+        if outcome.is_none() && kind != PassKind::MinActivations {
+            if memo.hit_recursion {
+                return true;
+            }
+            while memo.recursion < self.recursion.len() {
+                let seg = &self.recursion[memo.recursion];
+                memo.recursion += 1;
+                match keys::test(key, seg, cs, ww, &mut self.steps) {
+                    Ok(true) => {
+                        memo.hit_recursion = true;
+                        return true;
+                    }
+                    Ok(false) => {}
+                    Err(s) => {
+                        outcome = Some(s);
+                        break;
+                    }
+                }
+            }
+        }
+        match outcome {
+            Some(Spent::Run) => self.report(
+                DiagnosticKind::LoreRegexLimit,
+                Some(i),
+                format!(
+                    "entry {}: a regex key took more than its matcher steps (no match)",
+                    excerpt(&self.ents[i].name)
+                ),
+            ),
+            Some(Spent::Total) => self.report(
+                DiagnosticKind::LoreLimit,
+                None,
+                "World Info: the call spent its key-matching steps; later tests do not match"
+                    .into(),
+            ),
+            None => {}
+        }
+        false
+    }
+
+    /// The lore macro engine (SPEC §15.5.10), made on first use.
+    fn expand(&mut self, i: usize, text: &str) -> String {
+        if !crate::scripts::replace::has_macros(text) {
+            return text.to_string();
+        }
+        let ctx = self.input.context;
+        let position = self.position;
+        let engine = self
+            .engine
+            .get_or_insert_with(|| ScriptEngine::new(ctx, lore_seed(ctx.seed, position), false));
+        let (tree, _) = crate::syntax::parse(text.into(), self.limits);
+        let id = format!("lore:{}", self.ents[i].name);
+        // Macro notes inside lore are not reported: the entry is the author's unit, and a
+        // book's unknown macros would repeat on every call.
+        let mut ignored = Vec::new();
+        engine.expand(&id, &tree, Vec::new(), false, None, &mut ignored)
+    }
+
+    fn expand_keys(&mut self, i: usize) {
+        if self.ents[i].keys.is_some() {
+            return;
+        }
+        let e = self.ents[i].entry;
+        let read = |this: &mut Self, list: &[String]| -> Vec<Key> {
+            list.iter()
+                .map(|k| {
+                    let text = this.expand(i, k);
+                    Key::new(&text, &mut this.compile)
+                })
+                .collect()
+        };
+        let primary = read(self, &e.key);
+        let secondary = read(self, &e.keysecondary);
+        self.ents[i].memos = vec![Memo::default(); primary.len() + secondary.len()];
+        self.ents[i].keys = Some((primary, secondary));
+    }
+
+    /// The entry's content, decorators removed and macros expanded (once per call).
+    fn content(&mut self, i: usize) -> String {
+        if let Some(c) = &self.ents[i].content {
+            return c.clone();
+        }
+        let body = self.ents[i].body;
+        let c = self.expand(i, body);
+        self.ents[i].content = Some(c.clone());
+        c
+    }
+
+    /// SPEC §15.5.8: inclusion groups over the pass's candidates.
+    fn groups(&mut self, mut candidates: Vec<usize>, kind: PassKind) -> Vec<usize> {
+        // Group name → members, names in JS object key order.
+        let mut names: Vec<&'b str> = Vec::new();
+        let mut members: HashMap<&'b str, Vec<usize>> = HashMap::new();
+        for &i in &candidates {
+            for &g in &self.ents[i].groups {
+                members
+                    .entry(g)
+                    .or_insert_with(|| {
+                        names.push(g);
+                        Vec::new()
+                    })
+                    .push(i);
+            }
+        }
+        if names.is_empty() {
+            return candidates;
+        }
+        let order = super::json::js_key_order(names.iter().copied());
+        let names: Vec<&str> = order.into_iter().map(|k| names[k]).collect();
+        let mut dropped = vec![false; self.ents.len()];
+        let mut groups: Vec<(&str, Vec<usize>, bool)> = Vec::new();
+        for name in names {
+            let group = members.remove(name).unwrap_or_default();
+            let stuck: Vec<usize> = group.iter().copied().filter(|&i| self.sticky[i]).collect();
+            if stuck.is_empty() {
+                groups.push((name, group, false));
+            } else {
+                for &i in &group {
+                    if !self.sticky[i] {
+                        dropped[i] = true;
+                    }
+                }
+                groups.push((name, stuck, true));
+            }
+        }
+        // Scoring.
+        let global = self.settings.group_scoring;
+        for (_, group, stuck) in &mut groups {
+            if *stuck {
+                continue;
+            }
+            let scored = global
+                || group
+                    .iter()
+                    .any(|&i| self.ents[i].entry.use_group_scoring == Some(true));
+            if !scored {
+                continue;
+            }
+            let scores: Vec<u64> = group.iter().map(|&i| self.score(i, kind)).collect();
+            let max = scores.iter().copied().max().unwrap_or(0);
+            let mut keep = Vec::new();
+            for (&i, &s) in group.iter().zip(&scores) {
+                let on = self.ents[i].entry.use_group_scoring.unwrap_or(global);
+                if on && s < max {
+                    dropped[i] = true;
+                } else {
+                    keep.push(i);
+                }
+            }
+            *group = keep;
+        }
+        for (name, group, stuck) in &groups {
+            if *stuck {
+                continue;
+            }
+            let blocked = self
+                .activated
+                .iter()
+                .any(|&a| self.ents[a].groups.contains(name));
+            if blocked {
+                for &i in group {
+                    dropped[i] = true;
+                }
+                continue;
+            }
+            if group.len() <= 1 {
+                continue;
+            }
+            let mut winner = None;
+            for &i in group {
+                if self.ents[i].entry.group_override
+                    && winner
+                        .is_none_or(|w: usize| self.ents[i].entry.order > self.ents[w].entry.order)
+                {
+                    winner = Some(i);
+                }
+            }
+            if winner.is_none() {
+                let total: u64 = group.iter().map(|&i| self.ents[i].entry.group_weight).sum();
+                let roll = self.random.draw() * total as f64;
+                let mut sum = 0u64;
+                for &i in group {
+                    sum += self.ents[i].entry.group_weight;
+                    if sum as f64 >= roll {
+                        winner = Some(i);
+                        break;
+                    }
+                }
+            }
+            if let Some(w) = winner {
+                for &i in group {
+                    if i != w {
+                        dropped[i] = true;
+                    }
+                }
+            }
+        }
+        candidates.retain(|&i| !dropped[i]);
+        candidates
+    }
+
+    /// Group score: primary keys matched, plus secondary ones for AND_ANY, or all of them for
+    /// AND_ALL when all match.
+    fn score(&mut self, i: usize, kind: PassKind) -> u64 {
+        self.expand_keys(i);
+        let e = self.ents[i].entry;
+        let (np, ns) = (e.key.len(), e.keysecondary.len());
+        if np == 0 {
+            return 0;
+        }
+        let primary = (0..np).filter(|&k| self.key_hit(i, k, kind)).count() as u64;
+        if ns == 0 {
+            return primary;
+        }
+        let secondary = (0..ns).filter(|&k| self.key_hit(i, np + k, kind)).count() as u64;
+        match e.selective_logic {
+            0 => primary + secondary,
+            3 if secondary == ns as u64 => primary + secondary,
+            _ => primary,
+        }
+    }
+}
+
+/// SPEC §15.5.3's decorators: (`@@activate`, `@@dont_activate`, the content without the
+/// decorator lines).
+fn decorators(content: &str) -> (bool, bool, &str) {
+    if !content.starts_with("@@") {
+        return (false, false, content);
+    }
+    let known = |l: &str| {
+        let l = l
+            .strip_prefix('@')
+            .filter(|r| r.starts_with("@@"))
+            .unwrap_or(l);
+        l.starts_with("@@activate") || l.starts_with("@@dont_activate")
+    };
+    let (mut activate, mut dont) = (false, false);
+    let mut fallback = false;
+    let mut body = content;
+    let mut rest = content;
+    loop {
+        let (line, next) = match rest.split_once('\n') {
+            Some((l, n)) => (l, Some(n)),
+            None => (rest, None),
+        };
+        if !line.starts_with("@@") {
+            body = rest;
+            break;
+        }
+        if line.starts_with("@@@") && !fallback {
+            // skipped
+        } else if known(line) {
+            let d = if line.starts_with("@@@") {
+                &line[1..]
+            } else {
+                line
+            };
+            activate |= d == "@@activate";
+            dont |= d == "@@dont_activate";
+            fallback = false;
+        } else {
+            fallback = true;
+        }
+        match next {
+            Some(n) => rest = n,
+            None => break,
+        }
+    }
+    (activate, dont, body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decorators_read_as_st() {
+        assert_eq!(decorators("@@activate\nbody"), (true, false, "body"));
+        assert_eq!(decorators("@@activate extra\nbody"), (false, false, "body"));
+        assert_eq!(
+            decorators("@@dont_activate\n@@x\ntext\n@@y"),
+            (false, true, "text\n@@y")
+        );
+        // Every line a decorator: the content stays whole.
+        assert_eq!(decorators("@@activate"), (true, false, "@@activate"));
+        // `@@@` is a fallback, read only after an unknown decorator.
+        assert_eq!(decorators("@@@activate\nb"), (false, false, "b"));
+        assert_eq!(decorators("@@unknown\n@@@activate\nb"), (true, false, "b"));
+        assert_eq!(
+            decorators("plain @@activate"),
+            (false, false, "plain @@activate")
+        );
+    }
+}

@@ -1,0 +1,290 @@
+//! Matching World Info keys against scan segments (SPEC §15.5.4–6, §15.8): plain keys with
+//! the case and whole-word rules, regex keys on the §13 engine with its step bound, and the
+//! memo that keeps every (key, segment) pair to one evaluation per call.
+
+use std::cell::OnceCell;
+
+use crate::limits::Limits;
+use crate::scripts::pattern::{self, Cost, Pattern};
+
+/// One text keys are matched against, with its lowercase and UTF-16 forms made on first use.
+#[derive(Debug)]
+pub(super) struct Segment {
+    pub text: String,
+    lower: OnceCell<String>,
+    units: OnceCell<Vec<u16>>,
+}
+
+impl Segment {
+    pub fn new(text: String) -> Segment {
+        Segment {
+            text,
+            lower: OnceCell::new(),
+            units: OnceCell::new(),
+        }
+    }
+
+    fn lower(&self) -> &str {
+        self.lower.get_or_init(|| self.text.to_lowercase())
+    }
+
+    fn units(&self) -> &[u16] {
+        self.units
+            .get_or_init(|| self.text.encode_utf16().collect())
+    }
+}
+
+/// A key after macro expansion and trimming.
+#[derive(Debug)]
+pub(super) enum Key {
+    /// Empty or whitespace-only after expansion: never matches (SPEC §15.11.14).
+    Empty,
+    Plain {
+        text: String,
+        lower: String,
+        /// Whitespace inside: always a substring test.
+        spaced: bool,
+    },
+    Regex {
+        pattern: Box<Pattern>,
+        /// The `y` flag: a test from the segment's start only.
+        sticky: bool,
+    },
+}
+
+/// ECMAScript `White_Space` plus U+FEFF (what JS `trim` and `\s` see; Rust's `trim` keeps
+/// U+FEFF).
+pub(crate) fn js_space(c: char) -> bool {
+    c.is_whitespace() || c == '\u{feff}'
+}
+
+/// ECMAScript `String.prototype.trim`.
+pub(crate) fn js_trim(s: &str) -> &str {
+    s.trim_matches(js_space)
+}
+
+impl Key {
+    /// Reads an expanded key: `/BODY/FLAGS` compiles as a regex when it can (paying from the
+    /// call's compile budget), anything else is plain.
+    pub fn new(expanded: &str, budget: &mut Cost) -> Key {
+        let text = js_trim(expanded);
+        if text.is_empty() {
+            return Key::Empty;
+        }
+        if let Some((body, flags)) = regex_parts(text)
+            && let Ok(p) = pattern::compile_parts(&body, &flags.replace(['g', 'y'], ""), budget)
+        {
+            return Key::Regex {
+                pattern: Box::new(p),
+                sticky: flags.contains('y'),
+            };
+        }
+        Key::Plain {
+            text: text.to_string(),
+            lower: text.to_lowercase(),
+            spaced: text.chars().any(js_space),
+        }
+    }
+}
+
+/// SillyTavern's `parseRegexFromString`: `/BODY/FLAGS` with FLAGS from `gimsuy` (each once,
+/// as `RegExp` requires), BODY non-empty and without an unescaped `/`; the first `\/`
+/// becomes `/`.
+fn regex_parts(key: &str) -> Option<(String, &str)> {
+    let inner = key.strip_prefix('/')?;
+    let slash = inner.rfind('/')?;
+    let (body, flags) = (&inner[..slash], &inner[slash + 1..]);
+    if body.is_empty() || !flags.bytes().all(|b| b"gimsuy".contains(&b)) {
+        return None;
+    }
+    let mut seen = [false; 128];
+    if !flags
+        .bytes()
+        .all(|b| !std::mem::replace(&mut seen[b as usize], true))
+    {
+        return None;
+    }
+    // ST's lazy `^\/([\w\W]+?)\/([gimsuy]*)$` takes the first `/` followed only by flags;
+    // an unescaped `/` left in the body refuses the key.
+    let b = body.as_bytes();
+    if b[0] == b'/' || b.windows(2).any(|w| w[1] == b'/' && w[0] != b'\\') {
+        return None;
+    }
+    Some((body.replacen("\\/", "/", 1), flags))
+}
+
+/// Why a test gave up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Spent {
+    /// The call's plain or regex total ran out (`LoreLimit`).
+    Total,
+    /// One regex test went over its own bound (`LoreRegexLimit`).
+    Run,
+}
+
+/// The step totals of one call (SPEC §15.8).
+#[derive(Debug)]
+pub(super) struct Steps {
+    plain: u64,
+    regex: u64,
+    run_base: u64,
+    run_max: u64,
+}
+
+impl Steps {
+    pub fn new(limits: &Limits) -> Steps {
+        Steps {
+            plain: limits.lore_plain_steps,
+            regex: limits.lore_regex_steps,
+            run_base: limits.regex_run_steps,
+            run_max: limits.regex_run_steps_max,
+        }
+    }
+}
+
+/// Whether `key` matches `seg`.
+pub(super) fn test(
+    key: &Key,
+    seg: &Segment,
+    case_sensitive: bool,
+    whole_words: bool,
+    steps: &mut Steps,
+) -> Result<bool, Spent> {
+    match key {
+        Key::Empty => Ok(false),
+        Key::Plain {
+            text,
+            lower,
+            spaced,
+        } => {
+            let (hay, needle) = if case_sensitive {
+                (seg.text.as_str(), text.as_str())
+            } else {
+                (seg.lower(), lower.as_str())
+            };
+            // A test costs the bytes it scans (SPEC §15.8 c).
+            let cost = hay.len() as u64 + 1;
+            if cost > steps.plain {
+                steps.plain = 0;
+                return Err(Spent::Total);
+            }
+            steps.plain -= cost;
+            Ok(if !whole_words || *spaced {
+                memchr::memmem::find(hay.as_bytes(), needle.as_bytes()).is_some()
+            } else {
+                whole_word(hay.as_bytes(), needle.as_bytes())
+            })
+        }
+        Key::Regex { pattern, sticky } => {
+            let units = seg.units();
+            let l = units.len() as u64;
+            let own = steps
+                .run_base
+                .saturating_add(l.saturating_mul(l).saturating_mul(4))
+                .min(steps.run_max);
+            let total_bound = own > steps.regex;
+            let budget = own.min(steps.regex);
+            let mut left = budget;
+            let found = if *sticky {
+                pattern.regex.match_at_utf16_bounded(units, 0, &mut left)
+            } else {
+                pattern.regex.find_at_utf16_bounded(units, 0, &mut left)
+            };
+            steps.regex -= budget - left;
+            match found {
+                Ok(m) => Ok(m.is_some()),
+                Err(_) if total_bound => Err(Spent::Total),
+                Err(_) => Err(Spent::Run),
+            }
+        }
+    }
+}
+
+fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// Some occurrence of `needle` with a non-word byte or an edge on each side (overlapping
+/// occurrences included, as a regex search finds them). Word characters are ASCII only, as
+/// in ST's `\W`; a UTF-8 byte of a non-ASCII character is never one.
+fn whole_word(hay: &[u8], needle: &[u8]) -> bool {
+    if needle.is_empty() {
+        return false;
+    }
+    let finder = memchr::memmem::Finder::new(needle);
+    let mut from = 0;
+    while let Some(i) = finder.find(&hay[from..]) {
+        let at = from + i;
+        let end = at + needle.len();
+        let before = at == 0 || !is_word(hay[at - 1]);
+        let after = end == hay.len() || !is_word(hay[end]);
+        if before && after {
+            return true;
+        }
+        from = at + 1;
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain(k: &str, seg: &str, cs: bool, ww: bool) -> bool {
+        let key = Key::new(k, &mut Cost::TOTAL.clone());
+        test(
+            &key,
+            &Segment::new(seg.into()),
+            cs,
+            ww,
+            &mut Steps::new(&Limits::default()),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn whole_words_are_ascii_words() {
+        assert!(plain("cat", "a cat!", false, true));
+        assert!(!plain("cat", "concat", false, true));
+        assert!(plain("caf", "café", false, true));
+        assert!(plain("東京", "私は東京に", false, true));
+        assert!(plain("a.b.a", "xa.b.a.b.a", false, true));
+        assert!(plain("CAT", "cat", false, true));
+        assert!(!plain("CAT", "cat", true, true));
+        assert!(plain("big cat", "bigcat big cats", false, true));
+        assert!(plain("at", "cat", false, false));
+    }
+
+    #[test]
+    fn regex_keys_read_as_st() {
+        assert_eq!(regex_parts("/a\\/b/i"), Some(("a/b".into(), "i")));
+        assert_eq!(regex_parts("/a/b/"), None);
+        assert_eq!(regex_parts("//i"), None);
+        assert_eq!(regex_parts("/a/ii"), None);
+        assert_eq!(regex_parts("/a/x"), None);
+        let k = Key::new(" /^Hi/ ", &mut Cost::TOTAL.clone());
+        assert!(matches!(k, Key::Regex { .. }));
+        let mut steps = Steps::new(&Limits::default());
+        let seg = Segment::new("Hi there".into());
+        assert_eq!(test(&k, &seg, false, true, &mut steps), Ok(true));
+        let bad = Key::new("/(/", &mut Cost::TOTAL.clone());
+        assert!(matches!(bad, Key::Plain { .. }));
+        assert!(matches!(
+            Key::new("  ", &mut Cost::TOTAL.clone()),
+            Key::Empty
+        ));
+    }
+
+    #[test]
+    fn a_catastrophic_regex_key_is_bounded() {
+        let limits = Limits {
+            regex_run_steps: 10_000,
+            regex_run_steps_max: 10_000,
+            ..Limits::default()
+        };
+        let k = Key::new("/(a+)+$/", &mut Cost::TOTAL.clone());
+        let seg = Segment::new(format!("{}b", "a".repeat(5000)));
+        let mut steps = Steps::new(&limits);
+        assert_eq!(test(&k, &seg, false, true, &mut steps), Err(Spent::Run));
+    }
+}
