@@ -88,6 +88,8 @@ pub struct Context {
     /// Lone UTF-16 surrogates the context file held, each read as U+FFFD: a render reports
     /// them in one `LoneSurrogate` note.
     pub lone_surrogates: usize,
+    /// World Info to activate and place in a render (SPEC §15.9); `None`: none.
+    pub lore: Option<crate::lore::LoreInput>,
 }
 
 impl Default for Context {
@@ -122,6 +124,7 @@ impl Default for Context {
             preset_settings: PresetSettingsUse::Use,
             allow_preset_regex: false,
             lone_surrogates: 0,
+            lore: None,
         }
     }
 }
@@ -381,6 +384,12 @@ struct ContextFile {
     #[serde(deserialize_with = "present")]
     preset_settings: Option<serde_json::Value>,
     allow_preset_regex: bool,
+    // SPEC §15.9. Books keep their entries' key order, so they are read from the raw text.
+    world_info: Option<crate::lore::WiSettings>,
+    lorebooks: Option<Box<serde_json::value::RawValue>>,
+    wi_state: Option<crate::lore::WiState>,
+    position: Option<u64>,
+    generation_type: Option<crate::lore::GenerationType>,
 }
 
 /// An RFC 3339 time or `null`, with an example in the error (chrono's own says "premature end
@@ -501,7 +510,7 @@ impl Context {
         // The path names the field a type error is about (`items[2].text: invalid type: …`):
         // serde_json alone gives only a line and a column.
         let mut de = serde_json::Deserializer::from_str(text);
-        let file: ContextFile = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let mut file: ContextFile = serde_path_to_error::deserialize(&mut de).map_err(|e| {
             let path = e.path().to_string();
             let inner = e.into_inner();
             let message = strip_position(&inner.to_string());
@@ -515,6 +524,7 @@ impl Context {
             }
         })?;
         de.end().map_err(json_error)?;
+        let lore = lore_fields(&mut file)?;
         let mut host = MapHost::default();
         for (k, v) in &file.capabilities {
             host.set_capability(k, *v);
@@ -582,8 +592,32 @@ impl Context {
             preset_settings: preset_settings_field(file.preset_settings.as_ref())?,
             allow_preset_regex: file.allow_preset_regex,
             lone_surrogates,
+            lore,
         })
     }
+}
+
+/// The World Info fields (SPEC §15.9): `Some` when any of them is given.
+fn lore_fields(file: &mut ContextFile) -> Result<Option<crate::lore::LoreInput>, ContextError> {
+    let any = file.world_info.is_some()
+        || file.lorebooks.is_some()
+        || file.wi_state.is_some()
+        || file.position.is_some()
+        || file.generation_type.is_some();
+    if !any {
+        return Ok(None);
+    }
+    let books = match file.lorebooks.take() {
+        Some(raw) => crate::lore::read_lorebooks(raw.get(), &crate::limits::Limits::default())
+            .map_err(|(field, problem)| ContextError::Field { field, problem })?,
+        None => Vec::new(),
+    };
+    let mut lore = crate::lore::LoreInput::new(books);
+    lore.settings = file.world_info.take().unwrap_or_default();
+    lore.state = file.wi_state.take().unwrap_or_default();
+    lore.position = file.position;
+    lore.generation_type = file.generation_type.unwrap_or_default();
+    Ok(Some(lore))
 }
 
 /// serde_json appends " at line L column C"; the error carries those separately.

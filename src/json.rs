@@ -60,13 +60,16 @@ fn string(doc: &impl Serialize) -> String {
 impl Serialize for Rendered<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut doc = s.serialize_struct("Rendered", 6)?;
+        let mut doc = s.serialize_struct("Rendered", 7)?;
         doc.serialize_field("diagnostics", &self.diagnostics)?;
         doc.serialize_field("effective", self.effective_options())?;
         doc.serialize_field("globals", &self.globals)?;
         doc.serialize_field("messages", &self.messages)?;
         doc.serialize_field("prompt_tokens", &self.prompt_tokens())?;
         doc.serialize_field("variables", &self.variables)?;
+        if let Some(state) = &self.wi_state {
+            doc.serialize_field("wi_state", &sorted(state))?;
+        }
         doc.end()
     }
 }
@@ -97,6 +100,14 @@ pub struct RenderDetails {
     pub prompt_tokens: Option<u32>,
     /// As [`Rendered::variables`].
     pub variables: BTreeMap<String, String>,
+    /// As [`Rendered::wi_state`] (absent without lore), keys in byte order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wi_state: Option<serde_json::Value>,
+}
+
+/// A value with its object keys in byte order (serde_json's `Value` map sorts them).
+fn sorted(v: &impl Serialize) -> serde_json::Value {
+    serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
 }
 
 impl RenderDetails {
@@ -115,6 +126,7 @@ impl<'c> Rendered<'c> {
             diagnostics: self.diagnostics,
             globals: self.globals,
             variables: self.variables,
+            wi_state: self.wi_state.as_ref().map(sorted),
         };
         (self.messages, details)
     }

@@ -85,6 +85,8 @@ pub struct Rendered<'c> {
     pub(crate) preset_options: ProviderOptions,
     /// The §12 options the render used (SPEC §14.3), JSON `"effective"`.
     pub(crate) effective: EffectiveOptions,
+    /// The World Info state after the render's activation (SPEC §15.9), when it had lore.
+    pub(crate) wi_state: Option<crate::lore::WiState>,
 }
 
 /// The context's names and model, as a request needs them.
@@ -175,6 +177,44 @@ pub(crate) struct PresetParts<'p> {
 /// Renders a compiled preset: its evaluated nodes in order, then its setting templates, then
 /// its assembly plan (whose text indices point into `nodes`).
 pub(crate) fn preset<'c>(parts: &PresetParts<'_>, ctx: &'c Context) -> Rendered<'c> {
+    match &ctx.lore {
+        Some(lore) => with_lore(parts, ctx, lore),
+        None => render_preset(parts, ctx, None),
+    }
+}
+
+/// SPEC §16 steps 2–4: the prompt pass on the host's items, activation on the history it
+/// left, and the lore placed into a copy of the context that the rest of the render reads.
+/// The result owns its text (the copy does not outlive the call).
+fn with_lore(
+    parts: &PresetParts<'_>,
+    ctx: &Context,
+    lore: &crate::lore::LoreInput,
+) -> Rendered<'static> {
+    let mut early = Vec::new();
+    let regexed = parts
+        .scripts
+        .prompt_items(ctx, parts.regex_allowed, false, &mut early);
+    let placed = crate::lore::items::place(
+        ctx,
+        lore,
+        &regexed,
+        parts.scripts,
+        parts.regex_allowed,
+        &mut early,
+    );
+    let mut out = render_preset(parts, &placed.ctx, Some((placed.regexed, early))).into_owned();
+    out.wi_state = Some(placed.state);
+    out
+}
+
+/// The render after the prompt pass; `early` is the pass's result and its diagnostics when a
+/// caller ran it already.
+fn render_preset<'c>(
+    parts: &PresetParts<'_>,
+    ctx: &'c Context,
+    early: Option<(Vec<Option<crate::scripts::ItemText>>, Vec<Diagnostic>)>,
+) -> Rendered<'c> {
     // Which settings apply (SPEC §14.3); an edited template is compiled for this render.
     let applied = applied(parts.settings, ctx);
     let settings = applied.as_deref();
@@ -225,9 +265,15 @@ pub(crate) fn preset<'c>(parts: &PresetParts<'_>, ctx: &'c Context) -> Rendered<
         ));
     }
     // The prompt pass runs on the host's items before anything else reads them (SPEC §16).
-    let regexed = parts
-        .scripts
-        .prompt_items(ctx, parts.regex_allowed, false, &mut diagnostics);
+    let regexed = match early {
+        Some((regexed, notes)) => {
+            diagnostics.extend(notes);
+            regexed
+        }
+        None => parts
+            .scripts
+            .prompt_items(ctx, parts.regex_allowed, false, &mut diagnostics),
+    };
 
     let mut ev = eval::evaluate(&eval_nodes, ctx);
     diagnostics.extend(ev.diagnostics);
@@ -285,6 +331,7 @@ pub(crate) fn preset<'c>(parts: &PresetParts<'_>, ctx: &'c Context) -> Rendered<
         speakers: Speakers::of(ctx),
         preset_options: resolved.preset,
         effective: resolved.effective,
+        wi_state: None,
     }
 }
 
@@ -384,7 +431,14 @@ impl Rendered<'_> {
             speakers: self.speakers.into_owned(),
             preset_options: self.preset_options,
             effective: self.effective,
+            wi_state: self.wi_state,
         }
+    }
+
+    /// The World Info state to keep for the next turn (SPEC §15.9); `None` when the context
+    /// had no lore.
+    pub fn wi_state(&self) -> Option<&crate::lore::WiState> {
+        self.wi_state.as_ref()
     }
 
     /// The prompt's tokens under the history budget (SPEC §12.4): 3 + the cost of every

@@ -2,6 +2,7 @@
 //! Exit codes: 0 success, 1 bad input file, 2 bad usage (clap's own code).
 
 mod expand;
+mod lore;
 mod regex;
 mod render;
 #[cfg(feature = "store")]
@@ -36,6 +37,8 @@ enum Command {
     Expand(expand::ExpandArgs),
     /// Run the preset's regex scripts over one text (a reply before storing it, say).
     Regex(regex::RegexArgs),
+    /// Activate World Info books for a chat and print what activated and where it goes.
+    Lore(lore::LoreArgs),
     /// Import, list, activate, toggle, delete and render presets kept per server in SQLite.
     #[cfg(feature = "store")]
     Store(store::StoreArgs),
@@ -120,15 +123,16 @@ pub(crate) const MAX_INPUT: usize = 2 << 20;
 
 /// Reads at most [`MAX_INPUT`] bytes; more is a one-line error naming the input. The cap
 /// applies while reading: a 10 GB file or an endless pipe is never held in memory.
-pub(crate) fn read_capped(reader: impl Read, name: &str) -> Result<Vec<u8>, Failure> {
+/// Cards and lorebooks pass their own cap (SPEC §15.8).
+pub(crate) fn read_within(reader: impl Read, name: &str, max: usize) -> Result<Vec<u8>, Failure> {
     let mut buf = Vec::new();
     reader
-        .take(MAX_INPUT as u64 + 1)
+        .take(max as u64 + 1)
         .read_to_end(&mut buf)
         .map_err(|e| Failure(format!("cannot read {name}: {e}")))?;
-    if buf.len() > MAX_INPUT {
+    if buf.len() > max {
         return Err(Failure(format!(
-            "{name}: input is over the limit of {MAX_INPUT} bytes"
+            "{name}: input is over the limit of {max} bytes"
         )));
     }
     Ok(buf)
@@ -137,13 +141,22 @@ pub(crate) fn read_capped(reader: impl Read, name: &str) -> Result<Vec<u8>, Fail
 /// Reads the input `what` (`preset`, `context`, `template`) from `path`, or from standard input
 /// when `path` is `-`. Errors say which input failed.
 pub(crate) fn read(path: &Path, what: &str) -> Result<Vec<u8>, Failure> {
+    read_up_to(path, what, MAX_INPUT)
+}
+
+/// [`read`] with another cap.
+pub(crate) fn read_up_to(path: &Path, what: &str, max: usize) -> Result<Vec<u8>, Failure> {
     if path.as_os_str() == "-" {
-        return read_capped(std::io::stdin().lock(), &format!("{what} from <stdin>"));
+        return read_within(
+            std::io::stdin().lock(),
+            &format!("{what} from <stdin>"),
+            max,
+        );
     }
     let name = path.display().to_string();
     let file = std::fs::File::open(path)
         .map_err(|e| Failure(format!("cannot read the {what} file {name}: {e}")))?;
-    read_capped(file, &name)
+    read_within(file, &name, max)
 }
 
 /// How messages name an input: its path, or `<stdin>` for `-`.
@@ -181,6 +194,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Expand(args) => expand::run(args),
         Command::Regex(args) => regex::run(args),
+        Command::Lore(args) => lore::run(args),
         Command::Render(args) => render::render(args),
         Command::Audit(args) => render::audit(args),
         #[cfg(feature = "store")]

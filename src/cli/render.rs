@@ -29,6 +29,8 @@ pub(crate) struct RenderArgs {
     /// `allow_preset_regex`, SPEC §13.6).
     #[arg(long)]
     allow_regex: bool,
+    #[command(flatten)]
+    lore: super::lore::LoreFlags,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -149,6 +151,7 @@ pub(crate) fn render(args: RenderArgs) -> Result<(), Failure> {
     let preset = import(&args.preset)?;
     let mut ctx = args.context.load()?;
     ctx.allow_preset_regex |= args.allow_regex;
+    args.lore.apply(&mut ctx)?;
     let out = preset.compile().render(&ctx);
     let file = super::input_name(&args.preset);
     let mut stdout = super::stdout();

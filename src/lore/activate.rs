@@ -10,10 +10,11 @@ use std::collections::{BTreeMap, HashMap};
 
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::book::{Entry, LoreSource, Lorebook};
 use super::keys::{self, Key, Segment, Spent, Steps};
+use super::settings::{GenerationType, WiSettings};
 use super::state::{Effect, EffectKind, WiState, fingerprint};
 use crate::context::{Context, Tag};
 use crate::diagnostic::{Diagnostic, DiagnosticKind, excerpt};
@@ -22,94 +23,6 @@ use crate::limits::Limits;
 use crate::role::Role;
 use crate::scripts::pattern::Cost;
 use crate::tokens::TokenCounter;
-
-/// World Info settings (SPEC §15.4; context field `world_info`). Defaults are SillyTavern's
-/// fresh install.
-///
-/// ```
-/// let s: stpreset::WiSettings = serde_json::from_str(r#"{"scan_depth": 4}"#).unwrap();
-/// assert_eq!((s.scan_depth, s.budget_percent, s.recursive), (4, 25, true));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-#[non_exhaustive]
-pub struct WiSettings {
-    /// Messages scanned, newest first (`world_info_depth`).
-    pub scan_depth: u64,
-    /// Budget as a percentage of the context.
-    pub budget_percent: u64,
-    /// A cap on the budget in tokens (0: none).
-    pub budget_cap: u64,
-    /// Scan `Name: text` instead of the text alone.
-    pub include_names: bool,
-    /// Activated entries' text is scanned again.
-    pub recursive: bool,
-    /// Keys match case-sensitively unless an entry says otherwise.
-    pub case_sensitive: bool,
-    /// Keys without whitespace match whole words unless an entry says otherwise.
-    pub match_whole_words: bool,
-    /// 0: character and global books sorted together; 1: character first; 2: global first.
-    pub character_strategy: u8,
-    /// Scan deeper until this many entries activated (0: off).
-    pub min_activations: u64,
-    /// The deepest scan min activations may reach (0: the history length).
-    pub min_activations_depth_max: u64,
-    /// Most scan passes (0: no cap besides `Limits::lore_max_passes`).
-    pub max_recursion_steps: u64,
-    /// Group members compete by how many keys matched.
-    pub group_scoring: bool,
-}
-
-impl Default for WiSettings {
-    fn default() -> Self {
-        WiSettings {
-            scan_depth: 2,
-            budget_percent: 25,
-            budget_cap: 0,
-            include_names: true,
-            recursive: true,
-            case_sensitive: false,
-            match_whole_words: true,
-            character_strategy: 1,
-            min_activations: 0,
-            min_activations_depth_max: 0,
-            max_recursion_steps: 0,
-            group_scoring: false,
-        }
-    }
-}
-
-/// What kind of generation the activation is for (entry `triggers`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum GenerationType {
-    /// A new reply.
-    #[default]
-    Normal,
-    /// Continuing the last reply.
-    Continue,
-    /// Writing as the user.
-    Impersonate,
-    /// Another version of the last reply.
-    Swipe,
-    /// The last reply written again.
-    Regenerate,
-    /// A background generation.
-    Quiet,
-}
-
-impl GenerationType {
-    fn name(self) -> &'static str {
-        match self {
-            GenerationType::Normal => "normal",
-            GenerationType::Continue => "continue",
-            GenerationType::Impersonate => "impersonate",
-            GenerationType::Swipe => "swipe",
-            GenerationType::Regenerate => "regenerate",
-            GenerationType::Quiet => "quiet",
-        }
-    }
-}
 
 /// Texts scanned besides the messages, each by the entries whose `match*` flag selects it,
 /// and `inject`, scanned by every entry (SillyTavern's `scan: true` extension prompts).

@@ -252,6 +252,51 @@ impl Lorebook {
     }
 }
 
+/// The context file's `lorebooks` (SPEC §15.9): `[{name, source?, entries}]`, read keeping
+/// the entries' key order. The error names the field.
+pub(crate) fn read_lorebooks(
+    text: &str,
+    limits: &Limits,
+) -> Result<Vec<Lorebook>, (String, String)> {
+    let json =
+        Json::parse(text.as_bytes()).map_err(|e| ("lorebooks".to_string(), e.to_string()))?;
+    let Json::Array(list) = json else {
+        return Err(("lorebooks".into(), "expected a list of books".into()));
+    };
+    let mut books = Vec::with_capacity(list.len());
+    for (i, item) in list.iter().enumerate() {
+        let field = format!("lorebooks[{i}]");
+        let name = item
+            .as_object()
+            .and_then(|o| o.get("name"))
+            .and_then(Json::as_str)
+            .ok_or_else(|| {
+                (
+                    field.clone(),
+                    "expected an object with a string `name`".to_string(),
+                )
+            })?;
+        let source = match item.as_object().and_then(|o| o.get("source")) {
+            None | Some(Json::Null) => LoreSource::Global,
+            Some(v) => match v.as_str() {
+                Some("chat") => LoreSource::Chat,
+                Some("persona") => LoreSource::Persona,
+                Some("character") => LoreSource::Character,
+                Some("global") => LoreSource::Global,
+                _ => {
+                    return Err((
+                        format!("{field}.source"),
+                        "expected \"chat\", \"persona\", \"character\" or \"global\"".into(),
+                    ));
+                }
+            },
+        };
+        let book = Lorebook::from_value(name, item, limits).map_err(|e| (field, e.to_string()))?;
+        books.push(book.with_source(source));
+    }
+    Ok(books)
+}
+
 /// A JS-truthy test (`!value` in `convertCharacterBook`).
 fn truthy(v: Option<&Json>) -> bool {
     match v {

@@ -7,15 +7,19 @@
 
 mod activate;
 mod book;
+pub(crate) mod items;
 mod json;
 mod keys;
+mod settings;
 mod state;
 
 pub use activate::{
-    DepthLore, ExampleLore, GenerationType, ScanTexts, SeededRandom, WiInput, WiMessage, WiRandom,
-    WiResult, WiSettings, activate,
+    DepthLore, ExampleLore, ScanTexts, SeededRandom, WiInput, WiMessage, WiRandom, WiResult,
+    activate,
 };
+pub(crate) use book::read_lorebooks;
 pub use book::{LoreSource, Lorebook};
+pub use settings::{GenerationType, LoreInput, WiSettings};
 pub use state::{Effect, EffectKind, WiState};
 
 /// Why a card or a lorebook could not be imported (SPEC §15.10): nothing is half-imported.

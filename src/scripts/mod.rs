@@ -243,6 +243,11 @@ impl Scripts {
         self.list.iter().map(|c| &c.script)
     }
 
+    /// Whether the preset has no scripts.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
     /// Whether a pass reports `RegexNotAllowed` when not allowed: a valid entry not disabled.
     fn any_enabled(&self) -> bool {
         self.list.iter().any(|c| !c.script.disabled)
