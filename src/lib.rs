@@ -56,7 +56,7 @@ pub use error::{ContextError, TemplateError};
 pub use eval::Expanded;
 pub use json::RenderDetails;
 pub use limits::Limits;
-pub use lore::{LoreError, LoreSource, Lorebook};
+pub use lore::{Card, CardFormat, DepthPrompt, LoreError, LoreSource, Lorebook};
 pub use options::{Budget, Injection, RandomSource, RenderOptions};
 pub use passthrough::{PartMemo, Passthrough};
 pub use preset::{CompiledPreset, Preset, PresetError, PresetNode};

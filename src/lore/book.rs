@@ -315,7 +315,10 @@ impl Reader<'_> {
         }
         if !self.capped {
             self.capped = true;
-            self.entry_invalid(label, "over the entry limit: this and later entries skipped");
+            self.entry_invalid(
+                label,
+                "over the entry limit: this and later entries skipped",
+            );
         }
         false
     }
@@ -363,8 +366,7 @@ impl Reader<'_> {
             .iter()
             .enumerate()
             .map(|(i, e)| {
-                uid_of(e.as_object().and_then(|o| o.get("id")))
-                    .unwrap_or(Uid::Number(i as u64))
+                uid_of(e.as_object().and_then(|o| o.get("id"))).unwrap_or(Uid::Number(i as u64))
             })
             .collect();
         let keys: Vec<String> = uids.iter().map(Uid::to_string).collect();
@@ -509,10 +511,17 @@ impl<'r, 'a> Fields<'r, 'a> {
             None => {}
             Some(v) => match v.as_number() {
                 Some(p) if (0.0..=100.0).contains(&p) => e.probability = Probability(p),
-                _ => self.invalid("probability", format!("is {}, not a number 0–100", v.kind())),
+                _ => self.invalid(
+                    "probability",
+                    format!("is {}, not a number 0–100", v.kind()),
+                ),
             },
         }
-        self.boolean("useProbability", get("useProbability"), &mut e.use_probability);
+        self.boolean(
+            "useProbability",
+            get("useProbability"),
+            &mut e.use_probability,
+        );
         match get("depth") {
             // ST reads `depth ?? 4`: null is the default, silently.
             None | Some(Json::Null) => {}
@@ -537,8 +546,16 @@ impl<'r, 'a> Fields<'r, 'a> {
         e.sticky = self.count("sticky", get("sticky"));
         e.cooldown = self.count("cooldown", get("cooldown"));
         e.delay = self.count("delay", get("delay"));
-        self.boolean("excludeRecursion", get("excludeRecursion"), &mut e.exclude_recursion);
-        self.boolean("preventRecursion", get("preventRecursion"), &mut e.prevent_recursion);
+        self.boolean(
+            "excludeRecursion",
+            get("excludeRecursion"),
+            &mut e.exclude_recursion,
+        );
+        self.boolean(
+            "preventRecursion",
+            get("preventRecursion"),
+            &mut e.prevent_recursion,
+        );
         match get("delayUntilRecursion") {
             None => {}
             Some(Json::Bool(b)) => e.delay_until_recursion = u64::from(*b),
@@ -553,9 +570,18 @@ impl<'r, 'a> Fields<'r, 'a> {
         self.strings("triggers", get("triggers"), &mut e.triggers);
         for (name, slot) in [
             ("matchPersonaDescription", &mut e.match_persona_description),
-            ("matchCharacterDescription", &mut e.match_character_description),
-            ("matchCharacterPersonality", &mut e.match_character_personality),
-            ("matchCharacterDepthPrompt", &mut e.match_character_depth_prompt),
+            (
+                "matchCharacterDescription",
+                &mut e.match_character_description,
+            ),
+            (
+                "matchCharacterPersonality",
+                &mut e.match_character_personality,
+            ),
+            (
+                "matchCharacterDepthPrompt",
+                &mut e.match_character_depth_prompt,
+            ),
             ("matchScenario", &mut e.match_scenario),
             ("matchCreatorNotes", &mut e.match_creator_notes),
         ] {
@@ -686,7 +712,9 @@ mod tests {
 
     #[test]
     fn a_repeated_uid_replaces_in_place() {
-        let b = book(r#"{"entries": {"0": {"uid": 5, "content": "a"}, "1": {"uid": 7}, "2": {"uid": 5, "content": "b"}}}"#);
+        let b = book(
+            r#"{"entries": {"0": {"uid": 5, "content": "a"}, "1": {"uid": 7}, "2": {"uid": 5, "content": "b"}}}"#,
+        );
         assert_eq!(uids(&b), ["5", "7"]);
         assert_eq!(b.entries[0].content, "b");
         assert_eq!(b.diagnostics[0].kind, DiagnosticKind::LoreEntryInvalid);
@@ -720,8 +748,10 @@ mod tests {
 
     #[test]
     fn caps_skip_an_entry_and_refuse_a_book() {
-        let mut limits = Limits::default();
-        limits.lore_max_keys = 2;
+        let mut limits = Limits {
+            lore_max_keys: 2,
+            ..Limits::default()
+        };
         let b = Lorebook::from_json(
             "B",
             br#"{"entries": {"0": {"key": ["a", "b", "c"]}, "1": {}}}"#,

@@ -36,10 +36,6 @@ impl Object {
     pub fn get(&self, key: &str) -> Option<&Json> {
         self.members.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
-
-    pub fn contains_key(&self, key: &str) -> bool {
-        self.get(key).is_some()
-    }
 }
 
 impl Json {
@@ -90,23 +86,6 @@ impl Json {
             Json::String(_) => "a string",
             Json::Array(_) => "an array",
             Json::Object(_) => "an object",
-        }
-    }
-
-    /// The value as `serde_json` would write it (keys in this value's order).
-    pub fn to_value(&self) -> serde_json::Value {
-        match self {
-            Json::Null => serde_json::Value::Null,
-            Json::Bool(b) => serde_json::Value::Bool(*b),
-            Json::Number(n) => serde_json::Value::Number(n.clone()),
-            Json::String(s) => serde_json::Value::String(s.clone()),
-            Json::Array(a) => serde_json::Value::Array(a.iter().map(Json::to_value).collect()),
-            Json::Object(o) => serde_json::Value::Object(
-                o.members
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.to_value()))
-                    .collect(),
-            ),
         }
     }
 }
@@ -221,7 +200,16 @@ mod tests {
     fn integer_like_is_canonical_below_two_to_the_32_minus_one() {
         assert_eq!(integer_like("0"), Some(0));
         assert_eq!(integer_like("4294967294"), Some(4294967294));
-        for k in ["", "01", "-1", "+1", "1.0", "4294967295", "99999999999", "a"] {
+        for k in [
+            "",
+            "01",
+            "-1",
+            "+1",
+            "1.0",
+            "4294967295",
+            "99999999999",
+            "a",
+        ] {
             assert_eq!(integer_like(k), None, "{k}");
         }
         let order = js_key_order(["b", "10", "2", "a", "01"].into_iter());

@@ -6,9 +6,12 @@
 //! anything is allocated for it, and activation work is linear in the text scanned (§15.8).
 
 mod book;
+mod card;
 mod json;
+mod png;
 
-pub use book::{Lorebook, LoreSource};
+pub use book::{LoreSource, Lorebook};
+pub use card::{Card, CardFormat, DepthPrompt};
 
 /// Why a card or a lorebook could not be imported (SPEC §15.10): nothing is half-imported.
 ///
