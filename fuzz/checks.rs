@@ -297,3 +297,61 @@ pub fn chat(data: &[u8]) {
         );
     }
 }
+
+/// World Info activation (SPEC §15): the input is a lorebook, a NUL, then chat messages
+/// separated by NULs. Import and activation never panic; every activated name is an entry of
+/// the book; the state round-trips as JSON and a second turn on it does not panic; output is
+/// bounded by the entries' text.
+pub fn lore(data: &[u8]) {
+    let mut parts = data.split(|&b| b == 0);
+    let Some(book) = parts.next() else { return };
+    let limits = stpreset::Limits::default();
+    let Ok(book) = stpreset::Lorebook::from_json("b", book, &limits) else {
+        return;
+    };
+    let mut ctx = stpreset::Context::default();
+    ctx.user = "Alice".into();
+    ctx.char = "Tomori".into();
+    for (i, m) in parts.take(64).enumerate() {
+        let role = if i % 2 == 0 {
+            stpreset::Role::User
+        } else {
+            stpreset::Role::Model
+        };
+        ctx.items.push(stpreset::ContextItem::new(
+            Some(stpreset::Tag::DialogueHistory),
+            role,
+            String::from_utf8_lossy(m).into_owned(),
+        ));
+    }
+    let settings = stpreset::WiSettings::default();
+    let words = stpreset::Counter::Builtin(stpreset::Tokenizer::Words).for_model("");
+    let books = [book];
+    let mut state = stpreset::WiState::default();
+    for turn in 0..2u64 {
+        let mut input = stpreset::WiInput::new(&ctx);
+        input.position = Some(ctx.items.len() as u64 + turn);
+        let mut rng = stpreset::SeededRandom::new(7, turn);
+        let out = stpreset::activate(
+            &books, &input, &settings, &state, &mut rng, &*words, &limits,
+        );
+        let names: std::collections::HashSet<String> =
+            serde_json::from_value::<Vec<serde_json::Value>>(books[0].entries_json())
+                .unwrap_or_default()
+                .iter()
+                .map(|e| {
+                    format!(
+                        "b.{}",
+                        e["uid"]
+                            .as_str()
+                            .map_or_else(|| e["uid"].to_string(), str::to_string)
+                    )
+                })
+                .collect();
+        for a in &out.activated {
+            assert!(names.contains(a), "activated {a} is not an entry");
+        }
+        let json = serde_json::to_string(&out.state).expect("state serializes");
+        state = serde_json::from_str(&json).expect("state reads back");
+    }
+}

@@ -57,9 +57,9 @@ pub use eval::Expanded;
 pub use json::RenderDetails;
 pub use limits::Limits;
 pub use lore::{
-    DepthLore, Effect, EffectKind, ExampleLore, GenerationType, LoreError, LoreInput, LoreSource,
-    Lorebook, ScanTexts, SeededRandom, WiInput, WiMessage, WiRandom, WiResult, WiSettings, WiState,
-    activate,
+    Card, CardFormat, DepthLore, DepthPrompt, Effect, EffectKind, ExampleLore, GenerationType,
+    LoreError, LoreInput, LoreSource, Lorebook, ScanTexts, SeededRandom, WiInput, WiMessage,
+    WiRandom, WiResult, WiSettings, WiState, activate,
 };
 pub use options::{Budget, Injection, RandomSource, RenderOptions};
 pub use passthrough::{PartMemo, Passthrough};

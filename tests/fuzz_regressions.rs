@@ -59,3 +59,8 @@ fn regex_regressions() {
 fn chat_regressions() {
     replay("chat", checks::chat);
 }
+
+#[test]
+fn lore_regressions() {
+    replay("lore", checks::lore);
+}

@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use stpreset::{
-    Context, GenerationType, Limits, LoreInput, LoreSource, Lorebook, SeededRandom, WiInput,
-    WiState, activate,
+    Card, CardFormat, Context, GenerationType, Limits, LoreInput, LoreSource, Lorebook,
+    SeededRandom, WiInput, WiState, activate,
 };
 
 use super::{ContextArgs, Failure, read, read_up_to};
@@ -14,6 +14,10 @@ use super::{ContextArgs, Failure, read, read_up_to};
 /// context file's fields of the same meaning; `--book` adds books before its `lorebooks`.
 #[derive(Args, Default)]
 pub(crate) struct LoreFlags {
+    /// A character card (PNG or JSON, SPEC §15.1): fills the context fields the context file
+    /// leaves unset, and adds its lorebook.
+    #[arg(long, value_name = "CARD")]
+    card: Option<PathBuf>,
     /// A lorebook (World Info JSON or a `character_book`), `[NAME=]PATH`; the name (default:
     /// the file stem) is the book's identity in the timed-effect state. Repeatable.
     #[arg(long = "book", value_name = "[NAME=]PATH")]
@@ -65,6 +69,10 @@ impl LoreFlags {
 
     /// Puts the flags into the context's lore (made when the flags ask for any).
     pub(crate) fn apply(&self, ctx: &mut Context) -> Result<(), Failure> {
+        if let Some(path) = &self.card {
+            let card = card(path)?;
+            card.apply_to(ctx);
+        }
         if !self.any() {
             return Ok(());
         }
@@ -106,6 +114,92 @@ impl LoreFlags {
         lore.dry_run |= self.dry_run;
         Ok(())
     }
+}
+
+/// Reads a card: PNG when the file is named `.png`, else by its first bytes.
+pub(crate) fn card(path: &Path) -> Result<Card, Failure> {
+    let limits = Limits::default();
+    let bytes = read_up_to(path, "card", limits.card_max_file_bytes)?;
+    let png = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("png"));
+    let format = if png {
+        CardFormat::Png
+    } else {
+        CardFormat::Auto
+    };
+    Card::from_bytes(&bytes, format, &limits)
+        .map_err(|e| Failure(format!("{}: {e}", super::input_name(path))))
+}
+
+#[derive(Args)]
+pub(crate) struct CardArgs {
+    /// The card file (PNG or JSON); `-` reads standard input.
+    card: PathBuf,
+    /// `text`: the fields; `json`: `{"card", "diagnostics", "context", "items"}`.
+    #[arg(long, value_enum, default_value_t)]
+    format: super::Format,
+}
+
+/// `stpreset card`: the card as read, and what it puts into a context.
+pub(crate) fn run_card(args: CardArgs) -> Result<(), Failure> {
+    let card = card(&args.card)?;
+    let mut ctx = Context::default();
+    ctx.user = String::new();
+    card.apply_to(&mut ctx);
+    let items: Vec<serde_json::Value> = ctx
+        .items
+        .iter()
+        .map(
+            |i| serde_json::json!({"depth": i.depth, "role": i.role, "tag": i.tag, "text": i.text}),
+        )
+        .collect();
+    let context = serde_json::json!({
+        "char": ctx.char, "char_instruction": ctx.char_instruction, "char_prompt": ctx.char_prompt,
+        "char_version": ctx.char_version, "description": ctx.description,
+        "mes_examples": ctx.mes_examples, "mes_examples_raw": ctx.mes_examples_raw,
+        "personality": ctx.personality, "scenario": ctx.scenario,
+        "first_mes": card.first_mes, "alternate_greetings": card.alternate_greetings,
+    });
+    let mut stdout = super::stdout();
+    let written = match args.format {
+        super::Format::Json => {
+            // `card` keeps §15.2's key order (SPEC §16); the rest is in byte order.
+            let card_json = serde_json::to_string(&card).map_err(|e| Failure(e.to_string()))?;
+            let rest = |v: &serde_json::Value| serde_json::to_string(v).unwrap_or_default();
+            let diags = serde_json::to_value(card.diagnostics()).unwrap_or_default();
+            use std::io::Write as _;
+            writeln!(
+                stdout,
+                r#"{{"card":{card_json},"context":{},"diagnostics":{},"items":{}}}"#,
+                rest(&context),
+                rest(&diags),
+                rest(&serde_json::Value::Array(items))
+            )
+        }
+        super::Format::Text => {
+            use std::io::Write as _;
+            let mut w = || -> std::io::Result<()> {
+                for (k, v) in context.as_object().into_iter().flatten() {
+                    writeln!(stdout, "{k}: {}", stpreset::terminal_safe(&v.to_string()))?;
+                }
+                if let Some(b) = card.book() {
+                    writeln!(
+                        stdout,
+                        "book: {} ({} entries)",
+                        stpreset::terminal_line(b.name()),
+                        b.len()
+                    )?;
+                }
+                for d in card.diagnostics() {
+                    writeln!(stdout, "{d}")?;
+                }
+                Ok(())
+            };
+            w()
+        }
+    };
+    super::finish(&mut stdout, written)
 }
 
 /// `[NAME=]PATH`: a `=` before the path's first separator names the book.

@@ -39,6 +39,8 @@ enum Command {
     Regex(regex::RegexArgs),
     /// Activate World Info books for a chat and print what activated and where it goes.
     Lore(lore::LoreArgs),
+    /// Read a character card (PNG or JSON) and print its fields and what it adds to a context.
+    Card(lore::CardArgs),
     /// Import, list, activate, toggle, delete and render presets kept per server in SQLite.
     #[cfg(feature = "store")]
     Store(store::StoreArgs),
@@ -195,6 +197,7 @@ pub fn main() -> ExitCode {
         Command::Expand(args) => expand::run(args),
         Command::Regex(args) => regex::run(args),
         Command::Lore(args) => lore::run(args),
+        Command::Card(args) => lore::run_card(args),
         Command::Render(args) => render::render(args),
         Command::Audit(args) => render::audit(args),
         #[cfg(feature = "store")]

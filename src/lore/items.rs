@@ -25,43 +25,6 @@ pub(crate) struct Placed {
     pub state: WiState,
 }
 
-/// SillyTavern's `parseMesExamples` (SPEC §15.2): the `<START>` blocks of an example text.
-pub(crate) fn example_blocks(text: &str) -> Vec<String> {
-    if text.is_empty() || text == "<START>" {
-        return Vec::new();
-    }
-    let text = if text.starts_with("<START>") {
-        text.to_string()
-    } else {
-        format!("<START>\n{}", super::keys::js_trim(text))
-    };
-    split_start(&text)
-        .into_iter()
-        .skip(1)
-        .map(|b| super::keys::js_trim(b).to_string())
-        .filter(|b| !b.is_empty())
-        .collect()
-}
-
-/// Splits on `<START>` matched ASCII case-insensitively.
-fn split_start(text: &str) -> Vec<&str> {
-    const TAG: &[u8] = b"<start>";
-    let b = text.as_bytes();
-    let mut out = Vec::new();
-    let (mut last, mut i) = (0, 0);
-    while i + TAG.len() <= b.len() {
-        if b[i..i + TAG.len()].eq_ignore_ascii_case(TAG) {
-            out.push(&text[last..i]);
-            i += TAG.len();
-            last = i;
-        } else {
-            i += 1;
-        }
-    }
-    out.push(&text[last..]);
-    out
-}
-
 /// Activates `lore` for `ctx` and places the result.
 pub(crate) fn place(
     ctx: &Context,
@@ -150,7 +113,7 @@ pub(crate) fn place(
         front.push(item(Tag::KnowledgeLorebookAfter, result.after, None));
     }
     for ex in &result.examples {
-        let blocks = example_blocks(&ex.text);
+        let blocks = super::card::parse_mes_examples(&ex.text);
         let to = if ex.position == "top" {
             &mut front
         } else {
@@ -204,19 +167,76 @@ pub(crate) fn place(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn examples_split_as_st() {
-        assert!(example_blocks("").is_empty());
-        assert!(example_blocks("<START>").is_empty());
-        assert_eq!(example_blocks("A\n<start>\nB"), ["A", "B"]);
-        assert_eq!(example_blocks("intro\n<START>\nA"), ["intro", "A"]);
-        assert_eq!(
-            example_blocks("<START>\nx\n<START>\n\n<START>y"),
-            ["x", "y"]
-        );
+impl super::Card {
+    /// Puts the card into a context (SPEC §15.2, §16 step 1): its values fill the fields the
+    /// context leaves empty, with one item each for description, personality and example
+    /// block unless the host has items of that tag; its depth prompt becomes a tail item;
+    /// its book joins the context's lore (source `character`).
+    ///
+    /// ```
+    /// use stpreset::{Card, CardFormat, Context, Limits};
+    /// let card = Card::from_bytes(br#"{"name": "Sera", "description": "A healer."}"#, CardFormat::Json, &Limits::default()).unwrap();
+    /// let mut ctx = Context::default();
+    /// card.apply_to(&mut ctx);
+    /// assert_eq!((ctx.char.as_str(), ctx.description.as_str()), ("Sera", "A healer."));
+    /// ```
+    pub fn apply_to(&self, ctx: &mut Context) {
+        let has = |ctx: &Context, tag: Tag| ctx.items.iter().any(|i| i.tag == Some(tag));
+        let fill = |slot: &mut String, value: &str| {
+            let empty = slot.is_empty();
+            if empty {
+                value.clone_into(slot);
+            }
+            empty && !value.is_empty()
+        };
+        fill(&mut ctx.char, &self.name);
+        let mut items = Vec::new();
+        if fill(&mut ctx.description, &self.description) && !has(ctx, Tag::SystemPersonaPrompt) {
+            items.push(ContextItem::new(
+                Some(Tag::SystemPersonaPrompt),
+                Role::System,
+                self.description.clone(),
+            ));
+        }
+        if fill(&mut ctx.personality, &self.personality) && !has(ctx, Tag::SystemPersonality) {
+            items.push(ContextItem::new(
+                Some(Tag::SystemPersonality),
+                Role::System,
+                self.personality.clone(),
+            ));
+        }
+        fill(&mut ctx.scenario, &self.scenario);
+        if fill(&mut ctx.mes_examples_raw, &self.mes_examples_raw) {
+            fill(&mut ctx.mes_examples, &self.samples.join("\n"));
+            if !has(ctx, Tag::DialogueSample) {
+                items.extend(
+                    self.samples.iter().map(|s| {
+                        ContextItem::new(Some(Tag::DialogueSample), Role::System, s.clone())
+                    }),
+                );
+            }
+        }
+        fill(&mut ctx.char_prompt, &self.char_prompt);
+        fill(&mut ctx.char_instruction, &self.char_instruction);
+        fill(&mut ctx.char_version, &self.char_version);
+        if let Some(dp) = &self.depth_prompt {
+            let mut it = ContextItem::new(
+                Some(Tag::KnowledgeLoreActivated),
+                Role::System,
+                dp.text.clone(),
+            );
+            it.depth = Some(i64::try_from(dp.depth).unwrap_or(i64::MAX));
+            ctx.items.push(it);
+        }
+        // Card items go before the host's own (they are the character's definition).
+        let host = std::mem::take(&mut ctx.items);
+        ctx.items = items;
+        ctx.items.extend(host);
+        if let Some(book) = &self.book {
+            ctx.lore
+                .get_or_insert_with(LoreInput::default)
+                .books
+                .push(book.clone());
+        }
     }
 }

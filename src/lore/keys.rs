@@ -52,10 +52,10 @@ pub(super) enum Key {
     },
 }
 
-/// ECMAScript `White_Space` plus U+FEFF (what JS `trim` and `\s` see; Rust's `trim` keeps
-/// U+FEFF).
+/// What JS `trim` and `\s` see as space: Unicode `White_Space` except U+0085 (Node does not
+/// count NEL), plus U+FEFF. Rust's `str::trim` strips U+0085 and keeps U+FEFF.
 pub(crate) fn js_space(c: char) -> bool {
-    c.is_whitespace() || c == '\u{feff}'
+    (c.is_whitespace() && c != '\u{85}') || c == '\u{feff}'
 }
 
 /// ECMAScript `String.prototype.trim`.

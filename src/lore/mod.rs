@@ -7,9 +7,11 @@
 
 mod activate;
 mod book;
+mod card;
 pub(crate) mod items;
 mod json;
 mod keys;
+mod png;
 mod settings;
 mod state;
 
@@ -19,6 +21,7 @@ pub use activate::{
 };
 pub(crate) use book::read_lorebooks;
 pub use book::{LoreSource, Lorebook};
+pub use card::{Card, CardFormat, DepthPrompt};
 pub use settings::{GenerationType, LoreInput, WiSettings};
 pub use state::{Effect, EffectKind, WiState};
 
