@@ -269,3 +269,112 @@ fn worldinfo_activation_and_import_vectors() {
         failures.join("\n")
     );
 }
+
+fn render_doc(preset: &str, ctx: &str) -> Value {
+    let p = stpreset::Preset::from_json(preset.as_bytes()).unwrap();
+    let ctx = Context::from_json(ctx.as_bytes()).unwrap();
+    serde_json::from_str(&p.compile().render(&ctx).to_json()).unwrap()
+}
+
+const MARKERS: &str = r#"{"prompts": [
+    {"identifier": "main", "content": "Main."},
+    {"identifier": "worldInfoBefore", "marker": true},
+    {"identifier": "worldInfoAfter", "marker": true},
+    {"identifier": "chatHistory", "marker": true}]}"#;
+
+#[test]
+fn a_context_files_lorebooks_are_placed_and_the_state_comes_back() {
+    let ctx = r#"{"user": "Alice", "char": "Tomori",
+        "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "ring the bell"}],
+        "position": 1,
+        "lorebooks": [{"name": "town", "entries": {
+            "1": {"key": ["bell"], "content": "after {{char}}", "position": 1, "sticky": 2},
+            "0": {"key": ["bell"], "content": "before", "order": 5},
+            "2": {"key": ["bell"], "content": "deep", "position": 4, "depth": 0}}}]}"#;
+    let doc = render_doc(MARKERS, ctx);
+    let texts: Vec<String> = doc["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["parts"].as_array().unwrap().clone())
+        .map(|p| p.as_str().unwrap_or_default().to_string())
+        .collect();
+    let at = |t: &str| texts.iter().position(|x| x.contains(t));
+    assert!(at("before") < at("after Tomori"), "{texts:?}");
+    assert!(at("after Tomori") < at("ring the bell"), "{texts:?}");
+    assert!(texts.iter().any(|t| t.contains("deep")), "{texts:?}");
+    let effects = doc["wi_state"]["effects"].as_array().unwrap();
+    assert_eq!(effects.len(), 1);
+    assert_eq!(effects[0]["entry"], "town.1");
+    assert_eq!(
+        (effects[0]["start"].as_u64(), effects[0]["end"].as_u64()),
+        (Some(1), Some(3))
+    );
+    // Without lore the document has no `wi_state`.
+    let plain = render_doc(MARKERS, r#"{"user": "Alice"}"#);
+    assert!(plain.get("wi_state").is_none());
+}
+
+#[test]
+fn context_lorebook_errors_name_the_field() {
+    for (bad, field) in [
+        (
+            r#"{"lorebooks": [{"name": "a", "source": "moon", "entries": {}}]}"#,
+            "lorebooks[0].source",
+        ),
+        (r#"{"lorebooks": [{"entries": {}}]}"#, "lorebooks[0]"),
+        (
+            r#"{"lorebooks": [{"name": "a", "entries": 3}]}"#,
+            "lorebooks[0]",
+        ),
+        (r#"{"world_info": {"scan_depht": 3}}"#, "scan_depht"),
+    ] {
+        let err = Context::from_json(bad.as_bytes()).unwrap_err().to_string();
+        assert!(err.contains(field), "{bad}: {err}");
+    }
+}
+
+#[test]
+fn sticky_lore_outlives_its_key_across_cli_turns() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = dir.path().join("town.json");
+    std::fs::write(
+        &book,
+        r#"{"entries": {"0": {"key": ["bell"], "content": "It tolls.", "sticky": 3}}}"#,
+    )
+    .unwrap();
+    let ctx = |text: &str| {
+        let p = dir.path().join(format!("ctx-{}.json", text.len()));
+        let v = json!({"items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": text}]});
+        std::fs::write(&p, v.to_string()).unwrap();
+        p
+    };
+    let run = |ctx: &std::path::Path, position: u64, state: Option<&std::path::Path>| -> Value {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_stpreset"));
+        cmd.args(["lore", "--book"])
+            .arg(&book)
+            .arg("--context")
+            .arg(ctx);
+        cmd.args(["--position", &position.to_string()]);
+        if let Some(s) = state {
+            cmd.arg("--wi-state").arg(s);
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let first = run(&ctx("ring the bell"), 1, None);
+    assert_eq!(first["activated"], json!(["town.0"]));
+    let state = dir.path().join("state.json");
+    std::fs::write(&state, first["state"].to_string()).unwrap();
+    // No key in the chat now: the sticky effect keeps the entry until position 4.
+    let second = run(&ctx("quiet"), 3, Some(&state));
+    assert_eq!(second["activated"], json!(["town.0"]));
+    assert_eq!(second["before"], "It tolls.");
+    let later = run(&ctx("quiet"), 4, Some(&state));
+    assert_eq!(later["activated"], json!([]));
+}
