@@ -1099,6 +1099,243 @@ fn chats(t: &mut Table) {
     );
 }
 
+/// A World Info call over `books` and `history` (oldest first), with room for 10n inputs.
+struct Lore {
+    books: Vec<stpreset::Lorebook>,
+    ctx: Context,
+    settings: stpreset::WiSettings,
+    state: stpreset::WiState,
+}
+
+fn lore_call(l: &Lore) {
+    let mut input = stpreset::WiInput::new(&l.ctx);
+    input.position = Some(input.history.len() as u64);
+    input.max_context = Some(u64::MAX / 200);
+    let mut rng = stpreset::SeededRandom::new(1, 1);
+    let words = stpreset::Counter::Builtin(stpreset::Tokenizer::Words).for_model("");
+    let mut limits = Limits::MAX;
+    limits.regex_run_steps = Limits::default().regex_run_steps;
+    black_box(stpreset::activate(
+        &l.books,
+        &input,
+        &l.settings,
+        &l.state,
+        &mut rng,
+        &*words,
+        &limits,
+    ));
+}
+
+fn lore_setup(entries: serde_json::Value, history: &[String]) -> Lore {
+    let items: Vec<serde_json::Value> = history
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let role = if i % 2 == 0 { "user" } else { "model" };
+            json!({"tag": "DIALOGUE_HISTORY", "role": role, "text": t})
+        })
+        .collect();
+    let ctx = json!({"user": "Alice", "char": "Tomori", "items": items});
+    let book = json!({ "entries": entries });
+    let mut limits = Limits::MAX;
+    limits.lore_max_book_bytes = Limits::MAX.lore_max_book_bytes;
+    Lore {
+        books: vec![
+            stpreset::Lorebook::from_json("b", &serde_json::to_vec(&book).expect("json"), &limits)
+                .expect("book"),
+        ],
+        ctx: Context::from_json(&serde_json::to_vec(&ctx).expect("json")).expect("context"),
+        settings: stpreset::WiSettings::default(),
+        state: stpreset::WiState::default(),
+    }
+}
+
+fn entry(key: &str, content: &str) -> serde_json::Value {
+    json!({"key": [key], "content": content})
+}
+
+/// SPEC §15.8's hostile dimensions of one activation call.
+fn lore(t: &mut Table) {
+    let chat = |n: usize| vec!["a chat about k0 and nothing else".to_string(); n];
+    t.row(
+        "lore/entries-all-matching",
+        500,
+        |n| {
+            let e: serde_json::Map<_, _> = (0..n)
+                .map(|i| (i.to_string(), entry("k0", "lore text")))
+                .collect();
+            lore_setup(serde_json::Value::Object(e), &chat(2))
+        },
+        lore_call,
+    );
+    t.row(
+        "lore/keys-per-entry",
+        500,
+        |n| {
+            let keys: Vec<String> = (0..n).map(|i| format!("miss{i}")).collect();
+            lore_setup(json!({"0": {"key": keys, "content": "x"}}), &chat(2))
+        },
+        lore_call,
+    );
+    t.row(
+        "lore/scan-depth-and-history",
+        200,
+        |n| {
+            let mut l = lore_setup(
+                json!({"0": entry("never", "x"), "1": entry("k0", "y")}),
+                &chat(n),
+            );
+            l.settings.scan_depth = n as u64;
+            l
+        },
+        lore_call,
+    );
+    t.row(
+        "lore/min-activations-walk-the-history",
+        90,
+        |n| {
+            let mut l = lore_setup(json!({"0": entry("never", "x")}), &chat(n));
+            l.settings.min_activations = 1;
+            l
+        },
+        lore_call,
+    );
+    // SillyTavern's cubic case: entry i's content holds entry i+1's key.
+    t.row(
+        "lore/recursion-chain",
+        100,
+        |n| {
+            let e: serde_json::Map<_, _> = (0..n)
+                .map(|i| {
+                    (
+                        i.to_string(),
+                        entry(&format!("k{i}"), &format!("then k{}", i + 1)),
+                    )
+                })
+                .collect();
+            lore_setup(serde_json::Value::Object(e), &chat(1))
+        },
+        lore_call,
+    );
+    t.row(
+        "lore/group-size",
+        500,
+        |n| {
+            let e: serde_json::Map<_, _> = (0..n)
+                .map(|i| {
+                    (
+                        i.to_string(),
+                        json!({"key": ["k0"], "content": "g", "group": "g, h"}),
+                    )
+                })
+                .collect();
+            lore_setup(serde_json::Value::Object(e), &chat(1))
+        },
+        lore_call,
+    );
+    t.row(
+        "lore/timed-state-size",
+        500,
+        |n| {
+            let e: serde_json::Map<_, _> = (0..n)
+                .map(|i| {
+                    (
+                        i.to_string(),
+                        json!({"key": ["k0"], "content": "s", "sticky": 5, "cooldown": 2}),
+                    )
+                })
+                .collect();
+            let mut l = lore_setup(serde_json::Value::Object(e), &chat(1));
+            let first = {
+                let mut input = stpreset::WiInput::new(&l.ctx);
+                input.position = Some(1);
+                input.max_context = Some(u64::MAX / 200);
+                let mut rng = stpreset::SeededRandom::new(1, 1);
+                let words = stpreset::Counter::Builtin(stpreset::Tokenizer::Words).for_model("");
+                stpreset::activate(
+                    &l.books,
+                    &input,
+                    &l.settings,
+                    &l.state,
+                    &mut rng,
+                    &*words,
+                    &Limits::MAX,
+                )
+            };
+            l.state = first.state;
+            l
+        },
+        lore_call,
+    );
+    // Hostile review: a repetitive key on repetitive text (every position a near match).
+    t.row(
+        "lore/repetitive-keys-on-repetitive-text",
+        20_000,
+        |n| {
+            let keys: Vec<String> = (0..64).map(|i| "a".repeat(200 + i)).collect();
+            lore_setup(
+                json!({"0": {"key": keys, "content": "x"}}),
+                &["a".repeat(n)],
+            )
+        },
+        lore_call,
+    );
+    // Hostile review: group blocking over many activated entries with many groups each.
+    t.row(
+        "lore/groups-per-entry-and-blocking",
+        200,
+        |n| {
+            let mut e = serde_json::Map::new();
+            for i in 0..20 {
+                let groups: Vec<String> = (0..n).map(|j| format!("a{i}_{j}")).collect();
+                e.insert(
+                    i.to_string(),
+                    json!({"constant": true, "ignoreBudget": true,
+                    "content": "zz", "group": groups.join(",")}),
+                );
+            }
+            let groups: Vec<String> = (0..n).map(|j| format!("h{j}")).collect();
+            e.insert(
+                "20".into(),
+                json!({"key": ["zz"], "ignoreBudget": true, "content": "y",
+                "group": groups.join(",")}),
+            );
+            lore_setup(serde_json::Value::Object(e), &chat(1))
+        },
+        lore_call,
+    );
+    // Hostile review: a state naming one entry many times.
+    t.row(
+        "lore/state-with-repeated-effects",
+        1_000,
+        |n| {
+            let mut l = lore_setup(
+                json!({"0": {"key": ["k0"], "content": "c".repeat(10_000), "sticky": 5}}),
+                &chat(1),
+            );
+            let effect = json!({"kind": "sticky", "entry": "b.0", "fingerprint": "0", "start": 0,
+                "end": 9, "protected": false});
+            l.state = serde_json::from_value(json!({"version": 1, "effects": vec![effect; n]}))
+                .expect("state");
+            l
+        },
+        lore_call,
+    );
+    t.row(
+        "lore/long-message-many-occurrences",
+        20_000,
+        |n| {
+            let mut l = lore_setup(
+                json!({"0": entry("ab", "x"), "1": entry("/ab?c/", "y"), "2": entry("ba ab", "z")}),
+                &["ab".repeat(n)],
+            );
+            l.settings.scan_depth = 1;
+            l
+        },
+        lore_call,
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mode = match args.iter().position(|a| a == "--one") {
@@ -1128,6 +1365,7 @@ fn main() {
     settings(&mut t);
     regex(&mut t);
     chats(&mut t);
+    lore(&mut t);
     if table {
         println!("\n{} rows, worst ratio {:.1}", t.rows, t.worst);
     }

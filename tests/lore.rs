@@ -378,3 +378,77 @@ fn sticky_lore_outlives_its_key_across_cli_turns() {
     let later = run(&ctx("quiet"), 4, Some(&state));
     assert_eq!(later["activated"], json!([]));
 }
+
+/// Draws from a fixed list, cycling.
+struct Fixed(Vec<f64>, usize);
+
+impl WiRandom for Fixed {
+    fn draw(&mut self) -> f64 {
+        let v = self.0[self.1 % self.0.len()];
+        self.1 += 1;
+        v
+    }
+}
+
+fn one_turn(book: &str, history: &[&str], state: &WiState, draws: Vec<f64>) -> stpreset::WiResult {
+    let book = Lorebook::from_json("b", book.as_bytes(), &Limits::default()).unwrap();
+    let ctx = Context::default();
+    let mut wi = WiInput::new(&ctx);
+    wi.history = history
+        .iter()
+        .map(|t| WiMessage { name: "", text: t })
+        .collect();
+    wi.position = Some(history.len() as u64);
+    activate(
+        &[book],
+        &wi,
+        &WiSettings::default(),
+        state,
+        &mut Fixed(draws, 0),
+        &Words,
+        &Limits::default(),
+    )
+}
+
+#[test]
+fn huge_group_weights_roll_as_doubles() {
+    // Three equal weights near i64::MAX: a u64 sum would wrap and always pick the first.
+    let w = i64::MAX;
+    let book = format!(
+        r#"{{"entries": {{"0": {{"constant": true, "group": "g", "groupWeight": {w}, "content": "a"}},
+            "1": {{"constant": true, "group": "g", "groupWeight": {w}, "content": "b"}},
+            "2": {{"constant": true, "group": "g", "groupWeight": {w}, "content": "c"}}}}}}"#
+    );
+    let pick = |u: f64| one_turn(&book, &["x"], &WiState::default(), vec![u]).activated;
+    assert_eq!(pick(0.1), ["b.0"]);
+    assert_eq!(pick(0.5), ["b.1"]);
+    assert_eq!(pick(0.9), ["b.2"]);
+}
+
+#[test]
+fn a_state_keeps_one_effect_per_kind_and_entry() {
+    let book = r#"{"entries": {"0": {"key": ["bell"], "content": "c", "sticky": 5}}}"#;
+    let first = one_turn(book, &["bell"], &WiState::default(), vec![0.5]);
+    let mut twice = serde_json::to_value(&first.state).unwrap();
+    let effect = twice["effects"][0].clone();
+    twice["effects"] = json!([effect.clone(), effect.clone(), effect]);
+    let state: WiState = serde_json::from_value(twice).unwrap();
+    let next = one_turn(book, &["bell", "x", "quiet"], &state, vec![0.5]);
+    assert_eq!(next.activated, ["b.0"]);
+    assert_eq!(next.state.effects.len(), 1, "{:?}", next.state);
+}
+
+#[test]
+fn a_card_or_book_with_half_an_emoji_still_reads() {
+    let book = r#"{"entries": {"0": {"key": ["\ud83d"], "content": "half \ud800 emoji", "constant": true}}}"#;
+    let out = one_turn(book, &["x"], &WiState::default(), vec![0.5]);
+    assert_eq!(out.before, "half \u{fffd} emoji");
+    let card = r#"{"name": "N\udc00", "description": "d"}"#;
+    let card = stpreset::Card::from_bytes(
+        card.as_bytes(),
+        stpreset::CardFormat::Json,
+        &Limits::default(),
+    )
+    .unwrap();
+    assert_eq!(card.name, "N\u{fffd}");
+}

@@ -8,7 +8,7 @@ use stpreset::{
     SeededRandom, WiInput, WiState, activate,
 };
 
-use super::{ContextArgs, Failure, read, read_up_to};
+use super::{ContextArgs, Failure, read_up_to};
 
 /// The World Info flags: books, state, position and generation type. They override the
 /// context file's fields of the same meaning; `--book` adds books before its `lorebooks`.
@@ -90,7 +90,10 @@ impl LoreFlags {
         books.append(&mut lore.books);
         lore.books = books;
         if let Some(path) = &self.wi_state {
-            let bytes = read(path, "World Info state")?;
+            // A state holds up to two effects per entry of 20,000: more than the 2 MiB of
+            // presets and contexts, as much as a card file may be.
+            let cap = Limits::default().card_max_file_bytes;
+            let bytes = read_up_to(path, "World Info state", cap)?;
             lore.state = serde_json::from_slice::<WiState>(&bytes).map_err(|e| {
                 Failure(format!(
                     "{}: not a World Info state: {e}",

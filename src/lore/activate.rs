@@ -13,7 +13,7 @@ use rand::{RngExt, SeedableRng};
 use serde::Serialize;
 
 use super::book::{Entry, LoreSource, Lorebook};
-use super::keys::{self, Key, Segment, Spent, Steps};
+use super::keys::{self, Key, Place, PlainIndex, Segment, Spent, Steps};
 use super::settings::{GenerationType, WiSettings};
 use super::state::{Effect, EffectKind, WiState, fingerprint};
 use crate::context::{Context, Tag};
@@ -414,6 +414,10 @@ struct Ent<'b> {
     groups: Vec<&'b str>,
     /// Card fields this entry scans (indices into `Call::fields`).
     fields: Vec<usize>,
+    /// The entry's fingerprint, computed once per call.
+    fingerprint: std::cell::OnceCell<String>,
+    /// The pattern id of each plain key in the call's [`PlainIndex`] (primary, then secondary).
+    pids: Vec<Option<usize>>,
 }
 
 struct Call<'a, 'b> {
@@ -450,6 +454,24 @@ struct Call<'a, 'b> {
     reported: Vec<(DiagnosticKind, Option<usize>)>,
     /// Effects kept from the input state (sticky, then cooldowns).
     kept: Vec<Effect>,
+    /// Every plain key of the call, built on the first key test.
+    plain: Option<PlainIndex>,
+    /// Messages and recursion segments the index has scanned.
+    scanned_messages: usize,
+    scanned_recursion: usize,
+    /// Pattern id → the entries with a key of it.
+    users: Vec<Vec<usize>>,
+    /// Entries with a regex key (tested on each new segment by their memo).
+    regex_ents: Vec<usize>,
+    /// Each entry's place in the scan order.
+    pos: Vec<usize>,
+    /// The next pass is a recursion pass at the same level as this one: only entries whose
+    /// answer can change need the gate (SPEC §15.8: no pass walks every entry again).
+    narrow: bool,
+    /// The last pass's candidates that did not activate (group or budget losers).
+    losers: Vec<usize>,
+    /// Activated entries' group names (group blocking, §15.5.8).
+    activated_groups: std::collections::HashSet<&'b str>,
 }
 
 const MAX_MESSAGES: usize = 1000;
@@ -493,6 +515,15 @@ impl<'a, 'b> Call<'a, 'b> {
             diagnostics: Vec::new(),
             reported: Vec::new(),
             kept: Vec::new(),
+            plain: None,
+            scanned_messages: 0,
+            scanned_recursion: 0,
+            users: Vec::new(),
+            regex_ents: Vec::new(),
+            pos: Vec::new(),
+            narrow: false,
+            losers: Vec::new(),
+            activated_groups: std::collections::HashSet::new(),
         };
         call.books(books);
         call.segments();
@@ -604,6 +635,8 @@ impl<'a, 'b> Call<'a, 'b> {
                     .filter(|(_, on)| **on)
                     .map(|(f, _)| f)
                     .collect(),
+                    pids: Vec::new(),
+                    fingerprint: std::cell::OnceCell::new(),
                 });
                 keyed.push((tier(b.source), e.order, i));
             }
@@ -611,10 +644,15 @@ impl<'a, 'b> Call<'a, 'b> {
         // Stable: books in input order, entries in book order, within a tier by order.
         keyed.sort_by_key(|&(t, order, _)| (t, std::cmp::Reverse(order)));
         self.order = keyed.into_iter().map(|(_, _, i)| i).collect();
+        self.pos = vec![0; self.ents.len()];
+        for (k, &i) in self.order.iter().enumerate() {
+            self.pos[i] = k;
+        }
         levels.sort_unstable();
         levels.dedup();
         self.level = levels.first().copied().unwrap_or(0);
-        self.levels = levels.into_iter().skip(1).collect();
+        // Kept reversed: the next level is popped from the end.
+        self.levels = levels.into_iter().skip(1).rev().collect();
         let n = self.ents.len();
         self.done = vec![false; n];
         self.sticky = vec![false; n];
@@ -684,9 +722,12 @@ impl<'a, 'b> Call<'a, 'b> {
             return;
         }
         let p = self.position;
+        // At most one effect per kind and entry (SPEC §15.6.1): the first one counts.
+        let mut seen = std::collections::HashSet::new();
         let (mut stickies, mut cooldowns): (Vec<Effect>, Vec<Effect>) = state
             .effects
             .iter()
+            .filter(|e| seen.insert((e.kind, e.entry.as_str())))
             .cloned()
             .partition(|e| e.kind == EffectKind::Sticky);
         let mut kept_sticky = Vec::new();
@@ -748,7 +789,12 @@ impl<'a, 'b> Call<'a, 'b> {
     /// The entry an effect is attached to: same name and fingerprint.
     fn attached(&self, eff: &Effect) -> Option<usize> {
         let &i = self.by_name.get(&eff.entry)?;
-        (fingerprint(self.ents[i].entry) == eff.fingerprint).then_some(i)
+        (*self.fingerprint(i) == eff.fingerprint).then_some(i)
+    }
+
+    fn fingerprint(&self, i: usize) -> &String {
+        let e = &self.ents[i];
+        e.fingerprint.get_or_init(|| fingerprint(e.entry))
     }
 
     /// SPEC §15.6.3: new effects for activated entries.
@@ -763,6 +809,12 @@ impl<'a, 'b> Call<'a, 'b> {
         let p = self.position;
         let mut new_sticky = Vec::new();
         let mut new_cool = Vec::new();
+        // One lookup per activated entry: the kept effects by kind and name.
+        let kept: HashMap<(EffectKind, &str), &str> = effects
+            .iter()
+            .map(|x| ((x.kind, x.entry.as_str()), x.fingerprint.as_str()))
+            .collect();
+        let mut detached: std::collections::HashSet<(EffectKind, String)> = Default::default();
         for &i in &self.activated {
             let e = self.ents[i].entry;
             for (kind, value, out) in [
@@ -770,15 +822,15 @@ impl<'a, 'b> Call<'a, 'b> {
                 (EffectKind::Cooldown, e.cooldown, &mut new_cool),
             ] {
                 let Some(v) = value else { continue };
-                let fp = fingerprint(e);
+                let fp = self.fingerprint(i).clone();
                 let name = &self.ents[i].name;
-                if effects
-                    .iter()
-                    .any(|x| x.kind == kind && &x.entry == name && x.fingerprint == fp)
-                {
-                    continue;
+                match kept.get(&(kind, name.as_str())) {
+                    Some(&f) if f == fp => continue,
+                    Some(_) => {
+                        detached.insert((kind, name.clone()));
+                    }
+                    None => {}
                 }
-                effects.retain(|x| !(x.kind == kind && &x.entry == name));
                 out.push(Effect {
                     kind,
                     entry: name.clone(),
@@ -788,6 +840,9 @@ impl<'a, 'b> Call<'a, 'b> {
                     protected: false,
                 });
             }
+        }
+        if !detached.is_empty() {
+            effects.retain(|x| !detached.contains(&(x.kind, x.entry.clone())));
         }
         let (mut sticky, cool): (Vec<Effect>, Vec<Effect>) = effects
             .into_iter()
@@ -833,6 +888,7 @@ impl<'a, 'b> Call<'a, 'b> {
                 break;
             }
             let recursive = self.settings.recursive && !self.overflow;
+            self.narrow = kind == PassKind::Recursion;
             kind = if recursive
                 && (!feeds.is_empty()
                     || (kind == PassKind::MinActivations && !self.recursion.is_empty()))
@@ -840,9 +896,11 @@ impl<'a, 'b> Call<'a, 'b> {
                 PassKind::Recursion
             } else if self.min_activations_due() {
                 self.skew += 1;
+                self.narrow = false;
                 PassKind::MinActivations
-            } else if self.settings.recursive && !self.levels.is_empty() {
-                self.level = self.levels.remove(0);
+            } else if let Some(level) = self.levels.pop().filter(|_| self.settings.recursive) {
+                self.level = level;
+                self.narrow = false;
                 PassKind::Recursion
             } else {
                 break;
@@ -863,12 +921,18 @@ impl<'a, 'b> Call<'a, 'b> {
     /// One pass: the gate, groups, probability and budget. Returns what it activated.
     fn pass(&mut self, kind: PassKind) -> Vec<usize> {
         let mut candidates = Vec::new();
-        for k in 0..self.order.len() {
-            let i = self.order[k];
+        let narrow = self.narrow && kind == PassKind::Recursion;
+        let walk = if narrow {
+            self.changed()
+        } else {
+            self.order.clone()
+        };
+        for i in walk {
             if self.gate(i, kind) {
                 candidates.push(i);
             }
         }
+        let gated = candidates.clone();
         // Stuck entries first, then scan order (stable).
         candidates.sort_by_key(|&i| !self.sticky[i]);
         let candidates = self.groups(candidates, kind);
@@ -895,9 +959,34 @@ impl<'a, 'b> Call<'a, 'b> {
             self.tokens += t;
             self.done[i] = true;
             self.activated.push(i);
+            self.activated_groups
+                .extend(self.ents[i].groups.iter().copied());
             now.push(i);
         }
+        self.losers = gated.into_iter().filter(|&i| !self.done[i]).collect();
         now
+    }
+
+    /// The entries whose gate can answer differently in a recursion pass at the same level as
+    /// the last: the last pass's losers, entries with a key the new recursion segments hit,
+    /// and entries with regex keys; in scan order.
+    fn changed(&mut self) -> Vec<usize> {
+        self.index();
+        self.scan_up_to(0);
+        let touched = self
+            .plain
+            .as_mut()
+            .map(PlainIndex::take_touched)
+            .unwrap_or_default();
+        let mut out = std::mem::take(&mut self.losers);
+        for pid in touched {
+            out.extend_from_slice(&self.users[pid]);
+        }
+        out.extend(self.regex_ents.iter().copied());
+        out.retain(|&i| !self.done[i]);
+        out.sort_unstable_by_key(|&i| self.pos[i]);
+        out.dedup();
+        out
     }
 
     /// SPEC §15.5.3: whether the entry is a candidate in this pass.
@@ -991,10 +1080,138 @@ impl<'a, 'b> Call<'a, 'b> {
         if depth == 0 {
             return false;
         }
+        self.index();
+        if let Some(pid) = self.ents[i].pids.get(k).copied().flatten() {
+            self.scan_up_to(depth);
+            let spaced = match self.key(i, k) {
+                Key::Plain { spaced, .. } => *spaced,
+                _ => false,
+            };
+            let mask = self.ents[i].fields.iter().fold(0u8, |m, &f| m | (1 << f));
+            let recursion = kind != PassKind::MinActivations;
+            return self
+                .plain
+                .as_ref()
+                .is_some_and(|p| p.hits[pid].seen(ww && !spaced, depth, mask, recursion));
+        }
         let mut memo = std::mem::take(&mut self.ents[i].memos[k]);
         let result = self.look(i, k, &mut memo, depth, kind, cs, ww);
         self.ents[i].memos[k] = memo;
         result
+    }
+
+    fn key(&self, i: usize, k: usize) -> &Key {
+        let (primary, secondary) = self.ents[i].keys.as_ref().expect("keys expanded");
+        if k < primary.len() {
+            &primary[k]
+        } else {
+            &secondary[k - primary.len()]
+        }
+    }
+
+    /// Builds the call's plain-key index (once): every key of every entry that can match,
+    /// expanded in scan order, then the fixed texts scanned.
+    fn index(&mut self) {
+        if self.plain.is_some() {
+            return;
+        }
+        let mut ids: HashMap<(String, bool), usize> = HashMap::new();
+        let mut patterns: Vec<(String, bool)> = Vec::new();
+        for k in 0..self.order.len() {
+            let i = self.order[k];
+            let e = self.ents[i].entry;
+            if e.disable || e.key.is_empty() {
+                continue;
+            }
+            self.expand_keys(i);
+            let cs = e.case_sensitive.unwrap_or(self.settings.case_sensitive);
+            let (primary, secondary) = self.ents[i].keys.as_ref().expect("keys expanded");
+            if primary
+                .iter()
+                .chain(secondary)
+                .any(|k| matches!(k, Key::Regex { .. }))
+            {
+                self.regex_ents.push(i);
+            }
+            let pids: Vec<Option<usize>> = primary
+                .iter()
+                .chain(secondary)
+                .map(|key| match key {
+                    Key::Plain { text, lower, .. } => {
+                        let needle = if cs { text.clone() } else { lower.clone() };
+                        let next = patterns.len();
+                        let id = *ids.entry((needle.clone(), cs)).or_insert(next);
+                        if id == next {
+                            patterns.push((needle, cs));
+                        }
+                        Some(id)
+                    }
+                    _ => None,
+                })
+                .collect();
+            for pid in pids.iter().flatten() {
+                if self.users.len() <= *pid {
+                    self.users.resize(*pid + 1, Vec::new());
+                }
+                if self.users[*pid].last() != Some(&i) {
+                    self.users[*pid].push(i);
+                }
+            }
+            self.ents[i].pids = pids;
+        }
+        let mut index = PlainIndex::new(&patterns);
+        let mut spent = None;
+        for (f, seg) in self.fields.iter().enumerate() {
+            if !seg.text.is_empty() && spent.is_none() {
+                spent = index.scan(seg, Place::Field(f), &mut self.steps).err();
+            }
+        }
+        for seg in &self.injects {
+            if spent.is_none() {
+                spent = index.scan(seg, Place::Inject, &mut self.steps).err();
+            }
+        }
+        self.plain = Some(index);
+        if spent.is_some() {
+            self.spent();
+        }
+    }
+
+    /// Scans the messages up to `depth` and every recursion segment not yet scanned.
+    fn scan_up_to(&mut self, depth: usize) {
+        let Some(index) = self.plain.as_mut() else {
+            return;
+        };
+        let upto = depth.min(self.messages.len());
+        let mut spent = None;
+        while self.scanned_messages < upto && spent.is_none() {
+            let i = self.scanned_messages;
+            self.scanned_messages += 1;
+            spent = index
+                .scan(&self.messages[i], Place::Message(i), &mut self.steps)
+                .err();
+        }
+        while self.scanned_recursion < self.recursion.len() && spent.is_none() {
+            let i = self.scanned_recursion;
+            self.scanned_recursion += 1;
+            spent = index
+                .scan(&self.recursion[i], Place::Recursion, &mut self.steps)
+                .err();
+        }
+        if spent.is_some() {
+            // Nothing later is scanned: the remaining tests are no match (SPEC §15.8).
+            self.scanned_messages = self.messages.len();
+            self.scanned_recursion = usize::MAX;
+            self.spent();
+        }
+    }
+
+    fn spent(&mut self) {
+        self.report(
+            DiagnosticKind::LoreLimit,
+            None,
+            "World Info: the call spent its key-matching steps; later tests do not match".into(),
+        );
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1109,7 +1326,17 @@ impl<'a, 'b> Call<'a, 'b> {
         // Macro notes inside lore are not reported: the entry is the author's unit, and a
         // book's unknown macros would repeat on every call.
         let mut ignored = Vec::new();
-        engine.expand(&id, &tree, Vec::new(), false, None, &mut ignored)
+        let out = engine.expand(&id, &tree, Vec::new(), false, None, &mut ignored);
+        if engine.work().1 {
+            self.report(
+                DiagnosticKind::LoreLimit,
+                None,
+                "World Info: macros in keys and contents spent the lore work budget; later \
+                 macros expand to nothing"
+                    .into(),
+            );
+        }
+        out
     }
 
     fn expand_keys(&mut self, i: usize) {
@@ -1209,10 +1436,7 @@ impl<'a, 'b> Call<'a, 'b> {
             if *stuck {
                 continue;
             }
-            let blocked = self
-                .activated
-                .iter()
-                .any(|&a| self.ents[a].groups.contains(name));
+            let blocked = self.activated_groups.contains(name);
             if blocked {
                 for &i in group {
                     dropped[i] = true;
@@ -1232,12 +1456,14 @@ impl<'a, 'b> Call<'a, 'b> {
                 }
             }
             if winner.is_none() {
-                let total: u64 = group.iter().map(|&i| self.ents[i].entry.group_weight).sum();
-                let roll = self.random.draw() * total as f64;
-                let mut sum = 0u64;
+                // Doubles, as ST sums them: weights up to i64::MAX cannot overflow.
+                let weight = |i: usize| self.ents[i].entry.group_weight as f64;
+                let total: f64 = group.iter().map(|&i| weight(i)).sum();
+                let roll = self.random.draw() * total;
+                let mut sum = 0.0;
                 for &i in group {
-                    sum += self.ents[i].entry.group_weight;
-                    if sum as f64 >= roll {
+                    sum += weight(i);
+                    if sum >= roll {
                         winner = Some(i);
                         break;
                     }

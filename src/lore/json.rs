@@ -40,8 +40,11 @@ impl Object {
 
 impl Json {
     /// Parses `bytes` (UTF-8) as one JSON document.
+    /// A lone UTF-16 surrogate escape (half an emoji: `\ud800`) reads as U+FFFD, as SPEC §16
+    /// reads lone surrogates everywhere, where serde_json alone refuses the whole file.
     pub fn parse(bytes: &[u8]) -> Result<Json, serde_json::Error> {
-        serde_json::from_slice(bytes)
+        let (bytes, _) = crate::surrogates::repair_json_at(bytes);
+        serde_json::from_slice(&bytes)
     }
 
     pub fn as_object(&self) -> Option<&Object> {
@@ -222,6 +225,14 @@ mod tests {
         let Json::Array(a) = j else { panic!() };
         let got: Vec<_> = a.iter().map(Json::as_integer).collect();
         assert_eq!(got, [Some(2), Some(2), None, Some(1000), Some(-4)]);
+    }
+
+    #[test]
+    fn a_lone_surrogate_escape_is_a_replacement_character() {
+        let j = Json::parse(br#"["\ud800x", "\ud83d\ude00"]"#).unwrap();
+        let Json::Array(a) = j else { panic!() };
+        assert_eq!(a[0].as_str(), Some("\u{fffd}x"));
+        assert_eq!(a[1].as_str(), Some("😀"));
     }
 
     #[test]

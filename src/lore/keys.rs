@@ -288,3 +288,144 @@ mod tests {
         assert_eq!(test(&k, &seg, false, true, &mut steps), Err(Spent::Run));
     }
 }
+
+/// Where a scanned segment sits, for [`PlainIndex::scan`].
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Place {
+    /// Message `i` (0 = newest).
+    Message(usize),
+    /// Card field `i` of the six (persona, description, …).
+    Field(usize),
+    Inject,
+    Recursion,
+}
+
+/// Where one plain pattern was found: `[substring, whole word]` each.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Hits {
+    /// The newest message index with a hit (`usize::MAX`: none); entries see a prefix.
+    message: [usize; 2],
+    fields: [u8; 2],
+    inject: [bool; 2],
+    recursion: [bool; 2],
+}
+
+impl Default for Hits {
+    fn default() -> Self {
+        Hits {
+            message: [usize::MAX; 2],
+            fields: [0; 2],
+            inject: [false; 2],
+            recursion: [false; 2],
+        }
+    }
+}
+
+impl Hits {
+    /// Whether the pattern occurs in a segment an entry sees: messages `0..depth`, the card
+    /// fields in `fields` (a bit each), the inject texts, and recursion segments if `recursion`.
+    pub fn seen(&self, word: bool, depth: usize, fields: u8, recursion: bool) -> bool {
+        let w = word as usize;
+        self.message[w] < depth
+            || self.fields[w] & fields != 0
+            || self.inject[w]
+            || (recursion && self.recursion[w])
+    }
+}
+
+/// Every plain key of a call in two multi-pattern automata (SPEC §15.8 c): lowercased keys
+/// over lowercased segments, case-sensitive ones over the text. Each segment is scanned once
+/// for all keys, so a recursion chain of n entries costs n scans, not n² tests.
+#[derive(Debug)]
+pub(super) struct PlainIndex {
+    folded: Option<aho_corasick::AhoCorasick>,
+    exact: Option<aho_corasick::AhoCorasick>,
+    /// Automaton pattern → our pattern id, per automaton.
+    folded_ids: Vec<usize>,
+    exact_ids: Vec<usize>,
+    pub hits: Vec<Hits>,
+    /// Patterns a recursion segment hit for the first time, since the last `take_touched`.
+    touched: Vec<usize>,
+}
+
+impl PlainIndex {
+    /// `patterns[id] = (needle, case_sensitive)`; a case-insensitive needle is lowercased.
+    pub fn new(patterns: &[(String, bool)]) -> PlainIndex {
+        let build = |sensitive: bool| {
+            let (ids, needles): (Vec<usize>, Vec<&str>) = patterns
+                .iter()
+                .enumerate()
+                .filter(|(_, (_, cs))| *cs == sensitive)
+                .map(|(i, (n, _))| (i, n.as_str()))
+                .unzip();
+            let ac = (!needles.is_empty())
+                .then(|| {
+                    aho_corasick::AhoCorasick::builder()
+                        .match_kind(aho_corasick::MatchKind::Standard)
+                        .build(&needles)
+                        .ok()
+                })
+                .flatten();
+            (ac, ids)
+        };
+        let (folded, folded_ids) = build(false);
+        let (exact, exact_ids) = build(true);
+        PlainIndex {
+            folded,
+            exact,
+            folded_ids,
+            exact_ids,
+            hits: vec![Hits::default(); patterns.len()],
+            touched: Vec::new(),
+        }
+    }
+
+    /// Records every pattern occurring in `seg`. Costs the segment's bytes plus one step per
+    /// occurrence (overlapping occurrences included, as a regex search at every position).
+    pub fn scan(&mut self, seg: &Segment, place: Place, steps: &mut Steps) -> Result<(), Spent> {
+        for (ac, ids, hay) in [
+            (&self.folded, &self.folded_ids, seg.lower()),
+            (&self.exact, &self.exact_ids, seg.text.as_str()),
+        ] {
+            let Some(ac) = ac else { continue };
+            let cost = hay.len() as u64 + 1;
+            if cost > steps.plain {
+                steps.plain = 0;
+                return Err(Spent::Total);
+            }
+            steps.plain -= cost;
+            let b = hay.as_bytes();
+            for m in ac.find_overlapping_iter(hay) {
+                if steps.plain == 0 {
+                    return Err(Spent::Total);
+                }
+                steps.plain -= 1;
+                let word = (m.start() == 0 || !is_word(b[m.start() - 1]))
+                    && (m.end() == b.len() || !is_word(b[m.end()]));
+                let pid = ids[m.pattern().as_usize()];
+                let h = &mut self.hits[pid];
+                if matches!(place, Place::Recursion) && !h.recursion[0] {
+                    self.touched.push(pid);
+                }
+                for w in [false, true] {
+                    if w && !word {
+                        continue;
+                    }
+                    let w = w as usize;
+                    match place {
+                        Place::Message(i) => h.message[w] = h.message[w].min(i),
+                        Place::Field(f) => h.fields[w] |= 1 << f,
+                        Place::Inject => h.inject[w] = true,
+                        Place::Recursion => h.recursion[w] = true,
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The patterns recursion segments hit for the first time since the last call.
+    pub fn take_touched(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.touched)
+    }
+}
