@@ -333,24 +333,17 @@ impl Hits {
     }
 }
 
-/// Every plain key of a call in two multi-pattern automata (SPEC §15.8 c): lowercased keys
-/// over lowercased segments, case-sensitive ones over the text. Each segment is scanned once
-/// for all keys, so a recursion chain of n entries costs n scans, not n² tests.
+/// The two automata of a set of plain keys, and each automaton pattern's id.
 #[derive(Debug)]
-pub(super) struct PlainIndex {
+struct Automata {
     folded: Option<aho_corasick::AhoCorasick>,
     exact: Option<aho_corasick::AhoCorasick>,
-    /// Automaton pattern → our pattern id, per automaton.
     folded_ids: Vec<usize>,
     exact_ids: Vec<usize>,
-    pub hits: Vec<Hits>,
-    /// Patterns a recursion segment hit for the first time, since the last `take_touched`.
-    touched: Vec<usize>,
 }
 
-impl PlainIndex {
-    /// `patterns[id] = (needle, case_sensitive)`; a case-insensitive needle is lowercased.
-    pub fn new(patterns: &[(String, bool)]) -> PlainIndex {
+impl Automata {
+    fn build(patterns: &[(String, bool)]) -> Automata {
         let build = |sensitive: bool| {
             let (ids, needles): (Vec<usize>, Vec<&str>) = patterns
                 .iter()
@@ -370,11 +363,58 @@ impl PlainIndex {
         };
         let (folded, folded_ids) = build(false);
         let (exact, exact_ids) = build(true);
-        PlainIndex {
+        Automata {
             folded,
             exact,
             folded_ids,
             exact_ids,
+        }
+    }
+}
+
+/// Automata of recent calls, by their pattern lists: a bot renders the same books turn after
+/// turn, and building the automaton is most of a call's cost (1,000 entries: ~2 ms of 3).
+/// Small lists only, and few of them, so the cache stays a few MiB.
+static AUTOMATA: std::sync::Mutex<Vec<(Vec<(String, bool)>, std::sync::Arc<Automata>)>> =
+    std::sync::Mutex::new(Vec::new());
+const AUTOMATA_KEPT: usize = 16;
+const AUTOMATA_MAX_BYTES: usize = 1 << 20;
+
+fn automata(patterns: &[(String, bool)]) -> std::sync::Arc<Automata> {
+    let bytes: usize = patterns.iter().map(|(n, _)| n.len() + 1).sum();
+    if bytes > AUTOMATA_MAX_BYTES {
+        return std::sync::Arc::new(Automata::build(patterns));
+    }
+    // A poisoned lock only means another thread panicked mid-update of a cache: rebuild.
+    let mut cache = AUTOMATA.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(k) = cache.iter().position(|(p, _)| p == patterns) {
+        let hit = cache.remove(k);
+        let a = hit.1.clone();
+        cache.insert(0, hit);
+        return a;
+    }
+    let a = std::sync::Arc::new(Automata::build(patterns));
+    cache.insert(0, (patterns.to_vec(), a.clone()));
+    cache.truncate(AUTOMATA_KEPT);
+    a
+}
+
+/// Every plain key of a call in two multi-pattern automata (SPEC §15.8 c): lowercased keys
+/// over lowercased segments, case-sensitive ones over the text. Each segment is scanned once
+/// for all keys, so a recursion chain of n entries costs n scans, not n² tests.
+#[derive(Debug)]
+pub(super) struct PlainIndex {
+    automata: std::sync::Arc<Automata>,
+    pub hits: Vec<Hits>,
+    /// Patterns a recursion segment hit for the first time, since the last `take_touched`.
+    touched: Vec<usize>,
+}
+
+impl PlainIndex {
+    /// `patterns[id] = (needle, case_sensitive)`; a case-insensitive needle is lowercased.
+    pub fn new(patterns: &[(String, bool)]) -> PlainIndex {
+        PlainIndex {
+            automata: automata(patterns),
             hits: vec![Hits::default(); patterns.len()],
             touched: Vec::new(),
         }
@@ -383,9 +423,10 @@ impl PlainIndex {
     /// Records every pattern occurring in `seg`. Costs the segment's bytes plus one step per
     /// occurrence (overlapping occurrences included, as a regex search at every position).
     pub fn scan(&mut self, seg: &Segment, place: Place, steps: &mut Steps) -> Result<(), Spent> {
+        let a = &*self.automata;
         for (ac, ids, hay) in [
-            (&self.folded, &self.folded_ids, seg.lower()),
-            (&self.exact, &self.exact_ids, seg.text.as_str()),
+            (&a.folded, &a.folded_ids, seg.lower()),
+            (&a.exact, &a.exact_ids, seg.text.as_str()),
         ] {
             let Some(ac) = ac else { continue };
             let cost = hay.len() as u64 + 1;

@@ -1,0 +1,102 @@
+//! World Info activation (SPEC §15): a 1,000-entry book over a 200-message history with scan
+//! depth 50, alone (`activate`) and inside a render of SillyTavern's Default preset, beside the
+//! same render without lore. The book is generated (keys `topic{i}`, a tenth of them mentioned
+//! in the chat, a few groups, sticky and probability entries), so the row needs no corpus.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::json;
+use std::hint::black_box;
+use stpreset::{
+    Context, Counter, Limits, LoreInput, Lorebook, Preset, SeededRandom, Tokenizer, WiInput,
+    WiSettings, WiState, activate,
+};
+
+mod support;
+
+fn book() -> Lorebook {
+    let entries: serde_json::Map<String, serde_json::Value> = (0..1000)
+        .map(|i| {
+            let mut e = json!({
+                "key": [format!("topic{i}"), format!("alias {i}")],
+                "keysecondary": if i % 7 == 0 { json!(["river"]) } else { json!([]) },
+                "content": format!("Lore about topic {i}: a paragraph of background text that the model should know."),
+                "order": i % 50,
+                "position": i % 5,
+            });
+            if i % 13 == 0 {
+                e["group"] = json!(format!("g{}", i % 4));
+            }
+            if i % 17 == 0 {
+                e["sticky"] = json!(2);
+            }
+            if i % 19 == 0 {
+                e["probability"] = json!(50);
+            }
+            (i.to_string(), e)
+        })
+        .collect();
+    let bytes = serde_json::to_vec(&json!({ "entries": entries })).unwrap();
+    Lorebook::from_json("world", &bytes, &Limits::default()).unwrap()
+}
+
+fn context() -> Context {
+    let mut ctx = support::realistic_context(200);
+    // A tenth of the topics come up in the chat.
+    let mut n = 0;
+    for item in ctx.items.iter_mut() {
+        if item.tag == Some(stpreset::Tag::DialogueHistory) {
+            item.text
+                .push_str(&format!(" about topic{} by the river", n * 10));
+            n += 1;
+        }
+    }
+    ctx
+}
+
+fn bench(c: &mut Criterion) {
+    let books = vec![book()];
+    let ctx = context();
+    let mut settings = WiSettings::default();
+    settings.scan_depth = 50;
+    let words = Counter::Builtin(Tokenizer::Words).for_model("");
+    let mut g = c.benchmark_group("lore");
+    g.bench_function("activate-1000-entries-200-messages-depth-50", |b| {
+        b.iter(|| {
+            let mut input = WiInput::new(&ctx);
+            input.position = Some(200);
+            let mut rng = SeededRandom::new(1, 200);
+            activate(
+                black_box(&books),
+                &input,
+                &settings,
+                &WiState::default(),
+                &mut rng,
+                &*words,
+                &Limits::default(),
+            )
+        })
+    });
+    if let Some(path) = support::corpus()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("Default"))
+    {
+        let compiled = Preset::from_json(&std::fs::read(&path).unwrap())
+            .unwrap()
+            .compile();
+        g.bench_function("render-st-default-without-lore", |b| {
+            b.iter(|| compiled.render(black_box(&ctx)))
+        });
+        let mut with = ctx.clone();
+        let mut lore = LoreInput::new(books.clone());
+        lore.settings = settings.clone();
+        lore.position = Some(200);
+        with.lore = Some(lore);
+        g.bench_function("render-st-default-with-lore", |b| {
+            b.iter(|| compiled.render(black_box(&with)))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
