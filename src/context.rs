@@ -90,6 +90,13 @@ pub struct Context {
     pub lone_surrogates: usize,
     /// World Info to activate and place in a render (SPEC §15.9); `None`: none.
     pub lore: Option<crate::lore::LoreInput>,
+    /// A non-empty `char_prompt` replaces the text of an enabled `main` node, with
+    /// `{{original}}` the node's own text (SPEC §15.2); default true.
+    pub prefer_char_prompt: bool,
+    /// Likewise `char_instruction` for the `jailbreak` node; default true.
+    pub prefer_char_instruction: bool,
+    /// The World Info outlets of this render (`{{outlet::NAME}}`), set by the render itself.
+    pub(crate) outlets: BTreeMap<String, String>,
 }
 
 impl Default for Context {
@@ -125,6 +132,9 @@ impl Default for Context {
             allow_preset_regex: false,
             lone_surrogates: 0,
             lore: None,
+            prefer_char_prompt: true,
+            prefer_char_instruction: true,
+            outlets: BTreeMap::new(),
         }
     }
 }
@@ -390,6 +400,8 @@ struct ContextFile {
     wi_state: Option<crate::lore::WiState>,
     position: Option<u64>,
     generation_type: Option<crate::lore::GenerationType>,
+    prefer_char_prompt: Option<bool>,
+    prefer_char_instruction: Option<bool>,
 }
 
 /// An RFC 3339 time or `null`, with an example in the error (chrono's own says "premature end
@@ -593,6 +605,9 @@ impl Context {
             allow_preset_regex: file.allow_preset_regex,
             lone_surrogates,
             lore,
+            prefer_char_prompt: file.prefer_char_prompt.unwrap_or(true),
+            prefer_char_instruction: file.prefer_char_instruction.unwrap_or(true),
+            outlets: BTreeMap::new(),
         })
     }
 }

@@ -136,6 +136,17 @@ pub struct Expansion {
 
 /// Renders one template as a lone node (no assembly); the output limit cuts its text.
 pub(crate) fn template(node: &CompiledNode, ctx: &Context) -> Expansion {
+    // A context with lore activates it first, so `{{outlet::NAME}}` works (SPEC §16: `expand`
+    // runs §15 but never §13).
+    if let Some(lore) = &ctx.lore {
+        let scripts = Scripts::compile(&[], &[], &ctx.options.limits);
+        let mut notes = Vec::new();
+        let placed = crate::lore::items::place(ctx, lore, &[], &scripts, false, &mut notes);
+        let mut out = template(node, &placed.ctx);
+        notes.append(&mut out.diagnostics);
+        out.diagnostics = notes;
+        return out;
+    }
     let mut ev = eval::evaluate(std::slice::from_ref(&node.eval()), ctx);
     if ctx.lone_surrogates > 0 {
         ev.diagnostics.insert(
@@ -277,6 +288,10 @@ fn render_preset<'c>(
 
     let mut ev = eval::evaluate(&eval_nodes, ctx);
     diagnostics.extend(ev.diagnostics);
+    if !(ctx.char_prompt.is_empty() && ctx.char_instruction.is_empty()) {
+        let ids: Vec<&str> = parts.nodes.iter().map(|n| &*n.id).collect();
+        crate::lore::items::card_prompts(&ids, &mut ev.texts[..parts.nodes.len()], ctx);
+    }
     let template_texts = ev.texts.split_off(parts.nodes.len());
     let mut rendered: Vec<(&str, String)> = templates
         .iter()

@@ -452,3 +452,64 @@ fn a_card_or_book_with_half_an_emoji_still_reads() {
     .unwrap();
     assert_eq!(card.name, "N\u{fffd}");
 }
+
+#[test]
+fn outlets_reach_the_outlet_macro_in_templates_and_presets() {
+    let ctx = Context::from_json(
+        br#"{"char": "Tomori", "position": 1,
+        "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "rain"}],
+        "lorebooks": [{"name": "w", "entries": {
+            "0": {"key": ["rain"], "content": "Wet {{char}}.", "position": 7, "outletName": "weather"},
+            "1": {"key": ["rain"], "content": "Grey.", "position": 7, "outletName": "weather", "order": 1},
+            "2": {"key": ["rain"], "content": "lost", "position": 7}}}]}"#,
+    )
+    .unwrap();
+    let out = stpreset::expand("[{{outlet::weather}}|{{outlet::none}}]", &ctx);
+    // Outlets append in order descending: order 100 before order 1.
+    assert_eq!(out.text, "[Wet Tomori.\nGrey.|]");
+    assert!(
+        out.diagnostics
+            .iter()
+            .any(|d| d.kind == stpreset::DiagnosticKind::LoreOutletUnnamed)
+    );
+    let p = stpreset::Preset::from_json(
+        br#"{"prompts": [{"identifier": "main", "content": "Sky: {{outlet::weather}}"}]}"#,
+    )
+    .unwrap();
+    let r = p.compile().render(&ctx);
+    assert_eq!(r.messages[0].text(), "Sky: Wet Tomori.\nGrey.");
+}
+
+#[test]
+fn a_card_prompt_replaces_main_with_the_original_inside() {
+    let p = stpreset::Preset::from_json(
+        br#"{"prompts": [{"identifier": "main", "content": "Base."},
+            {"identifier": "jailbreak", "content": "JB"}]}"#,
+    )
+    .unwrap()
+    .compile();
+    let card = stpreset::Card::from_bytes(
+        br#"{"spec": "chara_card_v2", "data": {"name": "Sera", "system_prompt": "{{char}}: {{original}} ($1 {{ORIGINAL}})", "post_history_instructions": "Stay."}}"#,
+        stpreset::CardFormat::Json,
+        &Limits::default(),
+    )
+    .unwrap();
+    let mut ctx = Context::default();
+    card.apply_to(&mut ctx);
+    let texts: Vec<String> = p
+        .render(&ctx)
+        .messages
+        .iter()
+        .map(|m| m.text().into_owned())
+        .collect();
+    assert_eq!(texts, ["Sera: Base. ($1 Base.)", "Stay."]);
+    ctx.prefer_char_prompt = false;
+    ctx.prefer_char_instruction = false;
+    let texts: Vec<String> = p
+        .render(&ctx)
+        .messages
+        .iter()
+        .map(|m| m.text().into_owned())
+        .collect();
+    assert_eq!(texts, ["Base.", "JB"]);
+}

@@ -54,6 +54,11 @@ impl Run<'_, '_> {
             CharVersion => self.host_value(HostValue::CharVersion, Signals::default(), out),
             CharPrompt => self.host_value(HostValue::CharPrompt, Signals::default(), out),
             CharInstruction => self.host_value(HostValue::CharInstruction, Signals::default(), out),
+            Outlet => {
+                if let Some(text) = ctx.outlets.get(arg(0)) {
+                    out.push_str(text);
+                }
+            }
             Group | GroupNotMuted | NotChar => {
                 let i = match call.kind {
                     Group => 0,

@@ -146,6 +146,7 @@ pub(crate) fn place(
     }
     let mut placed = ctx.clone();
     placed.lore = None;
+    placed.outlets = result.outlets;
     let (n_front, n_back) = (front.len(), back.len());
     let old = std::mem::take(&mut placed.items);
     placed.items = front;
@@ -239,4 +240,54 @@ impl super::Card {
                 .push(book.clone());
         }
     }
+}
+
+/// SPEC §15.2 "Card prompts": a non-empty `char_prompt` (`char_instruction`) is the text of the
+/// enabled `main` (`jailbreak`) node, rendered as a template in which `{{original}}` is the
+/// node's own rendered text. `nodes` are the evaluated nodes' identifiers, `texts` their texts.
+pub(crate) fn card_prompts(nodes: &[&str], texts: &mut [String], ctx: &Context) {
+    for (id, prompt, prefer) in [
+        ("main", &ctx.char_prompt, ctx.prefer_char_prompt),
+        (
+            "jailbreak",
+            &ctx.char_instruction,
+            ctx.prefer_char_instruction,
+        ),
+    ] {
+        if !prefer || prompt.trim().is_empty() {
+            continue;
+        }
+        let Some(k) = nodes.iter().position(|n| *n == id) else {
+            continue;
+        };
+        let original = std::mem::take(&mut texts[k]);
+        texts[k] = with_original(id, prompt, original, ctx);
+    }
+}
+
+/// `template` expanded with every `{{original}}` (ASCII case-insensitive) standing for
+/// `original`, which is data: it is never parsed again.
+fn with_original(id: &str, template: &str, original: String, ctx: &Context) -> String {
+    use crate::syntax::catalog::SCRIPT_VALUE;
+    const TAG: &[u8] = b"{{original}}";
+    let b = template.as_bytes();
+    let mut rewritten = String::with_capacity(template.len() + 16);
+    let (mut last, mut i) = (0, 0);
+    while i + TAG.len() <= b.len() {
+        if b[i..i + TAG.len()].eq_ignore_ascii_case(TAG) {
+            rewritten.push_str(&template[last..i]);
+            rewritten.push_str(&format!("{{{{{SCRIPT_VALUE}::0}}}}"));
+            i += TAG.len();
+            last = i;
+        } else {
+            i += 1;
+        }
+    }
+    rewritten.push_str(&template[last..]);
+    let limits = ctx.options.limits.clamped();
+    let (tree, _) = crate::syntax::parse(rewritten.into(), &limits);
+    let seed = crate::eval::stream_seed(ctx.seed, "nodes");
+    let mut engine = crate::eval::ScriptEngine::new(ctx, seed, false);
+    let mut notes = Vec::new();
+    engine.expand(id, &tree, vec![original], false, None, &mut notes)
 }

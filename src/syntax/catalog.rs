@@ -21,6 +21,8 @@ pub(crate) enum MacroKind {
     CharPrompt,
     /// The character card's post-history instruction override (alias `charJailbreak`).
     CharInstruction,
+    /// `outlet::NAME`: the World Info text placed in that outlet (SPEC §15.7).
+    Outlet,
     /// `group` / `charIfNotGroup`: the group's members, or `char` outside a group.
     Group,
     /// Members not muted, or `char` outside a group.
@@ -173,6 +175,7 @@ impl MacroKind {
             "char_version" | "charversion" | "version" => CharVersion,
             "charprompt" => CharPrompt,
             "charinstruction" | "charjailbreak" => CharInstruction,
+            "outlet" => Outlet,
             "group" | "charifnotgroup" => Group,
             "groupnotmuted" => GroupNotMuted,
             "notchar" => NotChar,
@@ -219,7 +222,7 @@ impl MacroKind {
             SetVar(_) | AddVar(_) | If => Arity::Exactly(2),
             CondText => Arity::Exactly(1),
             IncVar(_) | DecVar(_) | GetVar(_) | HasVar(_) | DeleteVar(_) | DateTimeFormat
-            | Roll | Banned | Reverse | ScriptValue => Arity::Exactly(1),
+            | Roll | Banned | Reverse | ScriptValue | Outlet => Arity::Exactly(1),
             Time | Newline | Space | Trim => Arity::Optional,
             Random | Pick | Unsupported | Unknown | Shorthand(..) | Closer => Arity::Any,
             _ => Arity::Exactly(0),
