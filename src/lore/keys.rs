@@ -375,7 +375,8 @@ impl Automata {
 /// Automata of recent calls, by their pattern lists: a bot renders the same books turn after
 /// turn, and building the automaton is most of a call's cost (1,000 entries: ~2 ms of 3).
 /// Small lists only, and few of them, so the cache stays a few MiB.
-static AUTOMATA: std::sync::Mutex<Vec<(Vec<(String, bool)>, std::sync::Arc<Automata>)>> =
+type Patterns = Vec<(String, bool)>;
+static AUTOMATA: std::sync::Mutex<Vec<(Patterns, std::sync::Arc<Automata>)>> =
     std::sync::Mutex::new(Vec::new());
 const AUTOMATA_KEPT: usize = 16;
 const AUTOMATA_MAX_BYTES: usize = 1 << 20;
