@@ -4,8 +4,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use stpreset::{
-    Card, CardFormat, Context, GenerationType, Limits, LoreInput, LoreSource, Lorebook,
-    SeededRandom, WiInput, WiState, activate,
+    Card, CardFormat, Context, GenerationType, Limits, LoreInput, LoreSource, Lorebook, WiState,
 };
 
 use super::{ContextArgs, Failure, read_up_to};
@@ -147,41 +146,16 @@ pub(crate) struct CardArgs {
 /// `stpreset card`: the card as read, and what it puts into a context.
 pub(crate) fn run_card(args: CardArgs) -> Result<(), Failure> {
     let card = card(&args.card)?;
-    let mut ctx = Context::default();
-    ctx.user = String::new();
-    card.apply_to(&mut ctx);
-    let items: Vec<serde_json::Value> = ctx
-        .items
-        .iter()
-        .map(
-            |i| serde_json::json!({"depth": i.depth, "role": i.role, "tag": i.tag, "text": i.text}),
-        )
-        .collect();
-    let context = serde_json::json!({
-        "char": ctx.char, "char_instruction": ctx.char_instruction, "char_prompt": ctx.char_prompt,
-        "char_version": ctx.char_version, "description": ctx.description,
-        "mes_examples": ctx.mes_examples, "mes_examples_raw": ctx.mes_examples_raw,
-        "personality": ctx.personality, "scenario": ctx.scenario,
-        "first_mes": card.first_mes, "alternate_greetings": card.alternate_greetings,
-    });
+    let doc = card.to_json_document();
     let mut stdout = super::stdout();
     let written = match args.format {
         super::Format::Json => {
-            // `card` keeps §15.2's key order (SPEC §16); the rest is in byte order.
-            let card_json = serde_json::to_string(&card).map_err(|e| Failure(e.to_string()))?;
-            let rest = |v: &serde_json::Value| serde_json::to_string(v).unwrap_or_default();
-            let diags = serde_json::to_value(card.diagnostics()).unwrap_or_default();
             use std::io::Write as _;
-            writeln!(
-                stdout,
-                r#"{{"card":{card_json},"context":{},"diagnostics":{},"items":{}}}"#,
-                rest(&context),
-                rest(&diags),
-                rest(&serde_json::Value::Array(items))
-            )
+            writeln!(stdout, "{doc}")
         }
         super::Format::Text => {
             use std::io::Write as _;
+            let context = card.context_values();
             let mut w = || -> std::io::Result<()> {
                 for (k, v) in context.as_object().into_iter().flatten() {
                     writeln!(stdout, "{k}: {}", stpreset::terminal_safe(&v.to_string()))?;
@@ -238,31 +212,7 @@ pub(crate) struct LoreArgs {
 pub(crate) fn run(args: LoreArgs) -> Result<(), Failure> {
     let mut ctx = args.context.load()?;
     args.lore.apply(&mut ctx)?;
-    let lore = ctx.lore.clone().unwrap_or_default();
-    let mut input = WiInput::new(&ctx);
-    input.position = lore.position;
-    input.generation_type = lore.generation_type;
-    input.dry_run = lore.dry_run;
-    let position = input.position.unwrap_or(input.history.len() as u64);
-    let mut random = SeededRandom::new(ctx.seed, position);
-    let counter = ctx.options.budget.counter.for_model(&ctx.model);
-    let mut out = activate(
-        &lore.books,
-        &input,
-        &lore.settings,
-        &lore.state,
-        &mut random,
-        &*counter,
-        &ctx.options.limits,
-    );
-    let mut imports: Vec<_> = lore
-        .books
-        .iter()
-        .flat_map(|b| b.diagnostics().to_vec())
-        .collect();
-    imports.append(&mut out.diagnostics);
-    out.diagnostics = imports;
-    let text = serde_json::to_string(&out).map_err(|e| Failure(e.to_string()))?;
+    let text = stpreset::WiResult::for_context(&ctx).to_json();
     let mut stdout = super::stdout();
     let written = {
         use std::io::Write as _;

@@ -26,14 +26,14 @@ pub(crate) struct Placed {
 }
 
 /// Activates `lore` for `ctx` and places the result.
-pub(crate) fn place(
+/// The activation of a render or of [`WiResult::for_context`]: the books' import notes go to
+/// `diagnostics`; the history is the prompt pass's (`regexed`, by item) where it changed.
+fn run_for(
     ctx: &Context,
     lore: &LoreInput,
     regexed: &[Option<ItemText>],
-    scripts: &Scripts,
-    allowed: bool,
     diagnostics: &mut Vec<Diagnostic>,
-) -> Placed {
+) -> (Vec<activate::Activated>, WiState, Vec<Diagnostic>) {
     for b in &lore.books {
         diagnostics.extend_from_slice(b.diagnostics());
     }
@@ -74,7 +74,7 @@ pub(crate) fn place(
     let mut random = SeededRandom::new(ctx.seed, position);
     let counter = ctx.options.budget.counter.for_model(&ctx.model);
     let limits = ctx.options.limits.clamped();
-    let (activated, state, mut notes) = activate::run(
+    activate::run(
         &lore.books,
         &input,
         &lore.settings,
@@ -82,7 +82,18 @@ pub(crate) fn place(
         &mut random,
         &*counter,
         &limits,
-    );
+    )
+}
+
+pub(crate) fn place(
+    ctx: &Context,
+    lore: &LoreInput,
+    regexed: &[Option<ItemText>],
+    scripts: &Scripts,
+    allowed: bool,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Placed {
+    let (activated, state, mut notes) = run_for(ctx, lore, regexed, diagnostics);
     let wi_scripts = allowed && !scripts.is_empty();
     let result = activate::place(
         activated,
@@ -290,4 +301,82 @@ fn with_original(id: &str, template: &str, original: String, ctx: &Context) -> S
     let mut engine = crate::eval::ScriptEngine::new(ctx, seed, false);
     let mut notes = Vec::new();
     engine.expand(id, &tree, vec![original], false, None, &mut notes)
+}
+
+impl super::WiResult {
+    /// The activation a render of `ctx` would place (its `lore`; none: nothing activates),
+    /// without the render and without regex scripts: what `stpreset lore` prints. The books'
+    /// import notes come first in `diagnostics`.
+    ///
+    /// ```
+    /// let ctx = stpreset::Context::from_json(br#"{"position": 1,
+    ///     "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "rain"}],
+    ///     "lorebooks": [{"name": "w", "entries": {"0": {"key": ["rain"], "content": "Wet."}}}]}"#).unwrap();
+    /// let out = stpreset::WiResult::for_context(&ctx);
+    /// assert_eq!(out.before, "Wet.");
+    /// assert!(out.to_json().starts_with(r#"{"activated":["w.0"],"before":"Wet.""#));
+    /// ```
+    pub fn for_context(ctx: &Context) -> super::WiResult {
+        let lore = ctx.lore.clone().unwrap_or_default();
+        let mut diagnostics = Vec::new();
+        let (activated, state, mut notes) = run_for(ctx, &lore, &[], &mut diagnostics);
+        let mut out = activate::place(activated, |a| Some(a.content.clone()), &mut notes);
+        diagnostics.append(&mut notes);
+        out.state = state;
+        out.diagnostics = diagnostics;
+        out
+    }
+
+    /// The JSON document (SPEC §15.7's key order).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+impl super::Card {
+    /// The context values [`apply_to`](Self::apply_to) fills in an empty context, plus the
+    /// card's greetings (informational), keys in byte order.
+    pub fn context_values(&self) -> serde_json::Value {
+        let mut ctx = Context::default();
+        ctx.user = String::new();
+        self.apply_to(&mut ctx);
+        serde_json::json!({
+            "alternate_greetings": self.alternate_greetings, "char": ctx.char,
+            "char_instruction": ctx.char_instruction, "char_prompt": ctx.char_prompt,
+            "char_version": ctx.char_version, "description": ctx.description,
+            "first_mes": self.first_mes, "mes_examples": ctx.mes_examples,
+            "mes_examples_raw": ctx.mes_examples_raw, "personality": ctx.personality,
+            "scenario": ctx.scenario,
+        })
+    }
+
+    /// `{"card", "context", "diagnostics", "items"}` (what `stpreset card --format json`
+    /// prints, SPEC §15.9): `card` in §15.2's order, the rest with keys in byte order; `items`
+    /// are the context items [`apply_to`](Self::apply_to) adds.
+    ///
+    /// ```
+    /// use stpreset::{Card, CardFormat, Limits};
+    /// let card = Card::from_bytes(br#"{"name": "Sera", "personality": "kind"}"#, CardFormat::Json, &Limits::default()).unwrap();
+    /// let doc = card.to_json_document();
+    /// assert!(doc.starts_with(r#"{"card":{"name":"Sera","#));
+    /// assert!(doc.contains(r#""items":[{"depth":null,"role":"system","tag":"SYSTEM_PERSONALITY","text":"kind"}]"#));
+    /// ```
+    pub fn to_json_document(&self) -> String {
+        let mut ctx = Context::default();
+        self.apply_to(&mut ctx);
+        let items: Vec<serde_json::Value> = ctx
+            .items
+            .iter()
+            .map(|i| serde_json::json!({"depth": i.depth, "role": i.role, "tag": i.tag, "text": i.text}))
+            .collect();
+        let card = serde_json::to_string(self).unwrap_or_default();
+        let rest = |v: &serde_json::Value| serde_json::to_string(v).unwrap_or_default();
+        let diagnostics = serde_json::to_value(self.diagnostics()).unwrap_or_default();
+        format!(
+            r#"{{"card":{card},"context":{},"diagnostics":{},"items":{}}}"#,
+            rest(&self.context_values()),
+            rest(&diagnostics),
+            rest(&serde_json::Value::Array(items))
+        )
+    }
 }
