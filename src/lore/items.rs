@@ -338,7 +338,6 @@ impl super::Card {
     /// card's greetings (informational), keys in byte order.
     pub fn context_values(&self) -> serde_json::Value {
         let mut ctx = Context::default();
-        ctx.user = String::new();
         self.apply_to(&mut ctx);
         serde_json::json!({
             "alternate_greetings": self.alternate_greetings, "char": ctx.char,
