@@ -77,6 +77,19 @@ export interface Context {
    * calls). Default `false`: nothing runs and a `RegexNotAllowed` note says so.
    */
   allow_preset_regex?: boolean;
+  /** SPEC §15.4: World Info settings (defaults: SillyTavern's fresh install). */
+  world_info?: WiSettings;
+  /** SPEC §15.9: lorebooks to activate for this chat (World Info files with a name and a source). */
+  lorebooks?: Lorebook[];
+  /** The state the previous turn returned (`wi_state` of a render, `state` of `lore()`). */
+  wi_state?: WiState;
+  /** Messages in the conversation so far, the newest included (the timed-effect clock). */
+  position?: number;
+  generation_type?: 'normal' | 'continue' | 'impersonate' | 'swipe' | 'regenerate' | 'quiet';
+  /** A card's `char_prompt` replaces the `main` node (default `true`). */
+  prefer_char_prompt?: boolean;
+  /** A card's `char_instruction` replaces the `jailbreak` node (default `true`). */
+  prefer_char_instruction?: boolean;
   /** How depth nodes enter the history (default `merge`). */
   injection?: 'merge' | 'separate';
   /**
@@ -148,6 +161,8 @@ export interface Rendered {
   prompt_tokens: number | null;
   /** The §12 options the render used, after the preset's settings (SPEC §14.3). */
   effective: Effective;
+  /** The World Info state after the render (SPEC §15.9); present when the context had lore. */
+  wi_state?: WiState;
 }
 
 /** The §12 options a render uses once the preset's settings apply (SPEC §14.3). */
@@ -248,6 +263,8 @@ export declare class StpresetError extends Error {
 export declare class PresetError extends StpresetError {}
 export declare class ContextError extends StpresetError {}
 export declare class TemplateError extends StpresetError {}
+/** A character card that cannot be read (kind `CardPngInvalid`, `CardNoMetadata`, `CardJsonInvalid`, `CardNotACard`, `CardTooLarge`). */
+export declare class CardError extends StpresetError {}
 export declare class StoreError extends StpresetError {}
 
 /** A server or preset id: BigInt, a safe integer, or decimal text (Discord ids are past 2^53). */
@@ -392,3 +409,70 @@ export declare class Template {
 export declare function preloadTokenizer(name?: 'auto' | 'o200k' | 'cl100k' | 'approx' | 'words'): void;
 
 export declare function expand(source: string | Buffer, context?: ContextLike): Expansion;
+
+/** SPEC §15.4's settings; every field optional. */
+export interface WiSettings {
+  scan_depth?: number;
+  budget_percent?: number;
+  budget_cap?: number;
+  include_names?: boolean;
+  recursive?: boolean;
+  case_sensitive?: boolean;
+  match_whole_words?: boolean;
+  /** 0: character and global books together; 1: character first; 2: global first. */
+  character_strategy?: 0 | 1 | 2;
+  min_activations?: number;
+  min_activations_depth_max?: number;
+  max_recursion_steps?: number;
+  group_scoring?: boolean;
+}
+
+/** A lorebook in a context: a World Info file's `entries` (or a `character_book` array). */
+export interface Lorebook {
+  /** The book's identity in `wi_state` (`NAME.UID`): a stable key, not a title. */
+  name: string;
+  source?: 'chat' | 'persona' | 'character' | 'global';
+  entries: Record<string, Record<string, unknown>> | Record<string, unknown>[];
+}
+
+export interface WiEffect {
+  kind: 'sticky' | 'cooldown';
+  entry: string;
+  fingerprint: string;
+  start: number;
+  end: number;
+  protected: boolean;
+}
+
+export interface WiState {
+  version: 1;
+  effects: WiEffect[];
+}
+
+/** What `lore()` returns (SPEC §15.7). */
+export interface WiResult {
+  activated: string[];
+  before: string;
+  after: string;
+  depth: { depth: number; role: 'system' | 'user' | 'assistant'; text: string }[];
+  examples: { position: 'top' | 'bottom'; text: string }[];
+  an_top: string[];
+  an_bottom: string[];
+  outlets: Record<string, string>;
+  state: WiState;
+  diagnostics: Diagnostic[];
+}
+
+/** What `readCard()` returns: merge `context` under your context and put `items` first. */
+export interface CardDocument {
+  card: Record<string, unknown>;
+  context: Partial<Context>;
+  diagnostics: Diagnostic[];
+  items: ContextItem[];
+}
+
+/** Reads a character card (PNG or JSON bytes). Throws `CardError`. */
+export declare function readCard(bytes: Uint8Array, options?: { png?: boolean }): CardDocument;
+
+/** The World Info activation a render of `context` would place. */
+export declare function lore(context?: ContextLike): WiResult;

@@ -19,10 +19,12 @@ class PresetError extends StpresetError {}
 class ContextError extends StpresetError {}
 /** Template bytes that are not UTF-8 or too large. */
 class TemplateError extends StpresetError {}
+/** A character card that cannot be read (`CardPngInvalid`, `CardNoMetadata`, `CardJsonInvalid`, `CardNotACard`, `CardTooLarge`). */
+class CardError extends StpresetError {}
 /** A store call that failed (`Open`, `Locked`, `NotFound`, `UnknownNode`, ...); nothing was written. */
 class StoreError extends StpresetError {}
 
-const classes = { PresetError, ContextError, TemplateError, StoreError };
+const classes = { PresetError, ContextError, TemplateError, StoreError, CardError };
 
 // Native errors carry `{"class", "kind", "message"}` as their message.
 function rethrow(e) {
@@ -376,9 +378,13 @@ class ChatRender {
   get variables() {
     return this._get().variables;
   }
+  /** The World Info state after the render (keep it as the next turn's `wi_state`), or `undefined` without lore. */
+  get wi_state() {
+    return this._get().wi_state;
+  }
   toJSON() {
     const rest = this._get();
-    return {
+    const out = {
       diagnostics: rest.diagnostics,
       effective: rest.effective,
       globals: rest.globals,
@@ -386,6 +392,8 @@ class ChatRender {
       prompt_tokens: rest.prompt_tokens,
       variables: rest.variables,
     };
+    if (rest.wi_state !== undefined) out.wi_state = rest.wi_state;
+    return out;
   }
 }
 
@@ -618,6 +626,27 @@ function preloadTokenizer(name = 'auto') {
   native.preloadTokenizer(name);
 }
 
+/**
+ * Reads a character card (SPEC §15.1): PNG or JSON bytes (`{ png: true }` refuses anything but
+ * a PNG). Returns `{ card, context, diagnostics, items }`: merge `context` under your own
+ * context fields and put `items` before your items, and the card (its book included) is part
+ * of every render. Throws `CardError`.
+ */
+function readCard(bytes, options = {}) {
+  if (!(bytes instanceof Uint8Array)) throw new TypeError('readCard takes the card file as a Buffer or a Uint8Array');
+  return JSON.parse(call(() => native.readCardJson(buffer(bytes), options.png === true)));
+}
+
+/**
+ * The World Info activation a render of `context` would place (its `lorebooks`, `world_info`,
+ * `wi_state`, `position`, `generation_type`): `{ activated, before, after, depth, examples,
+ * an_top, an_bottom, outlets, state, diagnostics }` (SPEC §15.7). Keep `state` and pass it back
+ * as the next turn's `wi_state`; a render returns the same state as `wi_state`.
+ */
+function lore(context) {
+  return JSON.parse(withContext(context, (json) => native.loreJson(json)));
+}
+
 /** Compiles and renders one template. */
 function expand(source, context) {
   return Template.compile(source).render(context);
@@ -631,9 +660,12 @@ module.exports = {
   CompiledPreset,
   Template,
   expand,
+  readCard,
+  lore,
   preloadTokenizer,
   StpresetError,
   PresetError,
   ContextError,
   TemplateError,
+  CardError,
 };

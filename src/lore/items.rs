@@ -334,19 +334,39 @@ impl super::WiResult {
 }
 
 impl super::Card {
-    /// The context values [`apply_to`](Self::apply_to) fills in an empty context, plus the
-    /// card's greetings (informational), keys in byte order.
+    /// The context-file fields [`apply_to`](Self::apply_to) fills in an empty context, with
+    /// the card's book as `lorebooks`, keys in byte order: a host that builds context files
+    /// merges them under its own values (and the `items` of
+    /// [`to_json_document`](Self::to_json_document) before its own items).
     pub fn context_values(&self) -> serde_json::Value {
         let mut ctx = Context::default();
         self.apply_to(&mut ctx);
-        serde_json::json!({
-            "alternate_greetings": self.alternate_greetings, "char": ctx.char,
+        let mut values = serde_json::json!({
+            "char": ctx.char,
             "char_instruction": ctx.char_instruction, "char_prompt": ctx.char_prompt,
             "char_version": ctx.char_version, "description": ctx.description,
-            "first_mes": self.first_mes, "mes_examples": ctx.mes_examples,
+            "mes_examples": ctx.mes_examples,
             "mes_examples_raw": ctx.mes_examples_raw, "personality": ctx.personality,
             "scenario": ctx.scenario,
-        })
+        });
+        // The card's book as a context file's `lorebooks` entry (World Info form, keyed by
+        // uid), so a host that merges these values into its context gets the book too.
+        if let Some(book) = &self.book {
+            let entries: serde_json::Map<String, serde_json::Value> = book
+                .entries
+                .iter()
+                .map(|e| {
+                    (
+                        e.uid.to_string(),
+                        serde_json::to_value(e).unwrap_or_default(),
+                    )
+                })
+                .collect();
+            values["lorebooks"] = serde_json::json!([
+                {"entries": entries, "name": book.name(), "source": "character"}
+            ]);
+        }
+        values
     }
 
     /// `{"card", "context", "diagnostics", "items"}` (what `stpreset card --format json`

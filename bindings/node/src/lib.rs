@@ -304,3 +304,24 @@ pub fn lone_surrogates_json(input: String, count: u32) -> String {
     let d = stpreset::Diagnostic::lone_surrogates(&input, count as usize);
     serde_json::to_string(&d).unwrap_or_default()
 }
+
+/// Reads a character card (SPEC §15.1; PNG or JSON bytes, `png` forces PNG) into
+/// `{"card", "context", "diagnostics", "items"}`; a card that does not read is a `CardError`.
+#[napi]
+pub fn read_card_json(bytes: Buffer, png: Option<bool>) -> Result<String> {
+    let format = match png {
+        Some(true) => stpreset::CardFormat::Png,
+        _ => stpreset::CardFormat::Auto,
+    };
+    stpreset::Card::from_bytes(&bytes, format, &stpreset::Limits::default())
+        .map(|card| card.to_json_document())
+        .map_err(|e| error("CardError", e.kind(), e))
+}
+
+/// The World Info activation a render of this context would place (SPEC §15.7), as JSON.
+#[napi]
+pub fn lore_json(context: ContextArg<'_>) -> Result<String> {
+    with_context(context, |ctx| {
+        stpreset::WiResult::for_context(ctx).to_json()
+    })
+}

@@ -1,6 +1,7 @@
 // A bot's turn, typed: `tsc -p typed` runs in CI (`npm test`), so index.d.ts keeps catching
 // mistakes (a misspelt tag or role is an error; see mistakes.ts).
-import { Chat, Preset, type Context, type ContextItem } from '..';
+import { Chat, Preset, type Context, type ContextItem, lore } from '..';
+import type { WiState, WiResult } from '..';
 
 const PRESET = '{"prompts": [{"identifier": "main", "content": "Hi {{user}}"}, {"identifier": "chatHistory", "marker": true}]}';
 
@@ -17,3 +18,11 @@ for (let turn = 0; turn < 2; turn++) {
 const plain = compiled.render(ctx);
 const tokens: number | null = plain.prompt_tokens;
 console.log(tokens, plain.diagnostics.length);
+
+// World Info: books in the context, the state kept between turns.
+let state: WiState | undefined;
+const lored: Context = { ...ctx, position: 1, lorebooks: [{ name: 'town', entries: { 0: { key: ['hi'], content: 'Lore.' } } }] };
+const withLore = compiled.render({ ...lored, wi_state: state });
+state = withLore.wi_state;
+const activation: WiResult = lore(lored);
+console.log(state?.effects.length, activation.activated);

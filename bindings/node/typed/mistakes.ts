@@ -8,3 +8,6 @@ export const a: ContextItem = { tag: 'DIALOG_HISTORY', role: 'user', text: 'x' }
 export const b: ContextItem = { tag: 'DIALOGUE_HISTORY', role: 'narrator', text: 'x' };
 // @ts-expect-error no role
 export const c: ContextItem = { tag: 'DIALOGUE_HISTORY', text: 'x' };
+import type { Lorebook } from '..';
+// @ts-expect-error a book without a name
+export const d: Lorebook = { entries: {} };

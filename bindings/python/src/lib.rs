@@ -350,9 +350,30 @@ fn preload_tokenizer(py: Python<'_>, name: &str) -> PyResult<()> {
     Ok(())
 }
 
+/// Reads a character card (SPEC §15.1) into `{"card", "context", "diagnostics", "items"}`.
+#[pyfunction]
+fn read_card_json(py: Python<'_>, data: Vec<u8>, png: bool) -> PyResult<String> {
+    let format = if png {
+        stpreset::CardFormat::Png
+    } else {
+        stpreset::CardFormat::Auto
+    };
+    py.detach(|| stpreset::Card::from_bytes(&data, format, &stpreset::Limits::default()))
+        .map(|card| card.to_json_document())
+        .map_err(|e| error("CardError", e.kind(), e))
+}
+
+/// The World Info activation a render of this context would place (SPEC §15.7), as JSON.
+#[pyfunction]
+fn lore_json(py: Python<'_>, context: ContextArg<'_>) -> PyResult<String> {
+    context.with(py, |ctx| stpreset::WiResult::for_context(ctx).to_json())
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(preload_tokenizer, m)?)?;
+    m.add_function(wrap_pyfunction!(read_card_json, m)?)?;
+    m.add_function(wrap_pyfunction!(lore_json, m)?)?;
     m.add_class::<Preset>()?;
     m.add_class::<CompiledPreset>()?;
     m.add_class::<Template>()?;

@@ -2,7 +2,7 @@
 catching mistakes (a misspelt tag or role is an error; see typed/mistakes.py)."""
 
 import stpreset
-from stpreset import Chat, Context, ContextItem
+from stpreset import Chat, Context, ContextItem, WiResult, WiState, lore
 
 PRESET = '{"prompts": [{"identifier": "main", "content": "Hi {{user}}"}, {"identifier": "chatHistory", "marker": true}]}'
 
@@ -20,6 +20,12 @@ def main() -> None:
         chat.append(reply)
     plain = compiled.render(ctx)
     print(plain["prompt_tokens"], len(plain["diagnostics"]))
+    # World Info: books in the context, the state kept between turns.
+    lored: Context = {**ctx, "position": 1,
+                      "lorebooks": [{"name": "town", "entries": {"0": {"key": ["hi"], "content": "Lore."}}}]}
+    result: WiResult = lore(lored)
+    state: WiState = result["state"]
+    print(result["activated"], len(state["effects"]))
 
 
 if __name__ == "__main__":

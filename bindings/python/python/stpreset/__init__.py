@@ -22,6 +22,11 @@ from . import _native
 # Context` works in code that mypy checks.
 Context = dict
 ContextItem = dict
+Lorebook = dict
+WiSettings = dict
+WiState = dict
+WiResult = dict
+CardDocument = dict
 Tag = str
 
 
@@ -59,6 +64,9 @@ _native.register(Message, FrozenDict)
 __all__ = [
     "PresetStore",
     "StoreError",
+    "CardError",
+    "read_card",
+    "lore",
     "Chat",
     "ChatRender",
     "FrozenDict",
@@ -96,6 +104,11 @@ class TemplateError(StpresetError):
     """Template bytes that are not UTF-8, or too large."""
 
 
+class CardError(StpresetError):
+    """A character card that cannot be read (``CardPngInvalid``, ``CardNoMetadata``,
+    ``CardJsonInvalid``, ``CardNotACard``, ``CardTooLarge``)."""
+
+
 class StoreError(StpresetError):
     """A store call that failed (``Open``, ``Locked``, ``NotFound``, ``UnknownNode``, ...); nothing was written."""
 
@@ -105,6 +118,7 @@ _CLASSES = {
     "ContextError": ContextError,
     "TemplateError": TemplateError,
     "StoreError": StoreError,
+    "CardError": CardError,
 }
 
 
@@ -256,24 +270,31 @@ class ChatRender(_Mapping):
     def __getitem__(self, key):
         if key == "messages":
             return self._messages
-        if key not in self._KEYS:
+        if key not in self._KEYS and key != "wi_state":
             raise KeyError(key)
+        return self._load()[key]
+
+    def _load(self) -> dict:
         if self._doc is None:
             self._doc = _json.loads(self._rest.json())
-        return self._doc[key]
+        return self._doc
+
+    def _keys(self) -> tuple:
+        # `wi_state` only when the context had lore (as in render(dict)'s dict).
+        return self._KEYS + ("wi_state",) if "wi_state" in self._load() else self._KEYS
 
     def __iter__(self):
-        return iter(self._KEYS)
+        return iter(self._keys())
 
     def __len__(self) -> int:
-        return len(self._KEYS)
+        return len(self._keys())
 
     def __repr__(self) -> str:
         return f"ChatRender(messages={len(self._messages)})"
 
     def to_dict(self) -> dict:
         """The plain dict ``render(dict)`` returns for the same context."""
-        doc = {k: self[k] for k in self._KEYS}
+        doc = {k: self[k] for k in self._keys()}
         doc["messages"] = [m.to_dict() for m in self._messages]
         return doc
 
@@ -529,6 +550,26 @@ class PresetStore:
 def expand(source, context=None) -> dict:
     """Compiles and renders one template."""
     return Template(source).render(context)
+
+
+def read_card(data, *, png: bool = False) -> dict:
+    """Reads a character card (SPEC §15.1): PNG or JSON ``bytes`` (``png=True`` refuses anything
+    but a PNG). Returns ``{"card", "context", "diagnostics", "items"}``: merge ``context`` under
+    your own context fields and put ``items`` before your items, and the card (its book
+    included) is part of every render. Raises ``CardError``."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"read_card takes the card file as bytes, not {type(data).__name__}")
+    if not isinstance(png, bool):
+        raise TypeError("png must be True or False")
+    return _json.loads(_call(_native.read_card_json, bytes(data), png))
+
+
+def lore(context=None) -> dict:
+    """The World Info activation a render of ``context`` would place (its ``lorebooks``,
+    ``world_info``, ``wi_state``, ``position``, ``generation_type``): ``{"activated", "before",
+    "after", "depth", "examples", "an_top", "an_bottom", "outlets", "state", "diagnostics"}``
+    (SPEC §15.7). Keep ``state`` and pass it back as the next turn's ``wi_state``."""
+    return _json.loads(_with_context(_native.lore_json, context))
 
 
 def preload_tokenizer(name: str = "auto") -> None:

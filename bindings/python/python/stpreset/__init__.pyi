@@ -36,6 +36,43 @@ class ContextItem(_ItemRequired, total=False):
     depth: int
     name: str
 
+class WiSettings(TypedDict, total=False):
+    """SPEC §15.4's World Info settings (defaults: SillyTavern's fresh install)."""
+
+    scan_depth: int
+    budget_percent: int
+    budget_cap: int
+    include_names: bool
+    recursive: bool
+    case_sensitive: bool
+    match_whole_words: bool
+    character_strategy: Literal[0, 1, 2]
+    min_activations: int
+    min_activations_depth_max: int
+    max_recursion_steps: int
+    group_scoring: bool
+
+class _LorebookBase(TypedDict):
+    name: str
+    entries: Union[Dict[str, Dict[str, Any]], List[Dict[str, Any]]]
+
+class Lorebook(_LorebookBase, total=False):
+    """A lorebook in a context: a World Info file's entries, a stable name, a source."""
+
+    source: Literal["chat", "persona", "character", "global"]
+
+class WiEffect(TypedDict):
+    kind: Literal["sticky", "cooldown"]
+    entry: str
+    fingerprint: str
+    start: int
+    end: int
+    protected: bool
+
+class WiState(TypedDict):
+    version: int
+    effects: List[WiEffect]
+
 class Context(TypedDict, total=False):
     """The context file of SPEC §9 (docs/context.md): every field optional."""
 
@@ -68,6 +105,13 @@ class Context(TypedDict, total=False):
     variables: Dict[str, str]
     items: List[ContextItem]
     allow_preset_regex: bool
+    world_info: WiSettings
+    lorebooks: List[Lorebook]
+    wi_state: WiState
+    position: int
+    generation_type: Literal["normal", "continue", "impersonate", "swipe", "regenerate", "quiet"]
+    prefer_char_prompt: bool
+    prefer_char_instruction: bool
     injection: Literal["merge", "separate"]
     max_context_tokens: Optional[int]
     reserve_tokens: Optional[int]
@@ -162,6 +206,7 @@ class PresetError(StpresetError): ...
 class ContextError(StpresetError): ...
 class TemplateError(StpresetError): ...
 class StoreError(StpresetError): ...
+class CardError(StpresetError): ...
 
 class PresetSummary(TypedDict):
     id: int
@@ -249,4 +294,25 @@ class Template:
     def render(self, context: _Ctx = ...) -> Expansion: ...
 
 def expand(source: _Text, context: _Ctx = ...) -> Expansion: ...
+
+class WiResult(TypedDict):
+    activated: List[str]
+    before: str
+    after: str
+    depth: List[Dict[str, Any]]
+    examples: List[Dict[str, str]]
+    an_top: List[str]
+    an_bottom: List[str]
+    outlets: Dict[str, str]
+    state: WiState
+    diagnostics: List[Diagnostic]
+
+class CardDocument(TypedDict):
+    card: Dict[str, Any]
+    context: Context
+    diagnostics: List[Diagnostic]
+    items: List[ContextItem]
+
+def read_card(data: Union[bytes, bytearray, memoryview], *, png: bool = ...) -> CardDocument: ...
+def lore(context: _Ctx = ...) -> WiResult: ...
 def preload_tokenizer(name: Literal["auto", "o200k", "cl100k", "approx", "words"] = ...) -> None: ...
