@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
 
 use crate::context::{Context, ContextItem, UTF8_BOM};
 use crate::error::ContextError;
@@ -28,8 +27,9 @@ use crate::passthrough::{Addresses, Passthrough};
 /// ```
 #[derive(Debug)]
 pub struct Chat {
-    /// The fields as given, without `items`: what `set_json` merges into and re-reads.
-    fields: Map<String, Value>,
+    /// The fields as given, without `items`: what `set_json` merges into and re-reads. Kept
+    /// as written: a `lorebooks` entry's key order is its scan order (SPEC §15.3.1).
+    fields: std::collections::BTreeMap<String, Box<RawValue>>,
     ctx: Context,
     /// Where the items' texts are, for [`Chat::passthrough`]; emptied when items change.
     addresses: OnceLock<Addresses>,
@@ -191,15 +191,11 @@ impl Chat {
     /// assert_eq!(chat.context().variables["n"], "xx");
     /// ```
     pub fn keep(&mut self, variables: BTreeMap<String, String>, globals: BTreeMap<String, String>) {
-        let map = |m: &BTreeMap<String, String>| {
-            Value::Object(
-                m.iter()
-                    .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-                    .collect(),
-            )
+        let raw = |m: &BTreeMap<String, String>| {
+            serde_json::value::to_raw_value(m).expect("a map of strings serializes")
         };
-        self.fields.insert("variables".into(), map(&variables));
-        self.fields.insert("globals".into(), map(&globals));
+        self.fields.insert("variables".into(), raw(&variables));
+        self.fields.insert("globals".into(), raw(&globals));
         self.ctx.variables = variables;
         self.ctx.globals = globals;
         // A render's maps hold no lone surrogates (they were replaced when read).
@@ -219,7 +215,9 @@ impl Chat {
 /// A context file's top-level fields, from its repaired text (`repair_json_at`), read after
 /// `Context::from_json` accepted the text (so it is an object, and no deeper than the reader
 /// allows).
-fn fields(repaired: &[u8]) -> Result<Map<String, Value>, ContextError> {
+fn fields(
+    repaired: &[u8],
+) -> Result<std::collections::BTreeMap<String, Box<RawValue>>, ContextError> {
     crate::context::guarded(|| serde_json::from_slice(repaired)).map_err(|e: serde_json::Error| {
         ContextError::Json {
             line: e.line(),

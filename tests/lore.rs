@@ -513,3 +513,20 @@ fn a_card_prompt_replaces_main_with_the_original_inside() {
         .collect();
     assert_eq!(texts, ["Base.", "JB"]);
 }
+
+#[test]
+fn a_chat_keeps_its_books_key_order_across_sets() {
+    // Two string uids out of byte order: their scan order is the file's (SPEC §15.3.1), and a
+    // budget of one entry shows which came first.
+    let json = br#"{"position": 1, "world_info": {"budget_percent": 100},
+        "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "rain"}],
+        "lorebooks": [{"name": "w", "entries": {
+            "zeta": {"key": ["rain"], "content": "first words here"},
+            "alpha": {"key": ["rain"], "content": "second words here"}}}]}"#;
+    let mut chat = stpreset::Chat::from_json(json).unwrap();
+    let before = stpreset::WiResult::for_context(chat.context()).activated;
+    assert_eq!(before, ["w.zeta", "w.alpha"]);
+    chat.set_json(br#"{"user": "Bob"}"#).unwrap();
+    let after = stpreset::WiResult::for_context(chat.context()).activated;
+    assert_eq!(after, before);
+}
