@@ -355,3 +355,18 @@ pub fn lore(data: &[u8]) {
         state = serde_json::from_str(&json).expect("state reads back");
     }
 }
+
+/// Card bytes (SPEC §15.1): reading never panics, in either format; a card that reads prints a
+/// document that is JSON, and applying it to a context keeps the context readable.
+pub fn card(data: &[u8]) {
+    let limits = stpreset::Limits::default();
+    for format in [stpreset::CardFormat::Png, stpreset::CardFormat::Auto] {
+        if let Ok(card) = stpreset::Card::from_bytes(data, format, &limits) {
+            let doc = card.to_json_document();
+            serde_json::from_str::<serde_json::Value>(&doc).expect("the card document is JSON");
+            let mut ctx = stpreset::Context::default();
+            card.apply_to(&mut ctx);
+            let _ = stpreset::WiResult::for_context(&ctx);
+        }
+    }
+}

@@ -64,3 +64,8 @@ fn chat_regressions() {
 fn lore_regressions() {
     replay("lore", checks::lore);
 }
+
+#[test]
+fn card_regressions() {
+    replay("card", checks::card);
+}
