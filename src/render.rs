@@ -141,7 +141,9 @@ pub(crate) fn template(node: &CompiledNode, ctx: &Context) -> Expansion {
     if let Some(lore) = &ctx.lore {
         let scripts = Scripts::compile(&[], &[], &ctx.options.limits);
         let mut notes = Vec::new();
-        let placed = crate::lore::items::place(ctx, lore, &[], &scripts, false, &mut notes);
+        let available = crate::lore::items::available(ctx, None);
+        let placed =
+            crate::lore::items::place(ctx, lore, &[], &scripts, false, available, &mut notes);
         let mut out = template(node, &placed.ctx);
         notes.append(&mut out.diagnostics);
         out.diagnostics = notes;
@@ -206,12 +208,17 @@ fn with_lore(
     let regexed = parts
         .scripts
         .prompt_items(ctx, parts.regex_allowed, false, &mut early);
+    // The lore budget's context is the render's history budget, §12.4's `available` (SPEC
+    // §15.4), after the preset's settings.
+    let applied = applied(parts.settings, ctx);
+    let available = crate::lore::items::available(ctx, applied.as_deref());
     let placed = crate::lore::items::place(
         ctx,
         lore,
         &regexed,
         parts.scripts,
         parts.regex_allowed,
+        available,
         &mut early,
     );
     let mut out = render_preset(parts, &placed.ctx, Some((placed.regexed, early))).into_owned();

@@ -530,3 +530,37 @@ fn a_chat_keeps_its_books_key_order_across_sets() {
     let after = stpreset::WiResult::for_context(chat.context()).activated;
     assert_eq!(after, before);
 }
+
+#[test]
+fn the_lore_budget_is_the_renders_available_after_the_presets_settings() {
+    let words = |n: usize| vec!["w"; n].join(" ");
+    let ctx = |settings: bool| {
+        let v = json!({"tokenizer": "words", "position": 1, "preset_settings": settings,
+            "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "rain"}],
+            "lorebooks": [{"name": "w", "entries": {
+                "0": {"key": ["rain"], "content": words(59), "order": 2},
+                "1": {"key": ["rain"], "content": words(59), "order": 1}}}]});
+        Context::from_json(v.to_string().as_bytes()).unwrap()
+    };
+    // 600 − 200 = 400 available, a quarter of it 100: the second entry (120 in all) overflows.
+    let p = stpreset::Preset::from_json(
+        br#"{"openai_max_context": 600, "openai_max_tokens": 200, "prompts": [
+            {"identifier": "worldInfoBefore", "marker": true}]}"#,
+    )
+    .unwrap()
+    .compile();
+    let placed = |c: &Context| {
+        let out = p.render(c);
+        out.messages
+            .iter()
+            .map(|m| m.text().split_whitespace().count())
+            .sum::<usize>()
+    };
+    assert_eq!(
+        placed(&ctx(true)),
+        59 + 1,
+        "one entry and the history message"
+    );
+    // Without the preset's settings there is no budget: SillyTavern's default 3795 (949).
+    assert_eq!(placed(&ctx(false)), 59 * 2 + 1);
+}

@@ -32,6 +32,7 @@ fn run_for(
     ctx: &Context,
     lore: &LoreInput,
     regexed: &[Option<ItemText>],
+    available: Option<u64>,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> (Vec<activate::Activated>, WiState, Vec<Diagnostic>) {
     for b in &lore.books {
@@ -61,15 +62,9 @@ fn run_for(
     input.position = lore.position;
     input.generation_type = lore.generation_type;
     input.dry_run = lore.dry_run;
-    // The budget's context: the render's history budget when the host sets one, else
-    // SillyTavern's default (SPEC §15.4).
-    if let crate::provider::Tri::Value(max) = ctx.options.budget.max_context_tokens {
-        let reserve = match ctx.options.budget.reserve_tokens {
-            crate::provider::Tri::Value(r) => r,
-            _ => 0,
-        };
-        input.max_context = Some(u64::from(max.saturating_sub(reserve)));
-    }
+    // The budget's context: the render's history budget (§12.4's `available`) when there is
+    // one, else SillyTavern's default (SPEC §15.4).
+    input.max_context = available;
     let position = input.position.unwrap_or(input.history.len() as u64);
     let mut random = SeededRandom::new(ctx.seed, position);
     let counter = ctx.options.budget.counter.for_model(&ctx.model);
@@ -91,9 +86,10 @@ pub(crate) fn place(
     regexed: &[Option<ItemText>],
     scripts: &Scripts,
     allowed: bool,
+    available: Option<u64>,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Placed {
-    let (activated, state, mut notes) = run_for(ctx, lore, regexed, diagnostics);
+    let (activated, state, mut notes) = run_for(ctx, lore, regexed, available, diagnostics);
     let wi_scripts = allowed && !scripts.is_empty();
     let result = activate::place(
         activated,
@@ -319,7 +315,8 @@ impl super::WiResult {
     pub fn for_context(ctx: &Context) -> super::WiResult {
         let lore = ctx.lore.clone().unwrap_or_default();
         let mut diagnostics = Vec::new();
-        let (activated, state, mut notes) = run_for(ctx, &lore, &[], &mut diagnostics);
+        let available = available(ctx, None);
+        let (activated, state, mut notes) = run_for(ctx, &lore, &[], available, &mut diagnostics);
         let mut out = activate::place(activated, |a| Some(a.content.clone()), &mut notes);
         diagnostics.append(&mut notes);
         out.state = state;
@@ -398,4 +395,22 @@ impl super::Card {
             rest(&serde_json::Value::Array(items))
         )
     }
+}
+
+/// §12.4's `available` for a render of `ctx` with these preset settings (none: a lone
+/// template, `for_context`), floored at 0; `None` without a budget (SPEC §15.4).
+pub(crate) fn available(
+    ctx: &Context,
+    settings: Option<&crate::settings::PresetSettings>,
+) -> Option<u64> {
+    use crate::settings::resolve;
+    let preset = settings.map_or_else(crate::provider::ProviderOptions::default, |s| {
+        resolve::preset_options(s, None)
+    });
+    let options = resolve::overlay(&ctx.provider_options, &preset, &ctx.model);
+    let window = resolve::budget(&ctx.options.budget, &ctx.provider_options, settings);
+    let effective = resolve::effective(&options, window);
+    effective
+        .max_context_tokens
+        .map(|max| u64::try_from(i64::from(max) - i64::from(effective.reserve_tokens)).unwrap_or(0))
 }
