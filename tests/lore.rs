@@ -564,3 +564,36 @@ fn the_lore_budget_is_the_renders_available_after_the_presets_settings() {
     // Without the preset's settings there is no budget: SillyTavern's default 3795 (949).
     assert_eq!(placed(&ctx(false)), 59 * 2 + 1);
 }
+
+#[test]
+fn world_info_scripts_run_once_on_each_entry_when_allowed() {
+    let p = stpreset::Preset::from_json(
+        br#"{"prompts": [{"identifier": "worldInfoBefore", "marker": true},
+            {"identifier": "chatHistory", "marker": true}],
+          "extensions": {"regex_scripts": [
+            {"scriptName": "shout", "findRegex": "/rain/g", "replaceString": "RAIN", "placement": [5], "promptOnly": true},
+            {"scriptName": "gone", "findRegex": "/^secret.*$/", "replaceString": "", "placement": [5], "promptOnly": true}]}}"#,
+    )
+    .unwrap()
+    .compile();
+    let mut ctx = Context::from_json(
+        br#"{"position": 1, "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "rain?"}],
+        "lorebooks": [{"name": "w", "entries": {
+            "0": {"key": ["rain"], "content": "It rains."},
+            "1": {"key": ["rain"], "content": "secret lore"}}}]}"#,
+    )
+    .unwrap();
+    let texts = |ctx: &Context| -> Vec<String> {
+        p.render(ctx)
+            .messages
+            .iter()
+            .map(|m| m.text().into_owned())
+            .collect()
+    };
+    // Not allowed: the entries as written (and a RegexNotAllowed note).
+    assert_eq!(texts(&ctx), ["secret lore\nIt rains.", "rain?"]);
+    ctx.allow_preset_regex = true;
+    // Allowed: each entry regexed once; the one a script empties is dropped; history untouched
+    // (the scripts are for world info only).
+    assert_eq!(texts(&ctx), ["It RAINs.", "rain?"]);
+}

@@ -91,6 +91,9 @@ pub(crate) fn place(
 ) -> Placed {
     let (activated, state, mut notes) = run_for(ctx, lore, regexed, available, diagnostics);
     let wi_scripts = allowed && !scripts.is_empty();
+    // What the `WORLD_INFO` runs report, once per kind and script (the import's notes were
+    // reported by the prompt pass already).
+    let mut script_notes: Vec<Diagnostic> = Vec::new();
     let result = activate::place(
         activated,
         |a| {
@@ -100,10 +103,19 @@ pub(crate) fn place(
             let mut pass = RegexPass::new(PassKind::Prompt, Placement::WorldInfo);
             pass.depth = (a.position == 4).then(|| u32::try_from(a.depth).unwrap_or(u32::MAX));
             let out = scripts.apply(&a.content, &pass, ctx, true);
+            for d in out.diagnostics {
+                let seen = script_notes
+                    .iter()
+                    .any(|s| s.kind == d.kind && s.script == d.script);
+                if d.kind != crate::diagnostic::DiagnosticKind::RegexScriptInvalid && !seen {
+                    script_notes.push(d);
+                }
+            }
             Some(out.text)
         },
         &mut notes,
     );
+    notes.append(&mut script_notes);
     diagnostics.append(&mut notes);
 
     let item = |tag: Tag, text: String, depth: Option<i64>| {
