@@ -597,3 +597,49 @@ fn world_info_scripts_run_once_on_each_entry_when_allowed() {
     // (the scripts are for world info only).
     assert_eq!(texts(&ctx), ["It RAINs.", "rain?"]);
 }
+
+#[test]
+fn a_key_seen_inside_a_word_then_whole_in_a_later_segment_activates() {
+    // Hostile review: "cat" first occurs inside "xcatx" (not a whole word), then whole in a
+    // later recursion segment; the entry keyed "cat" must still activate.
+    let book = r#"{"entries": {
+        "0": {"constant": true, "content": "zebra", "order": 100},
+        "1": {"key": ["zebra"], "content": "xcatx lion", "order": 90},
+        "2": {"key": ["lion"], "content": "the cat sat", "order": 85},
+        "3": {"key": ["cat"], "content": "C", "order": 80}}}"#;
+    let out = one_turn(book, &["hello"], &WiState::default(), vec![0.5]);
+    assert_eq!(out.activated, ["b.0", "b.1", "b.2", "b.3"]);
+}
+
+#[test]
+fn world_info_scripts_share_one_pass_total_across_entries() {
+    let p = stpreset::Preset::from_json(
+        br#"{"prompts": [{"identifier": "worldInfoBefore", "marker": true}],
+          "extensions": {"regex_scripts": [
+            {"scriptName": "slow", "findRegex": "/(a+)+$/", "replaceString": "Z", "placement": [5], "promptOnly": true}]}}"#,
+    )
+    .unwrap()
+    .compile();
+    let entries: serde_json::Map<String, Value> = (0..50)
+        .map(|i| {
+            (
+                i.to_string(),
+                json!({"constant": true, "content": format!("{}!{i}", "a".repeat(40))}),
+            )
+        })
+        .collect();
+    let v = json!({"position": 1, "allow_preset_regex": true, "max_context_tokens": 100000000,
+        "lorebooks": [{"name": "w", "entries": entries}]});
+    let mut ctx = Context::from_json(v.to_string().as_bytes()).unwrap();
+    ctx.options.limits.regex_run_steps = 2_000;
+    ctx.options.limits.regex_run_steps_max = 2_000;
+    ctx.options.limits.regex_pass_steps = 10_000;
+    let out = p.render(&ctx);
+    // One pass for the whole walk: its total runs out, reported once without a script.
+    let pass_spent: Vec<_> = out
+        .diagnostics
+        .iter()
+        .filter(|d| d.kind == stpreset::DiagnosticKind::RegexLimit && d.script.is_none())
+        .collect();
+    assert_eq!(pass_spent.len(), 1, "{:#?}", out.diagnostics);
+}

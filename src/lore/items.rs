@@ -15,7 +15,7 @@ use super::state::WiState;
 use crate::context::{Context, ContextItem, Tag};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::role::Role;
-use crate::scripts::{ItemText, PassKind, Placement, RegexPass, Scripts};
+use crate::scripts::{ItemText, Scripts};
 
 /// A render's context with its lore placed.
 pub(crate) struct Placed {
@@ -90,32 +90,45 @@ pub(crate) fn place(
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Placed {
     let (activated, state, mut notes) = run_for(ctx, lore, regexed, available, diagnostics);
-    let wi_scripts = allowed && !scripts.is_empty();
-    // What the `WORLD_INFO` runs report, once per kind and script (the import's notes were
-    // reported by the prompt pass already).
-    let mut script_notes: Vec<Diagnostic> = Vec::new();
+    // One `WORLD_INFO` pass over every entry (SPEC §15.7): they share its step total and work
+    // budget. Placed text stops at the render's output limit, which no more lore could reach.
+    let mut pass = (allowed && !scripts.is_empty()).then(|| scripts.lore_pass(ctx));
+    let cap = ctx.options.limits.clamped().output_bytes;
+    let mut placed_bytes = 0usize;
+    let mut over = false;
     let result = activate::place(
         activated,
         |a| {
-            if !wi_scripts {
-                return Some(a.content.clone());
+            if over {
+                return None;
             }
-            let mut pass = RegexPass::new(PassKind::Prompt, Placement::WorldInfo);
-            pass.depth = (a.position == 4).then(|| u32::try_from(a.depth).unwrap_or(u32::MAX));
-            let out = scripts.apply(&a.content, &pass, ctx, true);
-            for d in out.diagnostics {
-                let seen = script_notes
-                    .iter()
-                    .any(|s| s.kind == d.kind && s.script == d.script);
-                if d.kind != crate::diagnostic::DiagnosticKind::RegexScriptInvalid && !seen {
-                    script_notes.push(d);
+            let text = match pass.as_mut() {
+                None => a.content.clone(),
+                Some(pass) => {
+                    let depth =
+                        (a.position == 4).then(|| u32::try_from(a.depth).unwrap_or(u32::MAX));
+                    pass.text(&a.content, depth)
                 }
+            };
+            placed_bytes = placed_bytes.saturating_add(text.len());
+            if placed_bytes > cap {
+                over = true;
+                return None;
             }
-            Some(out.text)
+            Some(text)
         },
         &mut notes,
     );
-    notes.append(&mut script_notes);
+    if let Some(pass) = pass {
+        notes.extend(pass.finish());
+    }
+    if over {
+        notes.push(Diagnostic::new(
+            crate::diagnostic::DiagnosticKind::LoreLimit,
+            None,
+            format!("World Info: lore past the output limit of {cap} bytes is not placed"),
+        ));
+    }
     diagnostics.append(&mut notes);
 
     let item = |tag: Tag, text: String, depth: Option<i64>| {

@@ -446,7 +446,10 @@ impl PlainIndex {
                     && (m.end() == b.len() || !is_word(b[m.end()]));
                 let pid = ids[m.pattern().as_usize()];
                 let h = &mut self.hits[pid];
-                if matches!(place, Place::Recursion) && !h.recursion[0] {
+                // A first hit of either kind (a whole word may come after a substring).
+                if matches!(place, Place::Recursion)
+                    && (!h.recursion[0] || (word && !h.recursion[1]))
+                {
                     self.touched.push(pid);
                 }
                 for w in [false, true] {

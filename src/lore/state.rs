@@ -66,19 +66,71 @@ impl Default for WiState {
 }
 
 /// FNV-1a 64 over the entry's normalised fields written as RFC 8785 canonical JSON.
-///
-/// serde_json (without `preserve_order`) writes a `Value`'s object keys sorted by bytes, which
-/// is RFC 8785's UTF-16 order for the ASCII field names; strings are escaped as `JSON.stringify`
-/// does and integers print as integers, so the bytes are the canonical form.
 pub(crate) fn fingerprint(entry: &Entry) -> String {
     let value = serde_json::to_value(entry).unwrap_or(serde_json::Value::Null);
-    let text = serde_json::to_string(&value).unwrap_or_default();
+    let mut text = String::new();
+    canonical(&value, &mut text);
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in text.bytes() {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
     format!("{h:016x}")
+}
+
+/// RFC 8785: object keys sorted by UTF-16 units (serde_json's map sorts by bytes, the same for
+/// the ASCII field names of an entry), strings escaped as `JSON.stringify` (serde_json's
+/// escapes), numbers as ECMAScript writes them.
+fn canonical(v: &serde_json::Value, out: &mut String) {
+    use serde_json::Value;
+    match v {
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (k, v)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&serde_json::to_string(k).unwrap_or_default());
+                out.push(':');
+                canonical(v, out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(v, out);
+            }
+            out.push(']');
+        }
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if n.is_f64() => out.push_str(&es_number(f)),
+            _ => out.push_str(&n.to_string()),
+        },
+        other => out.push_str(&serde_json::to_string(other).unwrap_or_default()),
+    }
+}
+
+/// ECMAScript `Number::toString` for a finite number: plain decimals from 1e-6 up to 1e21,
+/// exponent form outside (Rust's `Display` never uses an exponent; ryu's `Debug`-like form
+/// used by serde_json does below 1e-5, as `1e-6` where ECMAScript writes `0.000001`).
+fn es_number(f: f64) -> String {
+    let a = f.abs();
+    if f == 0.0 {
+        "0".into()
+    } else if (1e-6..1e21).contains(&a) {
+        format!("{f}")
+    } else {
+        // Shortest digits in exponent form: `1e-7`, `1.5e+21` (ECMAScript writes the sign).
+        let s = format!("{f:e}");
+        match s.split_once('e') {
+            Some((m, e)) if !e.starts_with('-') => format!("{m}e+{e}"),
+            _ => s,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -111,5 +163,14 @@ mod tests {
         assert_eq!(fa.len(), 16);
         assert_eq!(fa, fingerprint(&b.entries[0]));
         assert_ne!(fa, fingerprint(&c.entries[0]));
+    }
+
+    #[test]
+    fn numbers_are_written_as_ecmascript_writes_them() {
+        assert_eq!(es_number(0.000001), "0.000001");
+        assert_eq!(es_number(1e-7), "1e-7");
+        assert_eq!(es_number(50.5), "50.5");
+        assert_eq!(es_number(1e21), "1e+21");
+        assert_eq!(es_number(0.1), "0.1");
     }
 }

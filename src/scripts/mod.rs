@@ -281,6 +281,15 @@ impl Scripts {
         }
     }
 
+    /// One prompt pass at `WORLD_INFO` over many texts (the §15.7 walk of a render's lore,
+    /// one entry at a time): the texts share the pass's step total and work budget (SPEC
+    /// §13.6.2–3), as the prompt pass's items do.
+    pub(crate) fn lore_pass<'a>(&'a self, ctx: &'a Context) -> LorePass<'a> {
+        LorePass {
+            run: PassRun::new(self, ctx),
+        }
+    }
+
     /// The prompt pass over a context's items (SPEC §13.2.3): per item, `None` when it is
     /// unchanged.
     /// Empty when the pass changed nothing it could (no scripts, or not allowed): a render of
@@ -398,6 +407,29 @@ fn context_fingerprint(ctx: &Context) -> u128 {
     }
     put(&format!("{:?}", ctx.options.limits));
     h.digest128()
+}
+
+/// A prompt pass at `WORLD_INFO` that texts are fed to one by one (`Scripts::lore_pass`).
+pub(crate) struct LorePass<'a> {
+    run: PassRun<'a>,
+}
+
+impl LorePass<'_> {
+    /// The text after the pass's scripts; `depth` for an entry placed at a depth.
+    pub fn text(&mut self, text: &str, depth: Option<u32>) -> String {
+        deep(|| {
+            self.run
+                .text(text, PassKind::Prompt, Placement::WorldInfo, depth, None)
+                .into_owned()
+        })
+    }
+
+    /// What the pass reported, without the import's notes (a render reported them).
+    pub fn finish(self) -> Vec<Diagnostic> {
+        let mut out = self.run.finish();
+        out.retain(|d| d.kind != DiagnosticKind::RegexScriptInvalid);
+        out
+    }
 }
 
 /// One pass: its RNG stream and work budget (through the engine), its step total and its
