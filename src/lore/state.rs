@@ -44,8 +44,8 @@ pub struct Effect {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct WiState {
-    /// Always 1.
-    #[serde(default = "version_one")]
+    /// Always 1; a state of another version is refused rather than misread.
+    #[serde(default = "version_one", deserialize_with = "only_version_one")]
     pub version: u32,
     /// Sticky effects, then cooldowns.
     #[serde(default)]
@@ -54,6 +54,16 @@ pub struct WiState {
 
 fn version_one() -> u32 {
     1
+}
+
+fn only_version_one<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    let v = u32::deserialize(d)?;
+    if v != 1 {
+        return Err(serde::de::Error::custom(format!(
+            "World Info state version {v}: this stpreset reads version 1"
+        )));
+    }
+    Ok(v)
 }
 
 impl Default for WiState {
@@ -163,6 +173,12 @@ mod tests {
         assert_eq!(fa.len(), 16);
         assert_eq!(fa, fingerprint(&b.entries[0]));
         assert_ne!(fa, fingerprint(&c.entries[0]));
+    }
+
+    #[test]
+    fn another_state_version_is_refused() {
+        assert!(serde_json::from_str::<WiState>(r#"{"version": 2, "effects": []}"#).is_err());
+        assert!(serde_json::from_str::<WiState>(r#"{"effects": []}"#).is_ok());
     }
 
     #[test]
