@@ -643,3 +643,19 @@ fn world_info_scripts_share_one_pass_total_across_entries() {
         .collect();
     assert_eq!(pass_spent.len(), 1, "{:#?}", out.diagnostics);
 }
+
+#[test]
+fn a_key_over_the_cap_after_its_macros_never_matches() {
+    let long = "d".repeat(2000);
+    let v = json!({"description": long, "position": 1,
+        "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": format!("x{long}")}],
+        "lorebooks": [{"name": "w", "entries": {"0": {"key": ["x{{description}}"], "content": "c"}}}]});
+    let ctx = Context::from_json(v.to_string().as_bytes()).unwrap();
+    let out = stpreset::WiResult::for_context(&ctx);
+    assert!(out.activated.is_empty());
+    assert!(
+        out.diagnostics
+            .iter()
+            .any(|d| d.kind == stpreset::DiagnosticKind::LoreLimit)
+    );
+}

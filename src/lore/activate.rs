@@ -470,11 +470,17 @@ struct Call<'a, 'b> {
     narrow: bool,
     /// The last pass's candidates that did not activate (group or budget losers).
     losers: Vec<usize>,
+    /// Bytes of expanded key text so far (`MAX_KEY_TEXT`).
+    key_bytes: usize,
     /// Activated entries' group names (group blocking, §15.5.8).
     activated_groups: std::collections::HashSet<&'b str>,
 }
 
 const MAX_MESSAGES: usize = 1000;
+
+/// Key text one call expands, in all (SPEC §15.8 caps each key, not their sum after macros):
+/// what the key automata are built from, so it bounds their memory.
+const MAX_KEY_TEXT: usize = 4 << 20;
 
 impl<'a, 'b> Call<'a, 'b> {
     fn new(
@@ -524,6 +530,7 @@ impl<'a, 'b> Call<'a, 'b> {
             narrow: false,
             losers: Vec::new(),
             activated_groups: std::collections::HashSet::new(),
+            key_bytes: 0,
         };
         call.books(books);
         call.segments();
@@ -1348,6 +1355,21 @@ impl<'a, 'b> Call<'a, 'b> {
             list.iter()
                 .map(|k| {
                     let text = this.expand(i, k);
+                    // The key cap holds after macros too (`{{description}}` can be any size),
+                    // and so does the call's total of key text: over either, no match.
+                    let max = this.limits.lore_max_key_bytes;
+                    if text.len() > max || this.key_bytes + text.len() > MAX_KEY_TEXT {
+                        this.report(
+                            DiagnosticKind::LoreLimit,
+                            None,
+                            format!(
+                                "World Info: a key over {max} bytes after its macros, or past \
+                                 {MAX_KEY_TEXT} bytes of keys in one call, never matches"
+                            ),
+                        );
+                        return Key::Empty;
+                    }
+                    this.key_bytes += text.len();
                     Key::new(&text, &mut this.compile)
                 })
                 .collect()

@@ -353,7 +353,11 @@ impl Automata {
                 .unzip();
             let ac = (!needles.is_empty())
                 .then(|| {
+                    // Never a DFA: the crate picks one for up to 100 patterns, and its
+                    // memory is ~1 KiB per key byte (a hostile review made 5 GB from a 226 KB
+                    // card). The contiguous NFA stays a small multiple of the key bytes.
                     aho_corasick::AhoCorasick::builder()
+                        .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
                         .match_kind(aho_corasick::MatchKind::Standard)
                         .build(&needles)
                         .ok()
@@ -374,29 +378,46 @@ impl Automata {
 
 /// Automata of recent calls, by their pattern lists: a bot renders the same books turn after
 /// turn, and building the automaton is most of a call's cost (1,000 entries: ~2 ms of 3).
-/// Small lists only, and few of them, so the cache stays a few MiB.
+/// Bounded by the automata's own memory, not only their count; built outside the lock, so a
+/// large build does not hold up other threads' calls.
 type Patterns = Vec<(String, bool)>;
 static AUTOMATA: std::sync::Mutex<Vec<(Patterns, std::sync::Arc<Automata>)>> =
     std::sync::Mutex::new(Vec::new());
 const AUTOMATA_KEPT: usize = 16;
-const AUTOMATA_MAX_BYTES: usize = 1 << 20;
+const AUTOMATA_MAX_MEMORY: usize = 32 << 20;
+
+impl Automata {
+    fn memory(&self) -> usize {
+        let m = |a: &Option<aho_corasick::AhoCorasick>| a.as_ref().map_or(0, |a| a.memory_usage());
+        m(&self.folded) + m(&self.exact)
+    }
+}
+
+fn cache() -> std::sync::MutexGuard<'static, Vec<(Patterns, std::sync::Arc<Automata>)>> {
+    // A poisoned lock only means another thread panicked mid-update of a cache: use it.
+    AUTOMATA.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn automata(patterns: &[(String, bool)]) -> std::sync::Arc<Automata> {
-    let bytes: usize = patterns.iter().map(|(n, _)| n.len() + 1).sum();
-    if bytes > AUTOMATA_MAX_BYTES {
-        return std::sync::Arc::new(Automata::build(patterns));
-    }
-    // A poisoned lock only means another thread panicked mid-update of a cache: rebuild.
-    let mut cache = AUTOMATA.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(k) = cache.iter().position(|(p, _)| p == patterns) {
-        let hit = cache.remove(k);
-        let a = hit.1.clone();
-        cache.insert(0, hit);
-        return a;
+    {
+        let mut cache = cache();
+        if let Some(k) = cache.iter().position(|(p, _)| p == patterns) {
+            let hit = cache.remove(k);
+            let a = hit.1.clone();
+            cache.insert(0, hit);
+            return a;
+        }
     }
     let a = std::sync::Arc::new(Automata::build(patterns));
-    cache.insert(0, (patterns.to_vec(), a.clone()));
-    cache.truncate(AUTOMATA_KEPT);
+    if a.memory() <= AUTOMATA_MAX_MEMORY / 4 {
+        let mut cache = cache();
+        cache.insert(0, (patterns.to_vec(), a.clone()));
+        cache.truncate(AUTOMATA_KEPT);
+        // Oldest first out until the kept automata fit their memory bound.
+        while cache.iter().map(|(_, a)| a.memory()).sum::<usize>() > AUTOMATA_MAX_MEMORY {
+            cache.pop();
+        }
+    }
     a
 }
 
