@@ -11,7 +11,7 @@ use super::{ContextArgs, Failure, read_up_to};
 
 /// The World Info flags: books, state, position and generation type. They override the
 /// context file's fields of the same meaning; `--book` adds books before its `lorebooks`.
-#[derive(Args, Default)]
+#[derive(Args)]
 pub(crate) struct LoreFlags {
     /// A character card (PNG or JSON, SPEC §15.1): fills the context fields the context file
     /// leaves unset, and adds its lorebook.
@@ -22,39 +22,26 @@ pub(crate) struct LoreFlags {
     #[arg(long = "book", value_name = "[NAME=]PATH")]
     books: Vec<String>,
     /// Where the `--book` books come from: chat, persona, character or global.
-    #[arg(long, value_enum, default_value = "global")]
-    book_source: SourceArg,
+    #[arg(long, value_name = "SOURCE", default_value = "global", value_parser = spelled::<LoreSource>)]
+    book_source: LoreSource,
     /// The timed-effect state the previous turn printed (`wi_state`).
     #[arg(long, value_name = "STATE.json")]
     wi_state: Option<PathBuf>,
     /// Messages in the conversation up to and including the newest (the timed-effect clock).
     #[arg(long)]
     position: Option<u64>,
-    /// The generation type, for entries with triggers.
-    #[arg(long, value_enum)]
-    generation: Option<GenerationArg>,
+    /// The generation type, for entries with triggers: normal, continue, impersonate, swipe,
+    /// regenerate or quiet.
+    #[arg(long, value_name = "TYPE", value_parser = spelled::<GenerationType>)]
+    generation: Option<GenerationType>,
     /// Decide without starting or ending timed effects.
     #[arg(long)]
     dry_run: bool,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Default)]
-enum SourceArg {
-    Chat,
-    Persona,
-    Character,
-    #[default]
-    Global,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum GenerationArg {
-    Normal,
-    Continue,
-    Impersonate,
-    Swipe,
-    Regenerate,
-    Quiet,
+/// A value spelled as in a context file (the library's serde names, one list of spellings).
+fn spelled<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, String> {
+    serde_json::from_value(serde_json::Value::String(s.to_string())).map_err(|e| e.to_string())
 }
 
 impl LoreFlags {
@@ -75,12 +62,7 @@ impl LoreFlags {
         if !self.any() {
             return Ok(());
         }
-        let source = match self.book_source {
-            SourceArg::Chat => LoreSource::Chat,
-            SourceArg::Persona => LoreSource::Persona,
-            SourceArg::Character => LoreSource::Character,
-            SourceArg::Global => LoreSource::Global,
-        };
+        let source = self.book_source;
         let mut books = Vec::new();
         for spec in &self.books {
             books.push(book(spec)?.with_source(source));
@@ -104,14 +86,7 @@ impl LoreFlags {
             lore.position = self.position;
         }
         if let Some(g) = self.generation {
-            lore.generation_type = match g {
-                GenerationArg::Normal => GenerationType::Normal,
-                GenerationArg::Continue => GenerationType::Continue,
-                GenerationArg::Impersonate => GenerationType::Impersonate,
-                GenerationArg::Swipe => GenerationType::Swipe,
-                GenerationArg::Regenerate => GenerationType::Regenerate,
-                GenerationArg::Quiet => GenerationType::Quiet,
-            };
+            lore.generation_type = g;
         }
         lore.dry_run |= self.dry_run;
         Ok(())

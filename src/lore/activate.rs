@@ -1243,59 +1243,29 @@ impl<'a, 'b> Call<'a, 'b> {
         };
         let mut outcome = None;
         let upto = depth.min(self.messages.len());
-        while memo.messages < upto {
-            let seg = &self.messages[memo.messages];
-            memo.messages += 1;
-            match keys::test(key, seg, cs, ww, &mut self.steps) {
-                Ok(true) => {
-                    memo.hit_base = true;
-                    return true;
-                }
-                Ok(false) => {}
-                Err(s) => {
-                    outcome = Some(s);
-                    break;
-                }
-            }
+        let from = memo.messages.min(upto);
+        let segs = self.messages[from..upto].iter();
+        let r = first_hit(key, segs, cs, ww, &mut self.steps, &mut memo.messages);
+        if found(r, &mut memo.hit_base, &mut outcome) {
+            return true;
         }
         if outcome.is_none() && !memo.fixed {
             memo.fixed = true;
             let fields = self.ents[i].fields.iter().map(|&f| &self.fields[f]);
-            for seg in fields.chain(self.injects.iter()) {
-                if seg.text.is_empty() {
-                    continue;
-                }
-                match keys::test(key, seg, cs, ww, &mut self.steps) {
-                    Ok(true) => {
-                        memo.hit_base = true;
-                        return true;
-                    }
-                    Ok(false) => {}
-                    Err(s) => {
-                        outcome = Some(s);
-                        break;
-                    }
-                }
+            let segs = fields.chain(&self.injects).filter(|s| !s.text.is_empty());
+            let r = first_hit(key, segs, cs, ww, &mut self.steps, &mut 0);
+            if found(r, &mut memo.hit_base, &mut outcome) {
+                return true;
             }
         }
         if outcome.is_none() && kind != PassKind::MinActivations {
             if memo.hit_recursion {
                 return true;
             }
-            while memo.recursion < self.recursion.len() {
-                let seg = &self.recursion[memo.recursion];
-                memo.recursion += 1;
-                match keys::test(key, seg, cs, ww, &mut self.steps) {
-                    Ok(true) => {
-                        memo.hit_recursion = true;
-                        return true;
-                    }
-                    Ok(false) => {}
-                    Err(s) => {
-                        outcome = Some(s);
-                        break;
-                    }
-                }
+            let segs = self.recursion[memo.recursion.min(self.recursion.len())..].iter();
+            let r = first_hit(key, segs, cs, ww, &mut self.steps, &mut memo.recursion);
+            if found(r, &mut memo.hit_recursion, &mut outcome) {
+                return true;
             }
         }
         match outcome {
@@ -1523,6 +1493,39 @@ impl<'a, 'b> Call<'a, 'b> {
             _ => primary,
         }
     }
+}
+
+/// Whether a test series hit (recorded in `hit`); a spent total goes to `outcome`.
+fn found(r: Result<bool, Spent>, hit: &mut bool, outcome: &mut Option<Spent>) -> bool {
+    match r {
+        Ok(true) => {
+            *hit = true;
+            true
+        }
+        Ok(false) => false,
+        Err(s) => {
+            *outcome = Some(s);
+            false
+        }
+    }
+}
+
+/// Tests `segs` in order until one matches; `tested` counts the segments tested.
+fn first_hit<'s>(
+    key: &Key,
+    segs: impl Iterator<Item = &'s Segment>,
+    cs: bool,
+    ww: bool,
+    steps: &mut Steps,
+    tested: &mut usize,
+) -> Result<bool, Spent> {
+    for seg in segs {
+        *tested += 1;
+        if keys::test(key, seg, cs, ww, steps)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// SPEC §15.5.3's decorators: (`@@activate`, `@@dont_activate`, the content without the
