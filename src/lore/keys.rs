@@ -387,10 +387,22 @@ const AUTOMATA_KEPT: usize = 16;
 const AUTOMATA_MAX_MEMORY: usize = 32 << 20;
 
 impl Automata {
+    /// What a cache entry holds: both automata, their id tables, and the pattern list kept
+    /// as its key (counted by `cached_memory`).
     fn memory(&self) -> usize {
         let m = |a: &Option<aho_corasick::AhoCorasick>| a.as_ref().map_or(0, |a| a.memory_usage());
-        m(&self.folded) + m(&self.exact)
+        let ids = (self.folded_ids.len() + self.exact_ids.len()) * std::mem::size_of::<usize>();
+        m(&self.folded) + m(&self.exact) + ids
     }
+}
+
+/// A cache entry's memory: its automata and the pattern list that keys it.
+fn cached_memory(patterns: &Patterns, a: &Automata) -> usize {
+    let key: usize = patterns
+        .iter()
+        .map(|(n, _)| n.len() + std::mem::size_of::<(String, bool)>())
+        .sum();
+    key + a.memory()
 }
 
 fn cache() -> std::sync::MutexGuard<'static, Vec<(Patterns, std::sync::Arc<Automata>)>> {
@@ -409,12 +421,18 @@ fn automata(patterns: &[(String, bool)]) -> std::sync::Arc<Automata> {
         }
     }
     let a = std::sync::Arc::new(Automata::build(patterns));
-    if a.memory() <= AUTOMATA_MAX_MEMORY / 4 {
+    let key = patterns.to_vec();
+    if cached_memory(&key, &a) <= AUTOMATA_MAX_MEMORY / 4 {
         let mut cache = cache();
-        cache.insert(0, (patterns.to_vec(), a.clone()));
+        cache.insert(0, (key, a.clone()));
         cache.truncate(AUTOMATA_KEPT);
-        // Oldest first out until the kept automata fit their memory bound.
-        while cache.iter().map(|(_, a)| a.memory()).sum::<usize>() > AUTOMATA_MAX_MEMORY {
+        // Oldest first out until the kept entries fit their memory bound.
+        while cache
+            .iter()
+            .map(|(p, a)| cached_memory(p, a))
+            .sum::<usize>()
+            > AUTOMATA_MAX_MEMORY
+        {
             cache.pop();
         }
     }
