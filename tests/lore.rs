@@ -659,3 +659,35 @@ fn a_key_over_the_cap_after_its_macros_never_matches() {
             .any(|d| d.kind == stpreset::DiagnosticKind::LoreLimit)
     );
 }
+
+#[test]
+fn two_entries_with_one_name_are_reported() {
+    let a = Lorebook::from_json(
+        "x",
+        br#"{"entries": {"0": {"uid": "y.z", "key": ["k"]}}}"#,
+        &Limits::default(),
+    )
+    .unwrap();
+    let b = Lorebook::from_json(
+        "x.y",
+        br#"{"entries": {"0": {"uid": "z", "key": ["k"]}}}"#,
+        &Limits::default(),
+    )
+    .unwrap();
+    let ctx = Context::default();
+    let wi = WiInput::new(&ctx);
+    let out = activate(
+        &[a, b],
+        &wi,
+        &WiSettings::default(),
+        &WiState::default(),
+        &mut Fixed(vec![0.5], 0),
+        &Words,
+        &Limits::default(),
+    );
+    assert!(
+        out.diagnostics
+            .iter()
+            .any(|d| d.kind == stpreset::DiagnosticKind::LoreBookDuplicate)
+    );
+}

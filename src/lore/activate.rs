@@ -610,7 +610,30 @@ impl<'a, 'b> Call<'a, 'b> {
             for e in &b.entries {
                 let i = self.ents.len();
                 let name = format!("{}.{}", b.name, e.uid);
-                self.by_name.entry(name.clone()).or_insert(i);
+                // `BOOK.UID` can name two entries (book `x`, uid `y.z`; book `x.y`, uid `z`):
+                // timed effects follow the first; said once per call, not silently.
+                if self.by_name.contains_key(&name) {
+                    let d = Diagnostic::new(
+                        DiagnosticKind::LoreBookDuplicate,
+                        None,
+                        format!(
+                            "two entries are named {:?} (a book name or uid with a dot): timed \
+                             effects follow the first",
+                            excerpt(&name)
+                        ),
+                    )
+                    .in_book(Some(&b.name), Some(&e.uid.to_string()));
+                    if !self
+                        .reported
+                        .contains(&(DiagnosticKind::LoreBookDuplicate, None))
+                    {
+                        self.reported
+                            .push((DiagnosticKind::LoreBookDuplicate, None));
+                        self.diagnostics.push(d);
+                    }
+                } else {
+                    self.by_name.insert(name.clone(), i);
+                }
                 let (activate, dont_activate, body) = decorators(&e.content);
                 if e.delay_until_recursion > 0 {
                     levels.push(e.delay_until_recursion);
