@@ -95,6 +95,12 @@ pub struct Context {
     pub prefer_char_prompt: bool,
     /// Likewise `char_instruction` for the `jailbreak` node; default true.
     pub prefer_char_instruction: bool,
+    /// A card's greeting to post (SPEC §15.2): informational, never rendered.
+    pub first_mes: String,
+    /// A card's other greetings: informational.
+    pub alternate_greetings: Vec<String>,
+    /// A card's depth prompt: a system tail item at its depth (SPEC §15.2, §15.7).
+    pub char_depth_prompt: Option<crate::lore::DepthPrompt>,
     /// The World Info outlets of this render (`{{outlet::NAME}}`), set by the render itself.
     pub(crate) outlets: BTreeMap<String, String>,
 }
@@ -134,6 +140,9 @@ impl Default for Context {
             lore: None,
             prefer_char_prompt: true,
             prefer_char_instruction: true,
+            first_mes: String::new(),
+            alternate_greetings: Vec::new(),
+            char_depth_prompt: None,
             outlets: BTreeMap::new(),
         }
     }
@@ -402,6 +411,19 @@ struct ContextFile {
     generation_type: Option<crate::lore::GenerationType>,
     prefer_char_prompt: Option<bool>,
     prefer_char_instruction: Option<bool>,
+    first_mes: String,
+    alternate_greetings: Vec<String>,
+    char_depth_prompt: Option<DepthPromptFile>,
+}
+
+/// `char_depth_prompt` in a context file: `{"text", "depth" (default 4), "role" (default
+/// system)}`, as `stpreset card` prints a card's.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DepthPromptFile {
+    text: String,
+    depth: Option<u64>,
+    role: Option<Role>,
 }
 
 /// An RFC 3339 time or `null`, with an example in the error (chrono's own says "premature end
@@ -607,6 +629,13 @@ impl Context {
             lore,
             prefer_char_prompt: file.prefer_char_prompt.unwrap_or(true),
             prefer_char_instruction: file.prefer_char_instruction.unwrap_or(true),
+            first_mes: file.first_mes,
+            alternate_greetings: file.alternate_greetings,
+            char_depth_prompt: file.char_depth_prompt.map(|d| crate::lore::DepthPrompt {
+                text: d.text,
+                depth: d.depth.unwrap_or(4),
+                role: d.role.unwrap_or(Role::System),
+            }),
             outlets: BTreeMap::new(),
         })
     }

@@ -138,7 +138,9 @@ pub struct Expansion {
 pub(crate) fn template(node: &CompiledNode, ctx: &Context) -> Expansion {
     // A context with lore activates it first, so `{{outlet::NAME}}` works (SPEC §16: `expand`
     // runs §15 but never §13).
-    if let Some(lore) = &ctx.lore {
+    if ctx.lore.is_some() || ctx.char_depth_prompt.is_some() {
+        let none = crate::lore::LoreInput::default();
+        let lore = ctx.lore.as_ref().unwrap_or(&none);
         let scripts = Scripts::compile(&[], &[], &ctx.options.limits);
         let mut notes = Vec::new();
         let available = crate::lore::items::available(ctx, None);
@@ -190,20 +192,18 @@ pub(crate) struct PresetParts<'p> {
 /// Renders a compiled preset: its evaluated nodes in order, then its setting templates, then
 /// its assembly plan (whose text indices point into `nodes`).
 pub(crate) fn preset<'c>(parts: &PresetParts<'_>, ctx: &'c Context) -> Rendered<'c> {
-    match &ctx.lore {
-        Some(lore) => with_lore(parts, ctx, lore),
-        None => render_preset(parts, ctx, None),
+    if ctx.lore.is_some() || ctx.char_depth_prompt.is_some() {
+        return with_lore(parts, ctx);
     }
+    render_preset(parts, ctx, None)
 }
 
 /// SPEC §16 steps 2–4: the prompt pass on the host's items, activation on the history it
 /// left, and the lore placed into a copy of the context that the rest of the render reads.
 /// The result owns its text (the copy does not outlive the call).
-fn with_lore(
-    parts: &PresetParts<'_>,
-    ctx: &Context,
-    lore: &crate::lore::LoreInput,
-) -> Rendered<'static> {
+fn with_lore(parts: &PresetParts<'_>, ctx: &Context) -> Rendered<'static> {
+    let none = crate::lore::LoreInput::default();
+    let lore = ctx.lore.as_ref().unwrap_or(&none);
     let mut early = Vec::new();
     let regexed = parts
         .scripts
@@ -222,7 +222,8 @@ fn with_lore(
         &mut early,
     );
     let mut out = render_preset(parts, &placed.ctx, Some((placed.regexed, early))).into_owned();
-    out.wi_state = Some(placed.state);
+    // A render with a card's depth prompt but no lore has no state to keep.
+    out.wi_state = ctx.lore.is_some().then_some(placed.state);
     out
 }
 

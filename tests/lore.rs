@@ -691,3 +691,27 @@ fn two_entries_with_one_name_are_reported() {
             .any(|d| d.kind == stpreset::DiagnosticKind::LoreBookDuplicate)
     );
 }
+
+#[test]
+fn a_context_files_card_values_are_read_and_the_depth_prompt_placed() {
+    let ctx = Context::from_json(
+        br#"{"first_mes": "Hello!", "alternate_greetings": ["Hi."],
+        "char_depth_prompt": {"text": "Whisper.", "depth": 0},
+        "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}]}"#,
+    )
+    .unwrap();
+    assert_eq!(ctx.first_mes, "Hello!");
+    let p = stpreset::Preset::from_json(
+        br#"{"prompts": [{"identifier": "chatHistory", "marker": true}]}"#,
+    )
+    .unwrap()
+    .compile();
+    let out = p.render(&ctx);
+    let text: Vec<String> = out.messages.iter().map(|m| m.text().into_owned()).collect();
+    assert!(text.iter().any(|t| t.contains("Whisper.")), "{text:?}");
+    assert!(
+        !text.iter().any(|t| t.contains("Hello!")),
+        "a greeting is never rendered"
+    );
+    assert!(out.wi_state().is_none(), "no lore, no state");
+}

@@ -90,6 +90,11 @@ export interface Context {
   prefer_char_prompt?: boolean;
   /** A card's `char_instruction` replaces the `jailbreak` node (default `true`). */
   prefer_char_instruction?: boolean;
+  /** A card's depth prompt: a tail item at its depth. */
+  char_depth_prompt?: { text: string; depth?: number; role?: 'system' | 'user' | 'model' | 'assistant' } | null;
+  /** A card's greetings: informational, never rendered. */
+  first_mes?: string;
+  alternate_greetings?: string[];
   /** How depth nodes enter the history (default `merge`). */
   injection?: 'merge' | 'separate';
   /**

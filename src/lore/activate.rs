@@ -113,6 +113,11 @@ impl<'a> WiInput<'a> {
                 description: ctx.description.clone(),
                 personality: ctx.personality.clone(),
                 scenario: ctx.scenario.clone(),
+                depth_prompt: ctx
+                    .char_depth_prompt
+                    .as_ref()
+                    .map(|d| d.text.clone())
+                    .unwrap_or_default(),
                 ..ScanTexts::default()
             },
             max_context: None,

@@ -172,6 +172,15 @@ pub(crate) fn place(
             "Author's Note lore is placed at depth 4: stpreset has no Author's Note",
         ));
     }
+    // Then the card's depth prompt (SPEC §16 step 4), then the depth groups.
+    if let Some(dp) = &ctx.char_depth_prompt {
+        let depth = i64::try_from(dp.depth).unwrap_or(i64::MAX);
+        back.push(item(
+            Tag::KnowledgeLoreActivated,
+            dp.text.clone(),
+            Some(depth),
+        ));
+    }
     for g in result.depth {
         let depth = i64::try_from(g.depth).unwrap_or(i64::MAX);
         back.push(item(Tag::KnowledgeLoreActivated, g.text, Some(depth)));
@@ -252,14 +261,15 @@ impl super::Card {
         fill(&mut ctx.char_prompt, &self.char_prompt);
         fill(&mut ctx.char_instruction, &self.char_instruction);
         fill(&mut ctx.char_version, &self.char_version);
-        if let Some(dp) = &self.depth_prompt {
-            let mut it = ContextItem::new(
-                Some(Tag::KnowledgeLoreActivated),
-                Role::System,
-                dp.text.clone(),
-            );
-            it.depth = Some(i64::try_from(dp.depth).unwrap_or(i64::MAX));
-            ctx.items.push(it);
+        if ctx.char_depth_prompt.is_none() {
+            ctx.char_depth_prompt.clone_from(&self.depth_prompt);
+        }
+        if ctx.first_mes.is_empty() {
+            ctx.first_mes.clone_from(&self.first_mes);
+        }
+        if ctx.alternate_greetings.is_empty() {
+            ctx.alternate_greetings
+                .clone_from(&self.alternate_greetings);
         }
         // Card items go before the host's own (they are the character's definition).
         let host = std::mem::take(&mut ctx.items);
@@ -364,9 +374,12 @@ impl super::Card {
         let mut ctx = Context::default();
         self.apply_to(&mut ctx);
         let mut values = serde_json::json!({
-            "char": ctx.char,
+            "alternate_greetings": ctx.alternate_greetings, "char": ctx.char,
             "char_instruction": ctx.char_instruction, "char_prompt": ctx.char_prompt,
             "char_version": ctx.char_version, "description": ctx.description,
+            "first_mes": ctx.first_mes,
+            "char_depth_prompt": ctx.char_depth_prompt.as_ref().map(|d| serde_json::json!({
+                "depth": d.depth, "role": d.role, "text": d.text})),
             "mes_examples": ctx.mes_examples,
             "mes_examples_raw": ctx.mes_examples_raw, "personality": ctx.personality,
             "scenario": ctx.scenario,

@@ -112,6 +112,9 @@ class Context(TypedDict, total=False):
     generation_type: Literal["normal", "continue", "impersonate", "swipe", "regenerate", "quiet"]
     prefer_char_prompt: bool
     prefer_char_instruction: bool
+    char_depth_prompt: Optional[Dict[str, Any]]
+    first_mes: str
+    alternate_greetings: List[str]
     injection: Literal["merge", "separate"]
     max_context_tokens: Optional[int]
     reserve_tokens: Optional[int]
