@@ -381,6 +381,13 @@ pub(crate) fn place(
     out
 }
 
+/// What the start of a call does with one effect of the state.
+enum Start {
+    Drop,
+    Detached,
+    Attached(usize),
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum PassKind {
     Initial,
@@ -417,8 +424,8 @@ struct Ent<'b> {
     dont_activate: bool,
     body: &'b str,
     groups: Vec<&'b str>,
-    /// Card fields this entry scans (indices into `Call::fields`).
-    fields: Vec<usize>,
+    /// Card fields this entry scans: bit `f` for `Call::fields[f]`.
+    fields: u8,
     /// The entry's fingerprint, computed once per call.
     fingerprint: std::cell::OnceCell<String>,
     /// The pattern id of each plain key in the call's [`PlainIndex`] (primary, then secondary).
@@ -456,7 +463,7 @@ struct Call<'a, 'b> {
     compile: Cost,
     engine: Option<ScriptEngine<'a>>,
     diagnostics: Vec<Diagnostic>,
-    reported: Vec<(DiagnosticKind, Option<usize>)>,
+    reported: std::collections::HashSet<(DiagnosticKind, Option<usize>)>,
     /// Effects kept from the input state (sticky, then cooldowns).
     kept: Vec<Effect>,
     /// Every plain key of the call, built on the first key test.
@@ -526,7 +533,7 @@ impl<'a, 'b> Call<'a, 'b> {
             compile: Cost::TOTAL,
             engine: None,
             diagnostics: Vec::new(),
-            reported: Vec::new(),
+            reported: std::collections::HashSet::new(),
             kept: Vec::new(),
             plain: None,
             scanned_messages: 0,
@@ -545,10 +552,9 @@ impl<'a, 'b> Call<'a, 'b> {
     }
 
     fn report(&mut self, kind: DiagnosticKind, ent: Option<usize>, message: String) {
-        if self.reported.contains(&(kind, ent)) {
+        if !self.reported.insert((kind, ent)) {
             return;
         }
-        self.reported.push((kind, ent));
         let (book, entry) = match ent {
             Some(i) => (
                 Some(self.ents[i].book),
@@ -628,12 +634,10 @@ impl<'a, 'b> Call<'a, 'b> {
                         ),
                     )
                     .in_book(Some(&b.name), Some(&e.uid.to_string()));
-                    if !self
+                    if self
                         .reported
-                        .contains(&(DiagnosticKind::LoreBookDuplicate, None))
+                        .insert((DiagnosticKind::LoreBookDuplicate, None))
                     {
-                        self.reported
-                            .push((DiagnosticKind::LoreBookDuplicate, None));
                         self.diagnostics.push(d);
                     }
                 } else {
@@ -669,9 +673,7 @@ impl<'a, 'b> Call<'a, 'b> {
                     ]
                     .iter()
                     .enumerate()
-                    .filter(|(_, on)| **on)
-                    .map(|(f, _)| f)
-                    .collect(),
+                    .fold(0, |mask, (f, &on)| mask | (u8::from(on) << f)),
                     pids: Vec::new(),
                     fingerprint: std::cell::OnceCell::new(),
                 });
@@ -767,16 +769,21 @@ impl<'a, 'b> Call<'a, 'b> {
             .filter(|e| seen.insert((e.kind, e.entry.as_str())))
             .cloned()
             .partition(|e| e.kind == EffectKind::Sticky);
+        // Each entry's cooldown, by name: an ending sticky effect replaces it in place.
+        let mut cool_at: HashMap<String, usize> = cooldowns
+            .iter()
+            .enumerate()
+            .map(|(k, c)| (c.entry.clone(), k))
+            .collect();
         let mut kept_sticky = Vec::new();
         for eff in stickies.drain(..) {
-            if p <= eff.start && !eff.protected {
-                continue;
-            }
-            let Some(i) = self.attached(&eff) else {
-                if p < eff.end {
+            let i = match self.start_of(&eff, p) {
+                Start::Drop => continue,
+                Start::Detached => {
                     kept_sticky.push(eff);
+                    continue;
                 }
-                continue;
+                Start::Attached(i) => i,
             };
             let entry = self.ents[i].entry;
             if entry.sticky.is_none() {
@@ -792,9 +799,12 @@ impl<'a, 'b> Call<'a, 'b> {
                         end: p.saturating_add(c),
                         protected: true,
                     };
-                    match cooldowns.iter_mut().find(|c| c.entry == eff.entry) {
-                        Some(slot) => *slot = cool,
-                        None => cooldowns.push(cool),
+                    match cool_at.get(&eff.entry) {
+                        Some(&k) => cooldowns[k] = cool,
+                        None => {
+                            cool_at.insert(eff.entry.clone(), cooldowns.len());
+                            cooldowns.push(cool);
+                        }
                     }
                 }
                 continue;
@@ -804,23 +814,32 @@ impl<'a, 'b> Call<'a, 'b> {
         }
         let mut kept_cool = Vec::new();
         for eff in cooldowns {
-            if p <= eff.start && !eff.protected {
-                continue;
-            }
-            let Some(i) = self.attached(&eff) else {
-                if p < eff.end {
-                    kept_cool.push(eff);
+            match self.start_of(&eff, p) {
+                Start::Drop => {}
+                Start::Detached => kept_cool.push(eff),
+                Start::Attached(i) => {
+                    if self.ents[i].entry.cooldown.is_some() && p < eff.end {
+                        self.cooldown[i] = true;
+                        kept_cool.push(eff);
+                    }
                 }
-                continue;
-            };
-            if self.ents[i].entry.cooldown.is_none() || p >= eff.end {
-                continue;
             }
-            self.cooldown[i] = true;
-            kept_cool.push(eff);
         }
         kept_sticky.extend(kept_cool);
         self.kept = kept_sticky;
+    }
+
+    /// SPEC §15.6.2's first questions about an effect at position `p`: dropped (started here
+    /// and not protected, or detached and over), kept detached, or attached to entry `i`.
+    fn start_of(&self, eff: &Effect, p: u64) -> Start {
+        if p <= eff.start && !eff.protected {
+            return Start::Drop;
+        }
+        match self.attached(eff) {
+            Some(i) => Start::Attached(i),
+            None if p < eff.end => Start::Detached,
+            None => Start::Drop,
+        }
     }
 
     /// The entry an effect is attached to: same name and fingerprint.
@@ -1124,7 +1143,7 @@ impl<'a, 'b> Call<'a, 'b> {
                 Key::Plain { spaced, .. } => *spaced,
                 _ => false,
             };
-            let mask = self.ents[i].fields.iter().fold(0u8, |m, &f| m | (1 << f));
+            let mask = self.ents[i].fields;
             let recursion = kind != PassKind::MinActivations;
             return self
                 .plain
@@ -1281,7 +1300,10 @@ impl<'a, 'b> Call<'a, 'b> {
         }
         if outcome.is_none() && !memo.fixed {
             memo.fixed = true;
-            let fields = self.ents[i].fields.iter().map(|&f| &self.fields[f]);
+            let mask = self.ents[i].fields;
+            let fields = (0..self.fields.len())
+                .filter(|f| mask & (1 << f) != 0)
+                .map(|f| &self.fields[f]);
             let segs = fields.chain(&self.injects).filter(|s| !s.text.is_empty());
             let r = first_hit(key, segs, cs, ww, &mut self.steps, &mut 0);
             if found(r, &mut memo.hit_base, &mut outcome) {
