@@ -1125,7 +1125,6 @@ impl<'a, 'b> Call<'a, 'b> {
     /// entry sees in a pass of `kind`. Only segments not yet tested are tested.
     fn key_hit(&mut self, i: usize, k: usize, kind: PassKind) -> bool {
         let e = self.ents[i].entry;
-        let cs = e.case_sensitive.unwrap_or(self.settings.case_sensitive);
         let ww = e
             .match_whole_words
             .unwrap_or(self.settings.match_whole_words);
@@ -1151,7 +1150,7 @@ impl<'a, 'b> Call<'a, 'b> {
                 .is_some_and(|p| p.hits[pid].seen(ww && !spaced, depth, mask, recursion));
         }
         let mut memo = std::mem::take(&mut self.ents[i].memos[k]);
-        let result = self.look(i, k, &mut memo, depth, kind, cs, ww);
+        let result = self.look(i, k, &mut memo, depth, kind);
         self.ents[i].memos[k] = memo;
         result
     }
@@ -1270,17 +1269,8 @@ impl<'a, 'b> Call<'a, 'b> {
         );
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn look(
-        &mut self,
-        i: usize,
-        k: usize,
-        memo: &mut Memo,
-        depth: usize,
-        kind: PassKind,
-        cs: bool,
-        ww: bool,
-    ) -> bool {
+    /// A regex key (plain keys use the index): the segments its memo has not tested yet.
+    fn look(&mut self, i: usize, k: usize, memo: &mut Memo, depth: usize, kind: PassKind) -> bool {
         if memo.hit_base {
             return true;
         }
@@ -1294,7 +1284,7 @@ impl<'a, 'b> Call<'a, 'b> {
         let upto = depth.min(self.messages.len());
         let from = memo.messages.min(upto);
         let segs = self.messages[from..upto].iter();
-        let r = first_hit(key, segs, cs, ww, &mut self.steps, &mut memo.messages);
+        let r = first_hit(key, segs, &mut self.steps, &mut memo.messages);
         if found(r, &mut memo.hit_base, &mut outcome) {
             return true;
         }
@@ -1305,7 +1295,7 @@ impl<'a, 'b> Call<'a, 'b> {
                 .filter(|f| mask & (1 << f) != 0)
                 .map(|f| &self.fields[f]);
             let segs = fields.chain(&self.injects).filter(|s| !s.text.is_empty());
-            let r = first_hit(key, segs, cs, ww, &mut self.steps, &mut 0);
+            let r = first_hit(key, segs, &mut self.steps, &mut 0);
             if found(r, &mut memo.hit_base, &mut outcome) {
                 return true;
             }
@@ -1315,7 +1305,7 @@ impl<'a, 'b> Call<'a, 'b> {
                 return true;
             }
             let segs = self.recursion[memo.recursion.min(self.recursion.len())..].iter();
-            let r = first_hit(key, segs, cs, ww, &mut self.steps, &mut memo.recursion);
+            let r = first_hit(key, segs, &mut self.steps, &mut memo.recursion);
             if found(r, &mut memo.hit_recursion, &mut outcome) {
                 return true;
             }
@@ -1566,14 +1556,12 @@ fn found(r: Result<bool, Spent>, hit: &mut bool, outcome: &mut Option<Spent>) ->
 fn first_hit<'s>(
     key: &Key,
     segs: impl Iterator<Item = &'s Segment>,
-    cs: bool,
-    ww: bool,
     steps: &mut Steps,
     tested: &mut usize,
 ) -> Result<bool, Spent> {
     for seg in segs {
         *tested += 1;
-        if keys::test(key, seg, cs, ww, steps)? {
+        if keys::test(key, seg, steps)? {
             return Ok(true);
         }
     }

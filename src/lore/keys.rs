@@ -142,151 +142,36 @@ impl Steps {
     }
 }
 
-/// Whether `key` matches `seg`.
-pub(super) fn test(
-    key: &Key,
-    seg: &Segment,
-    case_sensitive: bool,
-    whole_words: bool,
-    steps: &mut Steps,
-) -> Result<bool, Spent> {
-    match key {
-        Key::Empty => Ok(false),
-        Key::Plain {
-            text,
-            lower,
-            spaced,
-        } => {
-            let (hay, needle) = if case_sensitive {
-                (seg.text.as_str(), text.as_str())
-            } else {
-                (seg.lower(), lower.as_str())
-            };
-            // A test costs the bytes it scans (SPEC §15.8 c).
-            let cost = hay.len() as u64 + 1;
-            if cost > steps.plain {
-                steps.plain = 0;
-                return Err(Spent::Total);
-            }
-            steps.plain -= cost;
-            Ok(if !whole_words || *spaced {
-                memchr::memmem::find(hay.as_bytes(), needle.as_bytes()).is_some()
-            } else {
-                whole_word(hay.as_bytes(), needle.as_bytes())
-            })
-        }
-        Key::Regex { pattern, sticky } => {
-            let units = seg.units();
-            let l = units.len() as u64;
-            let own = steps
-                .run_base
-                .saturating_add(l.saturating_mul(l).saturating_mul(4))
-                .min(steps.run_max);
-            let total_bound = own > steps.regex;
-            let budget = own.min(steps.regex);
-            let mut left = budget;
-            let found = if *sticky {
-                pattern.regex.match_at_utf16_bounded(units, 0, &mut left)
-            } else {
-                pattern.regex.find_at_utf16_bounded(units, 0, &mut left)
-            };
-            steps.regex -= budget - left;
-            match found {
-                Ok(m) => Ok(m.is_some()),
-                Err(_) if total_bound => Err(Spent::Total),
-                Err(_) => Err(Spent::Run),
-            }
-        }
+/// Whether a regex key matches `seg` within its run bound and the call's total. Plain keys
+/// are found by the call's [`PlainIndex`]; an empty key never matches.
+pub(super) fn test(key: &Key, seg: &Segment, steps: &mut Steps) -> Result<bool, Spent> {
+    let Key::Regex { pattern, sticky } = key else {
+        return Ok(false);
+    };
+    let units = seg.units();
+    let l = units.len() as u64;
+    let own = steps
+        .run_base
+        .saturating_add(l.saturating_mul(l).saturating_mul(4))
+        .min(steps.run_max);
+    let total_bound = own > steps.regex;
+    let budget = own.min(steps.regex);
+    let mut left = budget;
+    let found = if *sticky {
+        pattern.regex.match_at_utf16_bounded(units, 0, &mut left)
+    } else {
+        pattern.regex.find_at_utf16_bounded(units, 0, &mut left)
+    };
+    steps.regex -= budget - left;
+    match found {
+        Ok(m) => Ok(m.is_some()),
+        Err(_) if total_bound => Err(Spent::Total),
+        Err(_) => Err(Spent::Run),
     }
 }
 
 fn is_word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
-}
-
-/// Some occurrence of `needle` with a non-word byte or an edge on each side (overlapping
-/// occurrences included, as a regex search finds them). Word characters are ASCII only, as
-/// in ST's `\W`; a UTF-8 byte of a non-ASCII character is never one.
-fn whole_word(hay: &[u8], needle: &[u8]) -> bool {
-    if needle.is_empty() {
-        return false;
-    }
-    let finder = memchr::memmem::Finder::new(needle);
-    let mut from = 0;
-    while let Some(i) = finder.find(&hay[from..]) {
-        let at = from + i;
-        let end = at + needle.len();
-        let before = at == 0 || !is_word(hay[at - 1]);
-        let after = end == hay.len() || !is_word(hay[end]);
-        if before && after {
-            return true;
-        }
-        from = at + 1;
-    }
-    false
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn plain(k: &str, seg: &str, cs: bool, ww: bool) -> bool {
-        let key = Key::new(k, &mut Cost::TOTAL.clone());
-        test(
-            &key,
-            &Segment::new(seg.into()),
-            cs,
-            ww,
-            &mut Steps::new(&Limits::default()),
-        )
-        .unwrap()
-    }
-
-    #[test]
-    fn whole_words_are_ascii_words() {
-        assert!(plain("cat", "a cat!", false, true));
-        assert!(!plain("cat", "concat", false, true));
-        assert!(plain("caf", "café", false, true));
-        assert!(plain("東京", "私は東京に", false, true));
-        assert!(plain("a.b.a", "xa.b.a.b.a", false, true));
-        assert!(plain("CAT", "cat", false, true));
-        assert!(!plain("CAT", "cat", true, true));
-        assert!(plain("big cat", "bigcat big cats", false, true));
-        assert!(plain("at", "cat", false, false));
-    }
-
-    #[test]
-    fn regex_keys_read_as_st() {
-        assert_eq!(regex_parts("/a\\/b/i"), Some(("a/b".into(), "i")));
-        assert_eq!(regex_parts("/a/b/"), None);
-        assert_eq!(regex_parts("//i"), None);
-        assert_eq!(regex_parts("/a/ii"), None);
-        assert_eq!(regex_parts("/a/x"), None);
-        let k = Key::new(" /^Hi/ ", &mut Cost::TOTAL.clone());
-        assert!(matches!(k, Key::Regex { .. }));
-        let mut steps = Steps::new(&Limits::default());
-        let seg = Segment::new("Hi there".into());
-        assert_eq!(test(&k, &seg, false, true, &mut steps), Ok(true));
-        let bad = Key::new("/(/", &mut Cost::TOTAL.clone());
-        assert!(matches!(bad, Key::Plain { .. }));
-        assert!(matches!(
-            Key::new("  ", &mut Cost::TOTAL.clone()),
-            Key::Empty
-        ));
-    }
-
-    #[test]
-    fn a_catastrophic_regex_key_is_bounded() {
-        let limits = Limits {
-            regex_run_steps: 10_000,
-            regex_run_steps_max: 10_000,
-            ..Limits::default()
-        };
-        let k = Key::new("/(a+)+$/", &mut Cost::TOTAL.clone());
-        let seg = Segment::new(format!("{}b", "a".repeat(5000)));
-        let mut steps = Steps::new(&limits);
-        assert_eq!(test(&k, &seg, false, true, &mut steps), Err(Spent::Run));
-    }
 }
 
 /// Where a scanned segment sits, for [`PlainIndex::scan`].
@@ -511,5 +396,73 @@ impl PlainIndex {
     /// The patterns recursion segments hit for the first time since the last call.
     pub fn take_touched(&mut self) -> Vec<usize> {
         std::mem::take(&mut self.touched)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One plain key through the index, as a call tests it.
+    fn plain(k: &str, seg: &str, cs: bool, ww: bool) -> bool {
+        let Key::Plain {
+            text,
+            lower,
+            spaced,
+        } = Key::new(k, &mut Cost::TOTAL.clone())
+        else {
+            panic!("{k} is not a plain key");
+        };
+        let mut index = PlainIndex::new(&[(if cs { text } else { lower }, cs)]);
+        let seg = Segment::new(seg.into());
+        let mut steps = Steps::new(&Limits::default());
+        index.scan(&seg, Place::Message(0), &mut steps).unwrap();
+        index.hits[0].seen(ww && !spaced, 1, 0, false)
+    }
+
+    #[test]
+    fn whole_words_are_ascii_words() {
+        assert!(plain("cat", "a cat!", false, true));
+        assert!(!plain("cat", "concat", false, true));
+        assert!(plain("caf", "café", false, true));
+        assert!(plain("東京", "私は東京に", false, true));
+        assert!(plain("a.b.a", "xa.b.a.b.a", false, true));
+        assert!(plain("CAT", "cat", false, true));
+        assert!(!plain("CAT", "cat", true, true));
+        assert!(plain("big cat", "bigcat big cats", false, true));
+        assert!(plain("at", "cat", false, false));
+    }
+
+    #[test]
+    fn regex_keys_read_as_st() {
+        assert_eq!(regex_parts("/a\\/b/i"), Some(("a/b".into(), "i")));
+        assert_eq!(regex_parts("/a/b/"), None);
+        assert_eq!(regex_parts("//i"), None);
+        assert_eq!(regex_parts("/a/ii"), None);
+        assert_eq!(regex_parts("/a/x"), None);
+        let k = Key::new(" /^Hi/ ", &mut Cost::TOTAL.clone());
+        assert!(matches!(k, Key::Regex { .. }));
+        let mut steps = Steps::new(&Limits::default());
+        let seg = Segment::new("Hi there".into());
+        assert_eq!(test(&k, &seg, &mut steps), Ok(true));
+        let bad = Key::new("/(/", &mut Cost::TOTAL.clone());
+        assert!(matches!(bad, Key::Plain { .. }));
+        assert!(matches!(
+            Key::new("  ", &mut Cost::TOTAL.clone()),
+            Key::Empty
+        ));
+    }
+
+    #[test]
+    fn a_catastrophic_regex_key_is_bounded() {
+        let limits = Limits {
+            regex_run_steps: 10_000,
+            regex_run_steps_max: 10_000,
+            ..Limits::default()
+        };
+        let k = Key::new("/(a+)+$/", &mut Cost::TOTAL.clone());
+        let seg = Segment::new(format!("{}b", "a".repeat(5000)));
+        let mut steps = Steps::new(&limits);
+        assert_eq!(test(&k, &seg, &mut steps), Err(Spent::Run));
     }
 }
