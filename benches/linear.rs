@@ -1105,17 +1105,19 @@ struct Lore {
     ctx: Context,
     settings: stpreset::WiSettings,
     state: stpreset::WiState,
+    position: u64,
 }
 
-fn lore_call(l: &Lore) {
+/// One activation of `l` at its position, with room for the 10n inputs.
+fn lore_turn(l: &Lore) -> stpreset::WiResult {
     let mut input = stpreset::WiInput::new(&l.ctx);
-    input.position = Some(input.history.len() as u64);
+    input.position = Some(l.position);
     input.max_context = Some(u64::MAX / 200);
-    let mut rng = stpreset::SeededRandom::new(1, 1);
+    let mut rng = stpreset::SeededRandom::new(1, l.position);
     let words = stpreset::Counter::Builtin(stpreset::Tokenizer::Words).for_model("");
     let mut limits = Limits::MAX;
     limits.regex_run_steps = Limits::default().regex_run_steps;
-    black_box(stpreset::activate(
+    stpreset::activate(
         &l.books,
         &input,
         &l.settings,
@@ -1123,7 +1125,11 @@ fn lore_call(l: &Lore) {
         &mut rng,
         &*words,
         &limits,
-    ));
+    )
+}
+
+fn lore_call(l: &Lore) {
+    black_box(lore_turn(l));
 }
 
 fn lore_setup(entries: serde_json::Value, history: &[String]) -> Lore {
@@ -1147,6 +1153,7 @@ fn lore_setup(entries: serde_json::Value, history: &[String]) -> Lore {
         ctx: Context::from_json(&serde_json::to_vec(&ctx).expect("json")).expect("context"),
         settings: stpreset::WiSettings::default(),
         state: stpreset::WiState::default(),
+        position: history.len() as u64,
     }
 }
 
@@ -1246,23 +1253,37 @@ fn lore(t: &mut Table) {
                 })
                 .collect();
             let mut l = lore_setup(serde_json::Value::Object(e), &chat(1));
-            let first = {
-                let mut input = stpreset::WiInput::new(&l.ctx);
-                input.position = Some(1);
-                input.max_context = Some(u64::MAX / 200);
-                let mut rng = stpreset::SeededRandom::new(1, 1);
-                let words = stpreset::Counter::Builtin(stpreset::Tokenizer::Words).for_model("");
-                stpreset::activate(
-                    &l.books,
-                    &input,
-                    &l.settings,
-                    &l.state,
-                    &mut rng,
-                    &*words,
-                    &Limits::MAX,
-                )
-            };
+            let first = lore_turn(&l);
             l.state = first.state;
+            // The next turn: every sticky effect applies (the same position would drop them).
+            l.position += 1;
+            l
+        },
+        lore_call,
+    );
+    // Review: every sticky effect ends into its entry's cooldown (one lookup each, not a scan).
+    t.row(
+        "lore/state-stickies-ending-into-cooldowns",
+        500,
+        |n| {
+            let e: serde_json::Map<_, _> = (0..n)
+                .map(|i| {
+                    let key = format!("k{i}");
+                    (
+                        i.to_string(),
+                        json!({"key": [key], "content": "s", "sticky": 1, "cooldown": 3}),
+                    )
+                })
+                .collect();
+            let chat: Vec<String> = vec![
+                (0..n)
+                    .map(|i| format!("k{i}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ];
+            let mut l = lore_setup(serde_json::Value::Object(e), &chat);
+            l.state = lore_turn(&l).state;
+            l.position += 1;
             l
         },
         lore_call,

@@ -383,11 +383,9 @@ impl Reader<'_> {
     /// A World Info file: entries keyed by object key.
     fn world_info(&mut self, entries: &Object) {
         let order = js_key_order(entries.members.iter().map(|(k, _)| k.as_str()));
-        let mut full = false;
         for i in order {
             let (key, value) = &entries.members[i];
-            if full || !self.room(key) {
-                full = true;
+            if !self.room(key) {
                 continue;
             }
             let Some(obj) = value.as_object() else {
@@ -415,35 +413,27 @@ impl Reader<'_> {
             })
             .collect();
         let keys: Vec<String> = uids.iter().map(Uid::to_string).collect();
-        // The last of a repeated uid wins, at the first one's place (a JS object's assignment).
+        // The last of a repeated uid wins, at the first one's place (a JS object's assignment);
+        // the distinct uids in first-seen order give the JS key order.
         let mut last: HashMap<&str, usize> = HashMap::new();
+        let mut distinct: Vec<&str> = Vec::new();
         for (i, k) in keys.iter().enumerate() {
-            last.insert(k.as_str(), i);
-        }
-        let mut seen: Vec<&str> = Vec::new();
-        let mut firsts = Vec::new();
-        let mut seen_set = std::collections::HashSet::new();
-        for k in &keys {
-            if seen_set.insert(k.as_str()) {
-                seen.push(k.as_str());
+            if last.insert(k.as_str(), i).is_none() {
+                distinct.push(k.as_str());
             }
         }
-        for i in js_key_order(seen.iter().copied()) {
-            firsts.push(last[seen[i]]);
-        }
-        let lost = entries.len() - firsts.len();
-        if lost > 0 {
-            for (i, k) in keys.iter().enumerate() {
-                if last[k.as_str()] != i {
-                    self.entry_invalid(k, "a later entry with the same id replaces it");
-                }
+        let firsts: Vec<usize> = js_key_order(distinct.iter().copied())
+            .into_iter()
+            .map(|j| last[distinct[j]])
+            .collect();
+        for (i, k) in keys.iter().enumerate() {
+            if last[k.as_str()] != i {
+                self.entry_invalid(k, "a later entry with the same id replaces it");
             }
         }
-        let mut full = false;
         for i in firsts {
             let label = keys[i].clone();
-            if full || !self.room(&label) {
-                full = true;
+            if !self.room(&label) {
                 continue;
             }
             let Some(obj) = entries[i].as_object() else {

@@ -563,24 +563,7 @@ pub(crate) fn parse_mes_examples(raw: &str) -> Vec<String> {
         owned = format!("{START}\n{}", js_trim(raw));
         &owned
     };
-    // `split(/<START>/gi)` without the `u` flag folds ASCII only, so an ASCII
-    // case-insensitive byte search finds the same separators (and only at char boundaries:
-    // `<` is ASCII).
-    let bytes = text.as_bytes();
-    let mut pieces = Vec::new();
-    let mut piece_start = 0;
-    let mut i = 0;
-    while i + START.len() <= bytes.len() {
-        if bytes[i] == b'<' && bytes[i..i + START.len()].eq_ignore_ascii_case(START.as_bytes()) {
-            pieces.push(&text[piece_start..i]);
-            i += START.len();
-            piece_start = i;
-        } else {
-            i += 1;
-        }
-    }
-    pieces.push(&text[piece_start..]);
-    pieces
+    super::keys::split_ascii_ci(text, START)
         .into_iter()
         .skip(1)
         .map(js_trim)

@@ -311,21 +311,9 @@ pub(crate) fn card_prompts(nodes: &[&str], texts: &mut [String], ctx: &Context) 
 /// `original`, which is data: it is never parsed again.
 fn with_original(id: &str, template: &str, original: String, ctx: &Context) -> String {
     use crate::syntax::catalog::SCRIPT_VALUE;
-    const TAG: &[u8] = b"{{original}}";
-    let b = template.as_bytes();
-    let mut rewritten = String::with_capacity(template.len() + 16);
-    let (mut last, mut i) = (0, 0);
-    while i + TAG.len() <= b.len() {
-        if b[i..i + TAG.len()].eq_ignore_ascii_case(TAG) {
-            rewritten.push_str(&template[last..i]);
-            rewritten.push_str(&format!("{{{{{SCRIPT_VALUE}::0}}}}"));
-            i += TAG.len();
-            last = i;
-        } else {
-            i += 1;
-        }
-    }
-    rewritten.push_str(&template[last..]);
+    // The value token is a macro's output: `original` is data, never parsed again.
+    let token = format!("{{{{{SCRIPT_VALUE}::0}}}}");
+    let rewritten = super::keys::split_ascii_ci(template, "{{original}}").join(&token);
     let limits = ctx.options.limits.clamped();
     let (tree, _) = crate::syntax::parse(rewritten.into(), &limits);
     let seed = crate::eval::stream_seed(ctx.seed, "nodes");

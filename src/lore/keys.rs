@@ -63,6 +63,26 @@ pub(crate) fn js_trim(s: &str) -> &str {
     s.trim_matches(js_space)
 }
 
+/// `text` split on every ASCII case-insensitive occurrence of `tag` (ASCII, non-empty), as JS
+/// `split(/TAG/gi)` without the `u` flag: `<START>` example separators, `{{original}}`.
+pub(crate) fn split_ascii_ci<'t>(text: &'t str, tag: &str) -> Vec<&'t str> {
+    let (b, t) = (text.as_bytes(), tag.as_bytes());
+    let mut pieces = Vec::new();
+    let (mut last, mut i) = (0, 0);
+    while i + t.len() <= b.len() {
+        if b[i..i + t.len()].eq_ignore_ascii_case(t) {
+            // An ASCII tag starts and ends on char boundaries.
+            pieces.push(&text[last..i]);
+            i += t.len();
+            last = i;
+        } else {
+            i += 1;
+        }
+    }
+    pieces.push(&text[last..]);
+    pieces
+}
+
 impl Key {
     /// Reads an expanded key: `/BODY/FLAGS` compiles as a regex when it can (paying from the
     /// call's compile budget), anything else is plain.
