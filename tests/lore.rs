@@ -662,18 +662,11 @@ fn a_key_over_the_cap_after_its_macros_never_matches() {
 
 #[test]
 fn two_entries_with_one_name_are_reported() {
-    let a = Lorebook::from_json(
-        "x",
-        br#"{"entries": {"0": {"uid": "y.z", "key": ["k"]}}}"#,
-        &Limits::default(),
-    )
-    .unwrap();
-    let b = Lorebook::from_json(
-        "x.y",
-        br#"{"entries": {"0": {"uid": "z", "key": ["k"]}}}"#,
-        &Limits::default(),
-    )
-    .unwrap();
+    let named = |name: &str, json: &str| {
+        Lorebook::from_json(name, json.as_bytes(), &Limits::default()).unwrap()
+    };
+    let a = named("x", r#"{"entries": {"0": {"uid": "y.z", "key": ["k"]}}}"#);
+    let b = named("x.y", r#"{"entries": {"0": {"uid": "z", "key": ["k"]}}}"#);
     let ctx = Context::default();
     let wi = WiInput::new(&ctx);
     let out = activate(
