@@ -55,261 +55,418 @@ fn active(store: &PresetStore, server: i64) -> Vec<i64> {
         .collect()
 }
 
+// ---- The databases every test of this suite runs against ----
+
+/// A database for one test: a SQLite file always, and a fresh PostgreSQL database (in the
+/// server that `STPRESET_TEST_POSTGRES` names, e.g. `host=/tmp/pg port=5432 user=postgres`)
+/// when that variable is set and the build has the `postgres` feature.
+enum Db {
+    Sqlite(tempfile::TempDir),
+    Postgres {
+        target: String,
+        scratch: tempfile::TempDir,
+    },
+}
+
+static PG_DATABASES: AtomicU64 = AtomicU64::new(0);
+
+/// The PostgreSQL server's connection string, or `None` (with a visible message) when the
+/// PostgreSQL runs of this suite are skipped.
+fn postgres_server() -> Option<String> {
+    match std::env::var("STPRESET_TEST_POSTGRES").ok() {
+        Some(base) if cfg!(feature = "postgres") => Some(base),
+        Some(_) => {
+            eprintln!("SKIPPED (PostgreSQL): build with --features postgres to run it");
+            None
+        }
+        None => {
+            eprintln!(
+                "SKIPPED (PostgreSQL): STPRESET_TEST_POSTGRES is not set \
+                 (scripts/pg-throwaway starts a server)"
+            );
+            None
+        }
+    }
+}
+
+/// Runs SQL through `psql` (no client crate needed in the tests); returns its rows, one line
+/// each, fields separated by `|`.
+fn psql(target: &str, sql: &str) -> String {
+    let out = std::process::Command::new("psql")
+        .args([target, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1"])
+        .args(["-c", "SET search_path = stpreset, public", "-c", sql])
+        .output()
+        .expect("psql runs");
+    assert!(
+        out.status.success(),
+        "psql: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A new, empty PostgreSQL database on the test server.
+fn postgres_database(base: &str) -> String {
+    let name = format!(
+        "t{}_{}",
+        std::process::id(),
+        PG_DATABASES.fetch_add(1, Ordering::SeqCst)
+    );
+    psql(
+        &format!("{base} dbname=postgres"),
+        &format!("CREATE DATABASE {name}"),
+    );
+    format!("{base} dbname={name}")
+}
+
+fn backends() -> Vec<Db> {
+    let mut dbs = vec![Db::Sqlite(tempfile::tempdir().unwrap())];
+    if let Some(base) = postgres_server() {
+        dbs.push(Db::Postgres {
+            target: postgres_database(&base),
+            scratch: tempfile::tempdir().unwrap(),
+        });
+    }
+    dbs
+}
+
+impl Db {
+    /// What `PresetStore::open` and `--db` take.
+    fn target(&self) -> std::path::PathBuf {
+        match self {
+            Db::Sqlite(dir) => dir.path().join("p.sqlite"),
+            Db::Postgres { target, .. } => target.into(),
+        }
+    }
+
+    fn open(&self) -> PresetStore {
+        PresetStore::open(self.target()).unwrap()
+    }
+
+    /// A folder for the test's own files.
+    fn scratch(&self) -> &std::path::Path {
+        match self {
+            Db::Sqlite(dir) | Db::Postgres { scratch: dir, .. } => dir.path(),
+        }
+    }
+
+    /// Plain SQL from outside the store (another tool), in the `sqlite` or `postgres`
+    /// dialect; returns the rows, one line each, fields separated by `|`.
+    fn sql(&self, sqlite: &str, postgres: &str) -> String {
+        match self {
+            Db::Sqlite(_) => {
+                let conn = rusqlite::Connection::open(self.target()).unwrap();
+                let mut stmt = conn.prepare(sqlite).unwrap();
+                let columns = stmt.column_count();
+                let rows: Vec<String> = stmt
+                    .query_map([], |r| {
+                        Ok((0..columns)
+                            .map(|i| match r.get_ref(i).unwrap() {
+                                rusqlite::types::ValueRef::Integer(n) => n.to_string(),
+                                rusqlite::types::ValueRef::Text(t) => {
+                                    String::from_utf8_lossy(t).into_owned()
+                                }
+                                _ => String::new(),
+                            })
+                            .collect::<Vec<_>>()
+                            .join("|"))
+                    })
+                    .unwrap()
+                    .collect::<Result<_, _>>()
+                    .unwrap();
+                rows.iter().map(|r| format!("{r}\n")).collect()
+            }
+            Db::Postgres { target, .. } => psql(target, postgres),
+        }
+    }
+
+    /// SQL that reads the same in both dialects.
+    fn same_sql(&self, sql: &str) -> String {
+        self.sql(sql, sql)
+    }
+}
+
+/// Asserts that `got` reaches `want`: at once on SQLite (a foreign commit is seen at the next
+/// render), within the one-second bound on PostgreSQL (a foreign commit reaches the cache as a
+/// notification).
+fn seen<T: PartialEq + std::fmt::Debug>(db: &Db, want: T, mut got: impl FnMut() -> T) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(1);
+    loop {
+        let now = got();
+        if now == want {
+            return;
+        }
+        if matches!(db, Db::Sqlite(_)) || std::time::Instant::now() > deadline {
+            assert_eq!(now, want);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Lets notifications of foreign commits already made reach a PostgreSQL store before a test
+/// counts cache hits.
+fn settle(db: &Db) {
+    if matches!(db, Db::Postgres { .. }) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[test]
 fn operations_and_reopen() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir);
-    let a = store.import(1, "a", A).unwrap();
-    let b = store.import(1, "b", B).unwrap();
-    assert_eq!(active(&store, 1), [b], "the latest import is active");
-    let list = store.list(1).unwrap();
-    assert_eq!((list[0].name.as_str(), list[0].nodes), ("a", 4));
-    store.activate(1, a).unwrap();
-    assert_eq!(active(&store, 1), [a]);
-    assert_eq!(texts(&store, 1).unwrap(), ["A User", "EXTRA"]);
-    store
-        .set_enabled(1, a, &[("extra", false), ("chatHistory", false)])
-        .unwrap();
-    assert_eq!(texts(&store, 1).unwrap(), ["A User"]);
-    let preset = store.get(1, a).unwrap();
-    assert!(!preset.nodes()[1].enabled && !preset.nodes()[3].enabled);
-    assert_eq!(preset.raw()["temperature"], 0.5, "the whole file is kept");
-    store.deactivate(1).unwrap();
-    assert!(active(&store, 1).is_empty());
-    assert_eq!(texts(&store, 1), None);
-    drop(store);
+    for db in backends() {
+        let store = db.open();
+        let a = store.import(1, "a", A).unwrap();
+        let b = store.import(1, "b", B).unwrap();
+        assert_eq!(active(&store, 1), [b], "the latest import is active");
+        let list = store.list(1).unwrap();
+        assert_eq!((list[0].name.as_str(), list[0].nodes), ("a", 4));
+        store.activate(1, a).unwrap();
+        assert_eq!(active(&store, 1), [a]);
+        assert_eq!(texts(&store, 1).unwrap(), ["A User", "EXTRA"]);
+        store
+            .set_enabled(1, a, &[("extra", false), ("chatHistory", false)])
+            .unwrap();
+        assert_eq!(texts(&store, 1).unwrap(), ["A User"]);
+        let preset = store.get(1, a).unwrap();
+        assert!(!preset.nodes()[1].enabled && !preset.nodes()[3].enabled);
+        assert_eq!(preset.raw()["temperature"], 0.5, "the whole file is kept");
+        store.deactivate(1).unwrap();
+        assert!(active(&store, 1).is_empty());
+        assert_eq!(texts(&store, 1), None);
+        drop(store);
 
-    // Everything survives a reopen.
-    let store = open(&dir);
-    assert_eq!(store.list(1).unwrap().len(), 2);
-    assert!(!store.get(1, a).unwrap().nodes()[1].enabled);
-    store.activate(1, a).unwrap();
-    assert_eq!(texts(&store, 1).unwrap(), ["A User"]);
+        // Everything survives a reopen.
+        let store = db.open();
+        assert_eq!(store.list(1).unwrap().len(), 2);
+        assert!(!store.get(1, a).unwrap().nodes()[1].enabled);
+        store.activate(1, a).unwrap();
+        assert_eq!(texts(&store, 1).unwrap(), ["A User"]);
+    }
 }
 
 #[test]
 fn comment_only_nodes_are_flagged_in_the_table() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir);
-    let id = store.import(1, "a", A).unwrap();
-    drop(store);
-    let conn = rusqlite::Connection::open(dir.path().join("p.sqlite")).unwrap();
-    let flags: Vec<(String, bool)> = conn
-        .prepare("SELECT identifier, comment_only FROM st_preset_nodes WHERE preset_id = ?1 ORDER BY order_index")
-        .unwrap()
-        .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    assert_eq!(flags[2], ("note".to_string(), true));
-    assert!(!flags[0].1);
+    for db in backends() {
+        let store = db.open();
+        let id = store.import(1, "a", A).unwrap();
+        drop(store);
+        let flagged = db.same_sql(&format!(
+            "SELECT identifier FROM st_preset_nodes WHERE preset_id = {id} AND comment_only"
+        ));
+        assert_eq!(flagged, "note\n");
+    }
 }
 
 #[test]
 fn other_servers_are_refused_without_writes() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir);
-    let a = store.import(1, "a", A).unwrap();
-    for result in [
-        store.activate(2, a),
-        store.delete(2, a),
-        store.set_enabled(2, a, &[("extra", false)]),
-    ] {
-        assert!(matches!(
-            result,
-            Err(StoreError::NotFound { server: 2, .. })
-        ));
+    for db in backends() {
+        let store = db.open();
+        let a = store.import(1, "a", A).unwrap();
+        for result in [
+            store.activate(2, a),
+            store.delete(2, a),
+            store.set_enabled(2, a, &[("extra", false)]),
+        ] {
+            assert!(matches!(
+                result,
+                Err(StoreError::NotFound { server: 2, .. })
+            ));
+        }
+        assert!(matches!(store.get(2, a), Err(StoreError::NotFound { .. })));
+        assert!(store.list(2).unwrap().is_empty());
+        assert_eq!(active(&store, 1), [a]);
+        assert!(store.get(1, a).unwrap().nodes()[1].enabled);
     }
-    assert!(matches!(store.get(2, a), Err(StoreError::NotFound { .. })));
-    assert!(store.list(2).unwrap().is_empty());
-    assert_eq!(active(&store, 1), [a]);
-    assert!(store.get(1, a).unwrap().nodes()[1].enabled);
 }
 
 #[test]
 fn unknown_node_changes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir);
-    let a = store.import(1, "a", A).unwrap();
-    let r = store.set_enabled(1, a, &[("extra", false), ("nope", true)]);
-    assert!(matches!(r, Err(StoreError::UnknownNode { .. })));
-    assert!(
-        store.get(1, a).unwrap().nodes()[1].enabled,
-        "the first change rolled back"
-    );
+    for db in backends() {
+        let store = db.open();
+        let a = store.import(1, "a", A).unwrap();
+        let r = store.set_enabled(1, a, &[("extra", false), ("nope", true)]);
+        assert!(matches!(r, Err(StoreError::UnknownNode { .. })));
+        assert!(
+            store.get(1, a).unwrap().nodes()[1].enabled,
+            "the first change rolled back"
+        );
+    }
 }
 
 #[test]
 fn reimport_replaces_and_failing_import_rolls_back() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir);
-    let a = store.import(1, "same", A).unwrap();
-    let other = store.import(1, "other", B).unwrap();
-    let a2 = store.import(1, "same", B).unwrap();
-    assert_ne!(a, a2);
-    let names: Vec<String> = store.list(1).unwrap().into_iter().map(|p| p.name).collect();
-    assert_eq!(names, ["other", "same"]);
-    assert_eq!(active(&store, 1), [a2]);
-    // A bad file changes nothing.
-    assert!(matches!(
-        store.import(1, "same", b"{not json"),
-        Err(StoreError::Preset(_))
-    ));
-    assert_eq!(active(&store, 1), [a2]);
-    // A failure half-way through the node inserts rolls the whole import back.
-    let conn = rusqlite::Connection::open(dir.path().join("p.sqlite")).unwrap();
-    conn.execute_batch(
-        "CREATE TRIGGER boom BEFORE INSERT ON st_preset_nodes WHEN NEW.identifier = 'boom'
-         BEGIN SELECT RAISE(ABORT, 'boom'); END;",
-    )
-    .unwrap();
-    let bad = br#"{"prompts": [{"identifier": "fine"}, {"identifier": "boom"}]}"#;
-    assert!(matches!(
-        store.import(1, "same", bad),
-        Err(StoreError::Database(_))
-    ));
-    let list = store.list(1).unwrap();
-    assert_eq!(list.len(), 2);
-    assert_eq!(
-        active(&store, 1),
-        [a2],
-        "the replaced preset is still there and active"
-    );
-    assert!(store.get(1, other).is_ok());
+    for db in backends() {
+        let store = db.open();
+        let a = store.import(1, "same", A).unwrap();
+        let other = store.import(1, "other", B).unwrap();
+        let a2 = store.import(1, "same", B).unwrap();
+        assert_ne!(a, a2);
+        let names: Vec<String> = store.list(1).unwrap().into_iter().map(|p| p.name).collect();
+        assert_eq!(names, ["other", "same"]);
+        assert_eq!(active(&store, 1), [a2]);
+        // A bad file changes nothing.
+        assert!(matches!(
+            store.import(1, "same", b"{not json"),
+            Err(StoreError::Preset(_))
+        ));
+        assert_eq!(active(&store, 1), [a2]);
+        // A failure half-way through the node inserts rolls the whole import back.
+        db.sql(
+            "CREATE TRIGGER boom BEFORE INSERT ON st_preset_nodes WHEN NEW.identifier = 'boom'
+             BEGIN SELECT RAISE(ABORT, 'boom'); END;",
+            "CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN IF NEW.identifier = 'boom' THEN RAISE 'boom'; END IF; RETURN NEW; END $$;
+             CREATE TRIGGER boom BEFORE INSERT ON st_preset_nodes FOR EACH ROW EXECUTE FUNCTION boom();",
+        );
+        let bad = br#"{"prompts": [{"identifier": "fine"}, {"identifier": "boom"}]}"#;
+        assert!(matches!(
+            store.import(1, "same", bad),
+            Err(StoreError::Database(_))
+        ));
+        let list = store.list(1).unwrap();
+        assert_eq!(list.len(), 2);
+        assert_eq!(
+            active(&store, 1),
+            [a2],
+            "the replaced preset is still there and active"
+        );
+        assert!(store.get(1, other).is_ok());
+    }
 }
 
 #[test]
 fn deleting_the_active_preset_promotes_the_newest_survivor() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir);
-    let a = store.import(1, "a", A).unwrap();
-    let b = store.import(1, "b", B).unwrap();
-    let c = store.import(1, "c", B).unwrap();
-    store.activate(1, a).unwrap();
-    store.delete(1, b).unwrap();
-    assert_eq!(
-        active(&store, 1),
-        [a],
-        "deleting an inactive one changes nothing"
-    );
-    store.delete(1, a).unwrap();
-    assert_eq!(active(&store, 1), [c]);
-    store.delete(1, c).unwrap();
-    assert!(store.list(1).unwrap().is_empty());
-    assert_eq!(texts(&store, 1), None);
+    for db in backends() {
+        let store = db.open();
+        let a = store.import(1, "a", A).unwrap();
+        let b = store.import(1, "b", B).unwrap();
+        let c = store.import(1, "c", B).unwrap();
+        store.activate(1, a).unwrap();
+        store.delete(1, b).unwrap();
+        assert_eq!(
+            active(&store, 1),
+            [a],
+            "deleting an inactive one changes nothing"
+        );
+        store.delete(1, a).unwrap();
+        assert_eq!(active(&store, 1), [c]);
+        store.delete(1, c).unwrap();
+        assert!(store.list(1).unwrap().is_empty());
+        assert_eq!(texts(&store, 1), None);
+    }
 }
 
 #[test]
 fn cache_ttl_negative_entries_and_invalidation() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(TestClock::default());
-    let mut options = StoreOptions::default();
-    options.ttl = Duration::from_secs(600);
-    options.clock = clock.clone();
-    let store = PresetStore::open_with(dir.path().join("p.sqlite"), options).unwrap();
+    for db in backends() {
+        let clock = Arc::new(TestClock::default());
+        let mut options = StoreOptions::default();
+        options.ttl = Duration::from_secs(600);
+        options.clock = clock.clone();
+        let store = PresetStore::open_with(db.target(), options).unwrap();
 
-    // Negative caching: no active preset is cached too.
-    assert!(store.active(1).unwrap().is_none());
-    assert!(store.active(1).unwrap().is_none());
-    assert_eq!(store.cache_stats(), (1, 1));
+        // Negative caching: no active preset is cached too.
+        assert!(store.active(1).unwrap().is_none());
+        assert!(store.active(1).unwrap().is_none());
+        assert_eq!(store.cache_stats(), (1, 1));
 
-    // An entry is served until the TTL runs out, then reloaded.
-    let a = store.import(1, "a", A).unwrap();
-    let first = store.active(1).unwrap().unwrap();
-    clock.advance(599);
-    assert!(
-        Arc::ptr_eq(&first, &store.active(1).unwrap().unwrap()),
-        "fresh entry served"
-    );
-    clock.advance(2);
-    let (_, misses) = store.cache_stats();
-    assert!(!Arc::ptr_eq(&first, &store.active(1).unwrap().unwrap()));
-    assert_eq!(store.cache_stats().1, misses + 1, "expired entry reloaded");
+        // An entry is served until the TTL runs out, then reloaded.
+        let a = store.import(1, "a", A).unwrap();
+        let first = store.active(1).unwrap().unwrap();
+        clock.advance(599);
+        assert!(
+            Arc::ptr_eq(&first, &store.active(1).unwrap().unwrap()),
+            "fresh entry served"
+        );
+        clock.advance(2);
+        let (_, misses) = store.cache_stats();
+        assert!(!Arc::ptr_eq(&first, &store.active(1).unwrap().unwrap()));
+        assert_eq!(store.cache_stats().1, misses + 1, "expired entry reloaded");
 
-    // Every mutation through the store invalidates at once.
-    let mutations: Vec<Mutation> = vec![
-        Box::new(move |s| s.set_enabled(1, a, &[("extra", true)]).unwrap()),
-        Box::new(|s| s.deactivate(1).unwrap()),
-        Box::new(move |s| s.activate(1, a).unwrap()),
-        Box::new(|s| {
-            s.import(1, "b", B).unwrap();
-        }),
-        Box::new(|s| {
-            let b = s.list(1).unwrap()[1].id;
-            s.delete(1, b).unwrap();
-        }),
-    ];
-    let expected: [Option<Vec<&str>>; 5] = [
-        Some(vec!["A User", "EXTRA"]),
-        None,
-        Some(vec!["A User", "EXTRA"]),
-        Some(vec!["B"]),
-        Some(vec!["A User", "EXTRA"]),
-    ];
-    for (mutate, want) in mutations.iter().zip(expected) {
-        let _ = store.active(1).unwrap(); // warm the cache
-        mutate(&store);
-        let got = texts(&store, 1);
-        assert_eq!(got, want.map(|v| v.into_iter().map(String::from).collect()));
+        // Every mutation through the store invalidates at once.
+        let mutations: Vec<Mutation> = vec![
+            Box::new(move |s| s.set_enabled(1, a, &[("extra", true)]).unwrap()),
+            Box::new(|s| s.deactivate(1).unwrap()),
+            Box::new(move |s| s.activate(1, a).unwrap()),
+            Box::new(|s| {
+                s.import(1, "b", B).unwrap();
+            }),
+            Box::new(|s| {
+                let b = s.list(1).unwrap()[1].id;
+                s.delete(1, b).unwrap();
+            }),
+        ];
+        let expected: [Option<Vec<&str>>; 5] = [
+            Some(vec!["A User", "EXTRA"]),
+            None,
+            Some(vec!["A User", "EXTRA"]),
+            Some(vec!["B"]),
+            Some(vec!["A User", "EXTRA"]),
+        ];
+        for (mutate, want) in mutations.iter().zip(expected) {
+            let _ = store.active(1).unwrap(); // warm the cache
+            mutate(&store);
+            let got = texts(&store, 1);
+            assert_eq!(got, want.map(|v| v.into_iter().map(String::from).collect()));
+        }
+        // Other servers' entries are untouched by these mutations.
+        let (hits_before, _) = store.cache_stats();
+        assert!(store.active(2).unwrap().is_none());
+        assert!(store.active(2).unwrap().is_none());
+        assert_eq!(store.cache_stats().0, hits_before + 1);
     }
-    // Other servers' entries are untouched by these mutations.
-    let (hits_before, _) = store.cache_stats();
-    assert!(store.active(2).unwrap().is_none());
-    assert!(store.active(2).unwrap().is_none());
-    assert_eq!(store.cache_stats().0, hits_before + 1);
 }
 
 #[test]
 fn database_errors_are_returned_not_cached() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir);
-    store.import(1, "a", A).unwrap();
-    let conn = rusqlite::Connection::open(dir.path().join("p.sqlite")).unwrap();
-    conn.execute_batch("ALTER TABLE st_preset_nodes RENAME TO moved")
-        .unwrap();
-    store.set_enabled(1, 1, &[]).unwrap_err(); // any mutation fails now...
-    assert!(store.active(1).is_err(), "...and loading fails loudly");
-    conn.execute_batch("ALTER TABLE moved RENAME TO st_preset_nodes")
-        .unwrap();
-    assert!(
-        store.active(1).unwrap().is_some(),
-        "the failure was not cached as `none`"
-    );
+    for db in backends() {
+        let store = db.open();
+        store.import(1, "a", A).unwrap();
+        db.same_sql("ALTER TABLE st_preset_nodes RENAME TO moved");
+        store.set_enabled(1, 1, &[]).unwrap_err(); // any mutation fails now...
+        assert!(store.active(1).is_err(), "...and loading fails loudly");
+        db.same_sql("ALTER TABLE moved RENAME TO st_preset_nodes");
+        assert!(
+            store.active(1).unwrap().is_some(),
+            "the failure was not cached as `none`"
+        );
+    }
 }
 
 #[test]
 fn concurrent_renders_while_toggling() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(open(&dir));
-    let a = store.import(1, "a", A).unwrap();
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let toggler = {
-        let (store, stop) = (store.clone(), stop.clone());
-        std::thread::spawn(move || {
-            let mut on = false;
-            while !stop.load(Ordering::Relaxed) {
-                store.set_enabled(1, a, &[("extra", on)]).unwrap();
-                on = !on;
-            }
-        })
-    };
-    let renderers: Vec<_> = (0..8)
-        .map(|_| {
-            let store = store.clone();
+    for db in backends() {
+        let store = Arc::new(db.open());
+        let a = store.import(1, "a", A).unwrap();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let toggler = {
+            let (store, stop) = (store.clone(), stop.clone());
             std::thread::spawn(move || {
-                for _ in 0..200 {
-                    let got = texts(&store, 1).unwrap();
-                    // Never torn: either the whole old state or the whole new one.
-                    assert!(got == ["A User"] || got == ["A User", "EXTRA"], "{got:?}");
+                let mut on = false;
+                while !stop.load(Ordering::Relaxed) {
+                    store.set_enabled(1, a, &[("extra", on)]).unwrap();
+                    on = !on;
                 }
             })
-        })
-        .collect();
-    for r in renderers {
-        r.join().unwrap();
+        };
+        let renderers: Vec<_> = (0..8)
+            .map(|_| {
+                let store = store.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..200 {
+                        let got = texts(&store, 1).unwrap();
+                        // Never torn: either the whole old state or the whole new one.
+                        assert!(got == ["A User"] || got == ["A User", "EXTRA"], "{got:?}");
+                    }
+                })
+            })
+            .collect();
+        for r in renderers {
+            r.join().unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+        toggler.join().unwrap();
     }
-    stop.store(true, Ordering::Relaxed);
-    toggler.join().unwrap();
 }
 
 #[test]
@@ -366,153 +523,160 @@ fn stderr(out: &std::process::Output) -> String {
 
 #[test]
 fn reimport_racing_loads_never_yields_a_partial_or_mixed_preset() {
-    let dir = tempfile::tempdir().unwrap();
-    let writer = open(&dir);
-    let reader = open(&dir);
-    // Small presets: many commits, so many chances to land between a load's statements.
-    let (p, q) = (uniform('P', 30), uniform('Q', 20));
-    writer.import(1, "same", &p).unwrap();
-    let done = std::sync::atomic::AtomicBool::new(false);
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            for i in 0..300 {
-                writer
-                    .import(1, "same", if i % 2 == 0 { &q } else { &p })
-                    .unwrap();
-                // SQLite gives a new row the highest id + 1, so a re-import would reuse the
-                // id it just deleted; a newer row elsewhere makes the next id fresh. Both
-                // cases are covered: reuse mixes old file and new nodes, a fresh id leaves
-                // the old id with no nodes (or no row).
-                if i % 4 < 2 {
-                    writer.import(2, "pad", B).unwrap();
+    for db in backends() {
+        let writer = db.open();
+        let reader = db.open();
+        // Small presets: many commits, so many chances to land between a load's statements.
+        let (p, q) = (uniform('P', 30), uniform('Q', 20));
+        writer.import(1, "same", &p).unwrap();
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for i in 0..300 {
+                    writer
+                        .import(1, "same", if i % 2 == 0 { &q } else { &p })
+                        .unwrap();
+                    // SQLite gives a new row the highest id + 1, so a re-import would reuse the
+                    // id it just deleted; a newer row elsewhere makes the next id fresh. Both
+                    // cases are covered: reuse mixes old file and new nodes, a fresh id leaves
+                    // the old id with no nodes (or no row).
+                    if i % 4 < 2 {
+                        writer.import(2, "pad", B).unwrap();
+                    }
+                }
+                done.store(true, Ordering::SeqCst);
+            });
+            let mut loads = 0u64;
+            while !done.load(Ordering::SeqCst) {
+                let (id, preset) = reader
+                    .load_active(1)
+                    .expect("a load never fails mid-import")
+                    .expect("there is always an active preset");
+                let nodes = preset.nodes();
+                let letter = nodes.first().map(|n| n.content.clone());
+                let want = match letter.as_deref() {
+                    Some("P") => 30,
+                    Some("Q") => 20,
+                    other => panic!("preset {id}: first node {other:?}"),
+                };
+                assert_eq!(nodes.len(), want, "preset {id} is whole");
+                assert!(nodes.iter().all(|n| Some(&n.content) == letter.as_ref()));
+                assert_eq!(
+                    preset.raw()["letter"].as_str(),
+                    letter.as_deref(),
+                    "not mixed"
+                );
+                loads += 1;
+                if loads.is_multiple_of(16) {
+                    // Through the cache too (the other store's writes flush it).
+                    assert!(reader.active(1).expect("no torn load").is_some());
                 }
             }
-            done.store(true, Ordering::SeqCst);
         });
-        let mut loads = 0u64;
-        while !done.load(Ordering::SeqCst) {
-            let (id, preset) = reader
-                .load_active(1)
-                .expect("a load never fails mid-import")
-                .expect("there is always an active preset");
-            let nodes = preset.nodes();
-            let letter = nodes.first().map(|n| n.content.clone());
-            let want = match letter.as_deref() {
-                Some("P") => 30,
-                Some("Q") => 20,
-                other => panic!("preset {id}: first node {other:?}"),
-            };
-            assert_eq!(nodes.len(), want, "preset {id} is whole");
-            assert!(nodes.iter().all(|n| Some(&n.content) == letter.as_ref()));
-            assert_eq!(
-                preset.raw()["letter"].as_str(),
-                letter.as_deref(),
-                "not mixed"
-            );
-            loads += 1;
-            if loads.is_multiple_of(16) {
-                // Through the cache too (the other store's writes flush it).
-                assert!(reader.active(1).expect("no torn load").is_some());
-            }
-        }
-    });
+    }
 }
 
 #[test]
 fn a_write_through_another_store_is_seen_at_the_next_render() {
-    let dir = tempfile::tempdir().unwrap();
-    let bot = open(&dir);
-    let other = open(&dir);
-    let a = other.import(1, "a", A).unwrap();
-    assert_eq!(texts(&bot, 1).unwrap(), ["A User", "EXTRA"]);
-    let (hits, _) = bot.cache_stats();
-    assert_eq!(texts(&bot, 1).unwrap(), ["A User", "EXTRA"]);
-    assert_eq!(
-        bot.cache_stats().0,
-        hits + 1,
-        "no foreign write, entry served"
-    );
+    for db in backends() {
+        let bot = db.open();
+        let other = db.open();
+        let a = other.import(1, "a", A).unwrap();
+        settle(&db);
+        assert_eq!(texts(&bot, 1).unwrap(), ["A User", "EXTRA"]);
+        let (hits, _) = bot.cache_stats();
+        assert_eq!(texts(&bot, 1).unwrap(), ["A User", "EXTRA"]);
+        assert_eq!(
+            bot.cache_stats().0,
+            hits + 1,
+            "no foreign write, entry served"
+        );
 
-    other.set_enabled(1, a, &[("extra", false)]).unwrap();
-    assert_eq!(texts(&bot, 1).unwrap(), ["A User"]);
-    other.import(1, "b", B).unwrap();
-    assert_eq!(texts(&bot, 1).unwrap(), ["B"]);
-    other.deactivate(1).unwrap();
-    assert_eq!(texts(&bot, 1), None);
-    // A plain SQLite connection counts as another writer too.
-    let conn = rusqlite::Connection::open(dir.path().join("p.sqlite")).unwrap();
-    conn.execute("UPDATE st_presets SET active = 1 WHERE id = ?1", [a])
-        .unwrap();
-    assert_eq!(texts(&bot, 1).unwrap(), ["A User"]);
-    // The bot's own writes still invalidate only their server.
-    assert!(texts(&bot, 2).is_none());
-    bot.set_enabled(1, a, &[("extra", true)]).unwrap();
-    let (hits, _) = bot.cache_stats();
-    assert!(texts(&bot, 2).is_none());
-    assert_eq!(bot.cache_stats().0, hits + 1, "server 2's entry survived");
-    assert_eq!(texts(&bot, 1).unwrap(), ["A User", "EXTRA"]);
+        other.set_enabled(1, a, &[("extra", false)]).unwrap();
+        seen(&db, Some(vec!["A User".to_string()]), || texts(&bot, 1));
+        other.import(1, "b", B).unwrap();
+        seen(&db, Some(vec!["B".to_string()]), || texts(&bot, 1));
+        other.deactivate(1).unwrap();
+        seen(&db, None, || texts(&bot, 1));
+        // Plain SQL from another tool counts as another writer too.
+        db.same_sql(&format!(
+            "UPDATE st_presets SET active = true WHERE id = {a}"
+        ));
+        seen(&db, Some(vec!["A User".to_string()]), || texts(&bot, 1));
+        settle(&db);
+        // The bot's own writes still invalidate only their server.
+        assert!(texts(&bot, 2).is_none());
+        bot.set_enabled(1, a, &[("extra", true)]).unwrap();
+        let (hits, _) = bot.cache_stats();
+        assert!(texts(&bot, 2).is_none());
+        assert_eq!(bot.cache_stats().0, hits + 1, "server 2's entry survived");
+        assert_eq!(texts(&bot, 1).unwrap(), ["A User", "EXTRA"]);
+    }
 }
 
 #[test]
 fn a_write_through_the_cli_is_seen_at_the_next_render() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("p.sqlite");
-    let bot = open(&dir);
-    let a = bot.import(1, "a", A).unwrap();
-    assert_eq!(texts(&bot, 1).unwrap(), ["A User", "EXTRA"]);
-    let out = cli(&db, 1, &["toggle", &a.to_string(), "extra=off"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(texts(&bot, 1).unwrap(), ["A User"]);
-    let out = cli(&db, 1, &["deactivate"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(texts(&bot, 1), None);
+    for db in backends() {
+        let target = db.target();
+        let bot = db.open();
+        let a = bot.import(1, "a", A).unwrap();
+        assert_eq!(texts(&bot, 1).unwrap(), ["A User", "EXTRA"]);
+        let out = cli(&target, 1, &["toggle", &a.to_string(), "extra=off"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        seen(&db, Some(vec!["A User".to_string()]), || texts(&bot, 1));
+        let out = cli(&target, 1, &["deactivate"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        seen(&db, None, || texts(&bot, 1));
+    }
 }
 
 #[test]
 fn concurrent_first_opens_migrate_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("p.sqlite");
-    let threads = 4;
-    let start = std::sync::Barrier::new(threads);
-    std::thread::scope(|s| {
-        for t in 0..threads {
-            let (path, start) = (&path, &start);
-            s.spawn(move || {
-                start.wait();
-                let store = PresetStore::open(path).expect("concurrent first opens");
-                store.import(1, &format!("t{t}"), A).unwrap();
-            });
-        }
-    });
-    assert_eq!(open(&dir).list(1).unwrap().len(), threads);
+    for db in backends() {
+        let path = db.target();
+        let threads = 4;
+        let start = std::sync::Barrier::new(threads);
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let (path, start) = (&path, &start);
+                s.spawn(move || {
+                    start.wait();
+                    let store = PresetStore::open(path).expect("concurrent first opens");
+                    store.import(1, &format!("t{t}"), A).unwrap();
+                });
+            }
+        });
+        assert_eq!(db.open().list(1).unwrap().len(), threads);
+    }
 }
 
 #[test]
 fn concurrent_writers_on_separate_stores_never_report_locked() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("p.sqlite");
-    let ids: Vec<i64> = {
-        let store = open(&dir);
-        (0..4)
-            .map(|t| store.import(1, &format!("t{t}"), A).unwrap())
-            .collect()
-    };
-    let stores: Vec<PresetStore> = ids
-        .iter()
-        .map(|_| PresetStore::open(&path).unwrap())
-        .collect();
-    std::thread::scope(|s| {
-        for (store, &id) in stores.iter().zip(&ids) {
-            s.spawn(move || {
-                for i in 0..40 {
-                    // Each of these reads (ownership) before it writes.
-                    store.set_enabled(1, id, &[("extra", i % 2 == 0)]).unwrap();
-                    store.activate(1, id).unwrap();
-                    assert!(store.render(1, &Context::default()).unwrap().is_some());
-                }
-            });
-        }
-    });
+    for db in backends() {
+        let path = db.target();
+        let ids: Vec<i64> = {
+            let store = db.open();
+            (0..4)
+                .map(|t| store.import(1, &format!("t{t}"), A).unwrap())
+                .collect()
+        };
+        let stores: Vec<PresetStore> = ids
+            .iter()
+            .map(|_| PresetStore::open(&path).unwrap())
+            .collect();
+        std::thread::scope(|s| {
+            for (store, &id) in stores.iter().zip(&ids) {
+                s.spawn(move || {
+                    for i in 0..40 {
+                        // Each of these reads (ownership) before it writes.
+                        store.set_enabled(1, id, &[("extra", i % 2 == 0)]).unwrap();
+                        store.activate(1, id).unwrap();
+                        assert!(store.render(1, &Context::default()).unwrap().is_some());
+                    }
+                });
+            }
+        });
+    }
 }
 
 /// Runs one CLI process per argument list, all at once; every one must succeed.
@@ -540,97 +704,101 @@ fn cli_at_once(db: &std::path::Path, runs: Vec<Vec<String>>) {
 
 #[test]
 fn concurrent_cli_first_opens_lose_no_import() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("p.sqlite");
-    let preset = dir.path().join("a.json");
-    std::fs::write(&preset, A).unwrap();
-    let preset = preset.to_str().unwrap();
-    // Fresh file: every process migrates it or waits for the one that does.
-    cli_at_once(
-        &db,
-        (0..4)
-            .map(|i| {
-                vec![
-                    "import".into(),
-                    preset.into(),
-                    "--name".into(),
-                    format!("p{i}"),
-                ]
-            })
-            .collect(),
-    );
-    assert_eq!(open(&dir).list(1).unwrap().len(), 4, "no import lost");
+    for db in backends() {
+        let target = db.target();
+        let preset = db.scratch().join("a.json");
+        std::fs::write(&preset, A).unwrap();
+        let preset = preset.to_str().unwrap();
+        // Fresh file: every process migrates it or waits for the one that does.
+        cli_at_once(
+            &target,
+            (0..4)
+                .map(|i| {
+                    vec![
+                        "import".into(),
+                        preset.into(),
+                        "--name".into(),
+                        format!("p{i}"),
+                    ]
+                })
+                .collect(),
+        );
+        assert_eq!(db.open().list(1).unwrap().len(), 4, "no import lost");
+    }
 }
 
 #[test]
 fn concurrent_cli_toggles_never_report_locked() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("p.sqlite");
-    let id = open(&dir).import(1, "a", A).unwrap().to_string();
-    for round in 0..4 {
-        let change = if round % 2 == 0 {
-            "extra=off"
-        } else {
-            "extra=on"
-        };
-        cli_at_once(
-            &db,
-            (0..6)
-                .map(|_| vec!["toggle".into(), id.clone(), change.into()])
-                .collect(),
-        );
+    for db in backends() {
+        let target = db.target();
+        let id = db.open().import(1, "a", A).unwrap().to_string();
+        for round in 0..4 {
+            let change = if round % 2 == 0 {
+                "extra=off"
+            } else {
+                "extra=on"
+            };
+            cli_at_once(
+                &target,
+                (0..6)
+                    .map(|_| vec!["toggle".into(), id.clone(), change.into()])
+                    .collect(),
+            );
+        }
     }
 }
 
 #[test]
 fn the_cache_stays_within_its_capacity() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir);
-    for server in [0, 5_000, 9_999] {
-        store.import(server, "a", B).unwrap();
-    }
-    for server in 0..10_000 {
-        store.active(server).unwrap();
-        assert!(store.cache_len() <= 1024, "default capacity");
-    }
-    let (_, misses) = store.cache_stats();
-    assert!(store.active(0).unwrap().is_some(), "evicted, reloaded");
-    assert_eq!(store.cache_stats().1, misses + 1);
+    for db in backends() {
+        let store = db.open();
+        for server in [0, 5_000, 9_999] {
+            store.import(server, "a", B).unwrap();
+        }
+        for server in 0..10_000 {
+            store.active(server).unwrap();
+            assert!(store.cache_len() <= 1024, "default capacity");
+        }
+        let (_, misses) = store.cache_stats();
+        assert!(store.active(0).unwrap().is_some(), "evicted, reloaded");
+        assert_eq!(store.cache_stats().1, misses + 1);
 
-    let mut options = StoreOptions::default();
-    options.cache_capacity = 10;
-    let small = PresetStore::open_with(dir.path().join("p.sqlite"), options).unwrap();
-    for server in 0..10_000 {
-        small.active(server % 3_000).unwrap();
-        assert!(small.cache_len() <= 10);
+        let mut options = StoreOptions::default();
+        options.cache_capacity = 10;
+        let small = PresetStore::open_with(db.target(), options).unwrap();
+        for server in 0..10_000 {
+            small.active(server % 3_000).unwrap();
+            assert!(small.cache_len() <= 10);
+        }
     }
 }
 
 #[test]
 fn concurrent_misses_on_one_server_load_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir);
-    // Large enough that every thread arrives while the first is still loading.
-    store.import(1, "big", &uniform('P', 3_000)).unwrap();
-    let threads = 8;
-    let start = std::sync::Barrier::new(threads);
-    let results: Vec<_> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    start.wait();
-                    store.active(1).unwrap().unwrap()
+    for db in backends() {
+        let store = db.open();
+        // Large enough that every thread arrives while the first is still loading.
+        store.import(1, "big", &uniform('P', 3_000)).unwrap();
+        let threads = 8;
+        let start = std::sync::Barrier::new(threads);
+        let results: Vec<_> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(|| {
+                        start.wait();
+                        store.active(1).unwrap().unwrap()
+                    })
                 })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
-    assert_eq!(
-        store.cache_stats(),
-        (threads as u64 - 1, 1),
-        "(hits, misses)"
-    );
-    assert!(results.iter().all(|r| Arc::ptr_eq(r, &results[0])));
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(
+            store.cache_stats(),
+            (threads as u64 - 1, 1),
+            "(hits, misses)"
+        );
+        assert!(results.iter().all(|r| Arc::ptr_eq(r, &results[0])));
+    }
 }
 
 #[test]
@@ -654,58 +822,57 @@ fn a_foreign_table_of_the_same_name_is_refused_in_one_line() {
 
 #[test]
 fn names_that_break_list_output_are_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir);
-    for name in [
-        "",
-        "  ",
-        "a\tb",
-        "a\nb",
-        "a\rb",
-        "\u{1b}[31mred",
-        "a\u{202e}b",
-        "a\u{2028}b",
-    ] {
-        assert!(
-            matches!(
-                store.import(1, name, A),
-                Err(StoreError::InvalidName { .. })
-            ),
-            "{name:?}"
-        );
-    }
-    assert!(store.list(1).unwrap().is_empty(), "nothing written");
-    store.import(1, "Spaghetti (v2) — ünïcode", A).unwrap();
+    for db in backends() {
+        let store = db.open();
+        for name in [
+            "",
+            "  ",
+            "a\tb",
+            "a\nb",
+            "a\rb",
+            "\u{1b}[31mred",
+            "a\u{202e}b",
+            "a\u{2028}b",
+        ] {
+            assert!(
+                matches!(
+                    store.import(1, name, A),
+                    Err(StoreError::InvalidName { .. })
+                ),
+                "{name:?}"
+            );
+        }
+        assert!(store.list(1).unwrap().is_empty(), "nothing written");
+        store.import(1, "Spaghetti (v2) — ünïcode", A).unwrap();
 
-    let db = dir.path().join("p.sqlite");
-    let preset = dir.path().join("a.json");
-    std::fs::write(&preset, A).unwrap();
-    for name in ["", "a\tb"] {
-        let out = cli(
-            &db,
-            1,
-            &["import", preset.to_str().unwrap(), "--name", name],
+        let target = db.target();
+        let preset = db.scratch().join("a.json");
+        std::fs::write(&preset, A).unwrap();
+        for name in ["", "a\tb"] {
+            let out = cli(
+                &target,
+                1,
+                &["import", preset.to_str().unwrap(), "--name", name],
+            );
+            assert_eq!(out.status.code(), Some(1));
+            assert!(
+                stderr(&out).contains("invalid preset name"),
+                "{}",
+                stderr(&out)
+            );
+        }
+        // A name that another tool wrote is escaped in the text listing.
+        db.sql(
+            "UPDATE st_presets SET name = 'x' || char(9) || 'y' || char(10) || char(27) || '[2J'",
+            "UPDATE st_presets SET name = 'x' || chr(9) || 'y' || chr(10) || chr(27) || '[2J'",
         );
-        assert_eq!(out.status.code(), Some(1));
-        assert!(
-            stderr(&out).contains("invalid preset name"),
-            "{}",
-            stderr(&out)
-        );
+        let out = cli(&target, 1, &["list"]);
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text:?}");
+        assert_eq!(text.matches('\t').count(), 3, "{text:?}");
+        assert!(text.contains(r"x\ty\n\u{1b}[2J"), "{text:?}");
+        assert!(!text.trim_end().chars().any(|c| c.is_control() && c != '\t'));
     }
-    // A name that another tool wrote is escaped in the text listing.
-    let conn = rusqlite::Connection::open(&db).unwrap();
-    conn.execute(
-        "UPDATE st_presets SET name = 'x' || char(9) || 'y' || char(10) || char(27) || '[2J'",
-        [],
-    )
-    .unwrap();
-    let out = cli(&db, 1, &["list"]);
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(text.lines().count(), 1, "{text:?}");
-    assert_eq!(text.matches('\t').count(), 3, "{text:?}");
-    assert!(text.contains(r"x\ty\n\u{1b}[2J"), "{text:?}");
-    assert!(!text.trim_end().chars().any(|c| c.is_control() && c != '\t'));
 }
 
 /// Runs the CLI as a user who cannot write `db` nor its directory, or returns `None` when
@@ -801,39 +968,40 @@ fn history_text(store: &PresetStore, server: i64, ctx: &Context) -> (String, Vec
 
 #[test]
 fn scripts_run_only_when_the_store_and_the_context_allow_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir);
-    let id = store.import(5, "s", SCRIPTED).unwrap();
-    assert!(!store.list(5).unwrap()[0].regex_allowed);
-    // The context allows, the store does not: nothing runs, and the render says so.
-    let (text, kinds) = history_text(&store, 5, &regex_ctx(true));
-    assert_eq!(text, "a<plan>x</plan>b");
-    assert!(kinds.contains(&"RegexNotAllowed".to_string()));
-    store.allow_regex(5, id, true).unwrap();
-    assert!(store.list(5).unwrap()[0].regex_allowed);
-    assert_eq!(history_text(&store, 5, &regex_ctx(true)).0, "ab");
-    // The store allows, the context does not.
-    assert_eq!(
-        history_text(&store, 5, &regex_ctx(false)).0,
-        "a<plan>x</plan>b"
-    );
-    // Another server cannot change it.
-    assert!(matches!(
-        store.allow_regex(6, id, false),
-        Err(StoreError::NotFound { .. })
-    ));
-    // Re-importing resets the permission.
-    let id = store.import(5, "s", SCRIPTED).unwrap();
-    assert_eq!(
-        history_text(&store, 5, &regex_ctx(true)).0,
-        "a<plan>x</plan>b"
-    );
-    store.allow_regex(5, id, true).unwrap();
-    store.allow_regex(5, id, false).unwrap();
-    assert_eq!(
-        history_text(&store, 5, &regex_ctx(true)).0,
-        "a<plan>x</plan>b"
-    );
+    for db in backends() {
+        let store = db.open();
+        let id = store.import(5, "s", SCRIPTED).unwrap();
+        assert!(!store.list(5).unwrap()[0].regex_allowed);
+        // The context allows, the store does not: nothing runs, and the render says so.
+        let (text, kinds) = history_text(&store, 5, &regex_ctx(true));
+        assert_eq!(text, "a<plan>x</plan>b");
+        assert!(kinds.contains(&"RegexNotAllowed".to_string()));
+        store.allow_regex(5, id, true).unwrap();
+        assert!(store.list(5).unwrap()[0].regex_allowed);
+        assert_eq!(history_text(&store, 5, &regex_ctx(true)).0, "ab");
+        // The store allows, the context does not.
+        assert_eq!(
+            history_text(&store, 5, &regex_ctx(false)).0,
+            "a<plan>x</plan>b"
+        );
+        // Another server cannot change it.
+        assert!(matches!(
+            store.allow_regex(6, id, false),
+            Err(StoreError::NotFound { .. })
+        ));
+        // Re-importing resets the permission.
+        let id = store.import(5, "s", SCRIPTED).unwrap();
+        assert_eq!(
+            history_text(&store, 5, &regex_ctx(true)).0,
+            "a<plan>x</plan>b"
+        );
+        store.allow_regex(5, id, true).unwrap();
+        store.allow_regex(5, id, false).unwrap();
+        assert_eq!(
+            history_text(&store, 5, &regex_ctx(true)).0,
+            "a<plan>x</plan>b"
+        );
+    }
 }
 
 #[test]
@@ -871,54 +1039,57 @@ fn a_schema_1_file_migrates_and_keeps_working() {
 
 #[test]
 fn the_cli_allows_and_disallows_scripts() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("p.sqlite");
-    let file = dir.path().join("s.json");
-    std::fs::write(&file, SCRIPTED).unwrap();
-    let ctx = dir.path().join("ctx.json");
-    std::fs::write(
-        &ctx,
-        br#"{"items": [{"tag": "DIALOGUE_HISTORY", "role": "model", "text": "a<plan>x</plan>b"}]}"#,
-    )
-    .unwrap();
-    let out = cli(&db, 3, &["import", file.to_str().unwrap()]);
-    let id = String::from_utf8(out.stdout).unwrap().trim().to_string();
-    let render = |allow: bool| {
-        let mut args = vec!["render", "--context", ctx.to_str().unwrap()];
-        if allow {
-            args.push("--allow-regex");
-        }
-        String::from_utf8(cli(&db, 3, &args).stdout).unwrap()
-    };
-    assert!(render(true).contains("a<plan>x</plan>b"));
-    assert!(cli(&db, 3, &["allow-regex", &id]).status.success());
-    assert!(render(true).contains("\nab\n"), "{}", render(true));
-    assert!(render(false).contains("a<plan>x</plan>b"));
-    assert!(cli(&db, 3, &["disallow-regex", &id]).status.success());
-    assert!(render(true).contains("a<plan>x</plan>b"));
-    assert!(!cli(&db, 4, &["allow-regex", &id]).status.success());
+    for db in backends() {
+        let target = db.target();
+        let file = db.scratch().join("s.json");
+        std::fs::write(&file, SCRIPTED).unwrap();
+        let ctx = db.scratch().join("ctx.json");
+        std::fs::write(
+            &ctx,
+            br#"{"items": [{"tag": "DIALOGUE_HISTORY", "role": "model", "text": "a<plan>x</plan>b"}]}"#,
+        )
+        .unwrap();
+        let out = cli(&target, 3, &["import", file.to_str().unwrap()]);
+        let id = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        let render = |allow: bool| {
+            let mut args = vec!["render", "--context", ctx.to_str().unwrap()];
+            if allow {
+                args.push("--allow-regex");
+            }
+            String::from_utf8(cli(&target, 3, &args).stdout).unwrap()
+        };
+        assert!(render(true).contains("a<plan>x</plan>b"));
+        assert!(cli(&target, 3, &["allow-regex", &id]).status.success());
+        assert!(render(true).contains("\nab\n"), "{}", render(true));
+        assert!(render(false).contains("a<plan>x</plan>b"));
+        assert!(cli(&target, 3, &["disallow-regex", &id]).status.success());
+        assert!(render(true).contains("a<plan>x</plan>b"));
+        assert!(!cli(&target, 4, &["allow-regex", &id]).status.success());
+    }
 }
 
 #[test]
 fn preset_ids_are_never_reused_even_after_the_newest_is_deleted() {
-    let store = PresetStore::open_in_memory().unwrap();
-    let base = store.import(1, "base", SCRIPTED).unwrap();
-    let safe = store.import(1, "safe", SCRIPTED).unwrap();
-    store.delete(1, safe).unwrap();
-    let next = store.import(1, "evil", SCRIPTED).unwrap();
-    assert!(next > safe && safe > base, "{base} {safe} {next}");
-    // The stale id names nothing: activating or allowing it is refused, not redirected.
-    assert!(matches!(
-        store.activate(1, safe),
-        Err(StoreError::NotFound { .. })
-    ));
-    assert!(matches!(
-        store.allow_regex(1, safe, true),
-        Err(StoreError::NotFound { .. })
-    ));
-    // Across servers too.
-    store.delete(1, next).unwrap();
-    assert!(store.import(2, "other", SCRIPTED).unwrap() > next);
+    for db in backends() {
+        let store = db.open();
+        let base = store.import(1, "base", SCRIPTED).unwrap();
+        let safe = store.import(1, "safe", SCRIPTED).unwrap();
+        store.delete(1, safe).unwrap();
+        let next = store.import(1, "evil", SCRIPTED).unwrap();
+        assert!(next > safe && safe > base, "{base} {safe} {next}");
+        // The stale id names nothing: activating or allowing it is refused, not redirected.
+        assert!(matches!(
+            store.activate(1, safe),
+            Err(StoreError::NotFound { .. })
+        ));
+        assert!(matches!(
+            store.allow_regex(1, safe, true),
+            Err(StoreError::NotFound { .. })
+        ));
+        // Across servers too.
+        store.delete(1, next).unwrap();
+        assert!(store.import(2, "other", SCRIPTED).unwrap() > next);
+    }
 }
 
 #[test]
@@ -947,42 +1118,381 @@ fn a_schema_2_file_keeps_its_ids_above_every_one_issued() {
 
 #[test]
 fn a_stored_preset_keeps_its_lone_surrogate_note() {
-    let store = PresetStore::open_in_memory().unwrap();
-    store
-        .import(
-            1,
-            "s",
-            br#"{"prompts": [{"identifier": "main", "content": "a\ud800"}]}"#,
-        )
-        .unwrap();
-    let ctx = stpreset::Context::default();
-    let out = store.render(1, &ctx).unwrap().unwrap();
-    assert_eq!(out.messages[0].text(), "a\u{FFFD}");
-    let kinds: Vec<_> = out.diagnostics.iter().map(|d| d.kind).collect();
-    assert_eq!(kinds, [stpreset::DiagnosticKind::LoneSurrogate]);
+    for db in backends() {
+        let store = db.open();
+        store
+            .import(
+                1,
+                "s",
+                br#"{"prompts": [{"identifier": "main", "content": "a\ud800"}]}"#,
+            )
+            .unwrap();
+        let ctx = stpreset::Context::default();
+        let out = store.render(1, &ctx).unwrap().unwrap();
+        assert_eq!(out.messages[0].text(), "a\u{FFFD}");
+        let kinds: Vec<_> = out.diagnostics.iter().map(|d| d.kind).collect();
+        assert_eq!(kinds, [stpreset::DiagnosticKind::LoneSurrogate]);
+    }
 }
 
 #[test]
 fn names_refuse_invisible_characters_and_length() {
-    let store = PresetStore::open_in_memory().unwrap();
-    for name in [
-        "safe\u{200b}",
-        "\u{feff}",
-        "\u{61c}x",
-        "\u{fff9}x",
-        &"n".repeat(257),
-    ] {
+    for db in backends() {
+        let store = db.open();
+        for name in [
+            "safe\u{200b}",
+            "\u{feff}",
+            "\u{61c}x",
+            "\u{fff9}x",
+            &"n".repeat(257),
+        ] {
+            assert!(
+                matches!(
+                    store.import(1, name, SCRIPTED),
+                    Err(StoreError::InvalidName { .. })
+                ),
+                "{name:?}"
+            );
+        }
+        store.import(1, &"n".repeat(256), SCRIPTED).unwrap();
+        assert!(matches!(
+            PresetStore::open(""),
+            Err(StoreError::Open { .. })
+        ));
+    }
+}
+
+// ---- PostgreSQL: other instances, faults, what its text cannot hold ----
+
+/// A preset whose texts hold U+0000, which PostgreSQL's `text` refuses.
+const NUL: &[u8] = br#"{"prompts": [
+    {"identifier": "a\u0000b", "name": "n\u0000", "content": "x\u0000y \\0 \\\\0"},
+    {"identifier": "plain", "content": "P"}]}"#;
+
+#[test]
+fn u0000_round_trips_exactly() {
+    for db in backends() {
+        let store = db.open();
+        let id = store.import(1, "nul", NUL).unwrap();
+        let want = stpreset::Preset::from_json(NUL).unwrap();
+        let got = store.get(1, id).unwrap();
+        assert_eq!(got.nodes(), want.nodes());
+        assert_eq!(got.raw(), want.raw());
+        assert_eq!(
+            texts(&store, 1).unwrap(),
+            ["x\u{0}y \\0 \\\\0", "P"],
+            "rendered as imported"
+        );
+        store.set_enabled(1, id, &[("a\u{0}b", false)]).unwrap();
+        assert_eq!(texts(&store, 1).unwrap(), ["P"]);
+        assert!(matches!(
+            store.set_enabled(1, id, &[("a\\0b", false)]),
+            Err(StoreError::UnknownNode { .. })
+        ));
+        // A preset without U+0000 is stored as it is, readable with plain SQL.
+        let id = store
+            .import(
+                1,
+                "plain",
+                br#"{"prompts": [{"identifier": "m", "content": "a\\0b"}]}"#,
+            )
+            .unwrap();
+        let content = db.same_sql(&format!(
+            "SELECT content FROM st_preset_nodes WHERE preset_id = {id}"
+        ));
+        assert_eq!(content, "a\\0b\n");
+        assert_eq!(texts(&store, 1).unwrap(), ["a\\0b"]);
+    }
+}
+
+#[test]
+fn rows_other_tools_wrote_are_checked_on_load() {
+    for db in backends() {
+        let store = db.open();
+        let id = store.import(1, "a", A).unwrap();
+        db.sql(
+            "UPDATE st_preset_nodes SET content = printf('%.*c', 3000000, 'x') WHERE identifier = 'main'",
+            "UPDATE st_preset_nodes SET content = repeat('x', 3000000) WHERE identifier = 'main'",
+        );
+        settle(&db);
+        let err = store.active(1).expect_err("refused");
         assert!(
-            matches!(
-                store.import(1, name, SCRIPTED),
-                Err(StoreError::InvalidName { .. })
+            err.to_string().contains(&format!("stored preset {id}")),
+            "{err}"
+        );
+        assert!(store.get(1, id).is_err());
+        // Repaired by hand: served again.
+        db.same_sql("UPDATE st_preset_nodes SET content = 'ok' WHERE identifier = 'main'");
+        seen(&db, true, || store.active(1).is_ok());
+    }
+}
+
+#[test]
+fn a_rolled_back_change_is_never_seen() {
+    let Some(base) = postgres_server() else {
+        return;
+    };
+    let target = postgres_database(&base);
+    let bot = PresetStore::open(&target).unwrap();
+    let a = bot.import(1, "a", A).unwrap();
+    assert_eq!(texts(&bot, 1).unwrap(), ["A User", "EXTRA"]);
+    psql(
+        &target,
+        &format!(
+            "BEGIN; UPDATE st_preset_nodes SET enabled = false WHERE preset_id = {a}; ROLLBACK;"
+        ),
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let (hits, misses) = bot.cache_stats();
+    assert_eq!(texts(&bot, 1).unwrap(), ["A User", "EXTRA"]);
+    assert_eq!(
+        bot.cache_stats(),
+        (hits + 1, misses),
+        "nobody was told anything"
+    );
+}
+
+#[test]
+fn postgres_changes_reach_other_processes_within_a_second() {
+    let Some(base) = postgres_server() else {
+        return;
+    };
+    let target = postgres_database(&base);
+    let bot = PresetStore::open(&target).unwrap();
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), A).unwrap();
+    let path = std::path::Path::new(&target);
+    let out = cli(path, 1, &["import", file.path().to_str().unwrap()]);
+    let a = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let db = Db::Postgres {
+        target: target.clone(),
+        scratch: tempfile::tempdir().unwrap(),
+    };
+    let mut timings = Vec::new();
+    let mut timed = |want: Option<Vec<String>>| {
+        let start = std::time::Instant::now();
+        seen(&db, want, || texts(&bot, 1));
+        timings.push(start.elapsed());
+    };
+    timed(Some(vec!["A User".into(), "EXTRA".into()]));
+    for (args, want) in [
+        (
+            vec!["toggle", &a, "extra=off"],
+            Some(vec!["A User".to_string()]),
+        ),
+        (vec!["deactivate"], None),
+        (vec!["activate", &a], Some(vec!["A User".to_string()])),
+        (vec!["delete", &a], None),
+    ] {
+        // Warm the cache so that only a notification can make the bot see the change.
+        let _ = texts(&bot, 1);
+        assert!(cli(path, 1, &args).status.success());
+        timed(want);
+    }
+    assert!(
+        timings.iter().all(|t| *t < Duration::from_secs(1)),
+        "{timings:?}"
+    );
+}
+
+/// The pid of the store's listening connection.
+fn listener_pid(target: &str) -> Option<String> {
+    let pids = psql(
+        target,
+        "SELECT pid FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND datname = current_database()",
+    );
+    pids.lines().next().map(str::to_string)
+}
+
+#[test]
+fn a_dropped_listener_never_serves_a_stale_entry() {
+    let Some(base) = postgres_server() else {
+        return;
+    };
+    let target = postgres_database(&base);
+    let bot = PresetStore::open(&target).unwrap();
+    let a = bot.import(1, "a", A).unwrap();
+    assert_eq!(texts(&bot, 1).unwrap(), ["A User", "EXTRA"]);
+    for round in 0..3 {
+        let pid = listener_pid(&target).expect("the store listens");
+        // Kill the listener and change the preset at once: the notification has nobody to
+        // go to.
+        let on = round % 2 == 1;
+        psql(
+            &target,
+            &format!(
+                "SELECT pg_terminate_backend({pid}); \
+                 UPDATE st_preset_nodes SET enabled = {on} WHERE preset_id = {a} AND identifier = 'extra'"
             ),
-            "{name:?}"
+        );
+        let want = if on {
+            vec!["A User", "EXTRA"]
+        } else {
+            vec!["A User"]
+        };
+        let want: Vec<String> = want.into_iter().map(String::from).collect();
+        let start = std::time::Instant::now();
+        // Stale reads are allowed within the bound only; after it, every render is new.
+        while texts(&bot, 1).as_ref() != Some(&want) {
+            assert!(
+                start.elapsed() < Duration::from_secs(1),
+                "stale past the bound"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        for _ in 0..50 {
+            assert_eq!(
+                texts(&bot, 1).as_ref(),
+                Some(&want),
+                "no stale read afterwards"
+            );
+        }
+        // The listener is back (a new connection) and the cache is used again.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while listener_pid(&target).is_none_or(|p| p == pid) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the listener reconnects"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// A private PostgreSQL server that a test may kill.
+struct PrivateServer(tempfile::TempDir);
+
+impl PrivateServer {
+    fn script(&self, cmd: &str) -> String {
+        let out = std::process::Command::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scripts/pg-throwaway"
+        ))
+        .args([cmd, self.0.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
+}
+
+impl Drop for PrivateServer {
+    fn drop(&mut self) {
+        self.script("stop");
+    }
+}
+
+#[test]
+fn a_server_killed_mid_write_leaves_all_or_nothing_and_the_store_recovers() {
+    if postgres_server().is_none() {
+        return;
+    }
+    let server = PrivateServer(tempfile::tempdir().unwrap());
+    let base = server.script("start");
+    let target = format!("{base} dbname=postgres");
+    let mut options = StoreOptions::default();
+    options.busy_timeout = Duration::from_secs(2);
+    let store = PresetStore::open_with(&target, options).unwrap();
+    let small = store.import(1, "small", A).unwrap();
+    let big = uniform('P', 20_000);
+    for round in 0..4u64 {
+        let killed = std::thread::scope(|s| {
+            let write = s.spawn(|| {
+                if round % 2 == 0 {
+                    store.import(1, "big", &big).map(|_| ())
+                } else {
+                    store.set_enabled(1, small, &[("extra", round % 4 == 1)])
+                }
+            });
+            std::thread::sleep(Duration::from_millis(3 * round));
+            server.script("kill");
+            write.join().unwrap()
+        });
+        server.script("start");
+        // The failed call was an error, not a panic; the next one reconnects.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let list = loop {
+            match store.list(1) {
+                Ok(list) => break list,
+                Err(e) => {
+                    assert!(std::time::Instant::now() < deadline, "no recovery: {e}");
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        };
+        if let Some(p) = list.iter().find(|p| p.name == "big") {
+            assert_eq!(p.nodes, 20_000, "round {round}: whole ({killed:?})");
+            assert_eq!(store.get(1, p.id).unwrap().nodes().len(), 20_000);
+            store.delete(1, p.id).unwrap();
+            store.activate(1, small).unwrap();
+        }
+        assert_eq!(list.iter().filter(|p| p.active).count(), 1, "round {round}");
+        let extra = store.get(1, small).unwrap().nodes()[1].enabled;
+        let texts_now = texts(&store, 1).unwrap();
+        assert_eq!(
+            texts_now.len(),
+            if extra { 2 } else { 1 },
+            "render matches rows"
         );
     }
-    store.import(1, &"n".repeat(256), SCRIPTED).unwrap();
-    assert!(matches!(
-        PresetStore::open(""),
-        Err(StoreError::Open { .. })
-    ));
+}
+
+#[test]
+fn a_foreign_stpreset_schema_is_refused() {
+    let Some(base) = postgres_server() else {
+        return;
+    };
+    let target = postgres_database(&base);
+    psql(
+        &target,
+        "CREATE SCHEMA stpreset; CREATE TABLE stpreset.st_presets (x int)",
+    );
+    let err = PresetStore::open(&target).err().expect("refused");
+    assert!(matches!(err, StoreError::Open { .. }), "{err}");
+    assert!(err.to_string().contains("st_presets"), "{err}");
+}
+
+#[test]
+fn the_cli_lists_a_presets_nodes_and_renders_a_request() {
+    for db in backends() {
+        let target = db.target();
+        let id = db.open().import(1, "a", A).unwrap().to_string();
+        assert!(
+            cli(&target, 1, &["toggle", &id, "extra=off"])
+                .status
+                .success()
+        );
+        let out = cli(&target, 1, &["nodes", &id]);
+        let text = String::from_utf8(out.stdout).unwrap();
+        let states: Vec<(&str, &str)> = text
+            .lines()
+            .map(|l| {
+                let f: Vec<&str> = l.split('\t').collect();
+                (f[0], f[2])
+            })
+            .collect();
+        assert_eq!(
+            states,
+            [
+                ("main", "on"),
+                ("extra", "off"),
+                ("note", "on"),
+                ("chatHistory", "on")
+            ]
+        );
+        let out = cli(&target, 1, &["nodes", &id, "--format", "json"]);
+        let nodes: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(nodes[1]["identifier"], "extra");
+        assert_eq!(nodes[1]["enabled"], false);
+        let out = cli(&target, 2, &["nodes", &id]);
+        assert_eq!(out.status.code(), Some(1), "another server's preset");
+        assert!(stderr(&out).contains("no preset"), "{}", stderr(&out));
+        let out = cli(&target, 1, &["render", "--shape", "anthropic"]);
+        let body: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(body["temperature"], 0.5, "the preset's settings: {body}");
+    }
 }

@@ -13,8 +13,9 @@ use super::{ContextArgs, Failure, Format, read};
 
 #[derive(Args)]
 pub(crate) struct StoreArgs {
-    /// SQLite file (created if missing; its directory must exist).
-    #[arg(long, value_name = "FILE")]
+    /// SQLite file (created if missing; its directory must exist), or a PostgreSQL connection
+    /// string (`postgresql://user@host/db` or `host=… dbname=…`).
+    #[arg(long, value_name = "FILE|CONNINFO")]
     db: PathBuf,
     /// Server the command acts for; presets of other servers are refused.
     #[arg(long, value_name = "SERVER_ID", allow_negative_numbers = true)]
@@ -38,6 +39,17 @@ enum StoreCommand {
     List {
         /// `text`: one line per preset; `json`: a list of `{"active", "id", "name", "nodes",
         /// "regex_allowed"}`.
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
+    /// List a preset's nodes in order: `IDENTIFIER<TAB>NAME<TAB>on|off` (control characters
+    /// escaped), the identifiers that `toggle` takes.
+    Nodes {
+        /// The preset's id.
+        #[arg(value_name = "PRESET_ID")]
+        id: i64,
+        /// `text`: one line per node; `json`: `[{"enabled", "identifier", "injection",
+        /// "marker", "name", "role"}]`, as the packages' `preset.nodes()`.
         #[arg(long, value_enum, default_value_t)]
         format: Format,
     },
@@ -168,6 +180,21 @@ pub(crate) fn run(args: StoreArgs) -> Result<(), Failure> {
                 }),
             }
         }
+        StoreCommand::Nodes { id, format } => {
+            let preset = store.get(server, id).map_err(failed)?;
+            match format {
+                Format::Json => writeln!(out, "{}", preset.nodes_json()),
+                Format::Text => preset.nodes().iter().try_for_each(|n| {
+                    let state = if n.enabled { "on" } else { "off" };
+                    writeln!(
+                        out,
+                        "{}\t{}\t{state}",
+                        printable(&n.identifier),
+                        printable(&n.name)
+                    )
+                }),
+            }
+        }
         StoreCommand::Activate { id } => {
             store.activate(server, id).map_err(failed)?;
             Ok(())
@@ -206,7 +233,10 @@ pub(crate) fn run(args: StoreArgs) -> Result<(), Failure> {
                 .render(server, &ctx)
                 .map_err(failed)?
                 .ok_or_else(|| Failure(format!("server {server} has no active preset")))?;
-            let name = format!("{} (server {server}, active preset)", args.db.display());
+            let name = format!(
+                "{} (server {server}, active preset)",
+                PresetStore::shown_target(&args.db)
+            );
             let report = stpreset::TextReport::without_sources(&name);
             super::render::print_result(&mut out, &rendered, &ctx, shape, format, &report)
         }

@@ -98,6 +98,12 @@ struct Inner {
 }
 
 impl Inner {
+    fn clear(&mut self) {
+        self.entries.clear();
+        self.order.clear();
+        self.loading.clear();
+    }
+
     fn insert(&mut self, capacity: usize, server: i64, value: Cached, expires: Duration) {
         if capacity == 0 {
             return;
@@ -247,6 +253,12 @@ impl PresetCache {
         inner.loading.remove(&server);
     }
 
+    /// Forgets every entry and disowns every load in progress.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))] // PostgreSQL's listener
+    pub fn invalidate_all(&self) {
+        lock(&self.inner).clear();
+    }
+
     /// Records the database's `PRAGMA data_version`. A change means another connection
     /// committed; which servers it touched is unknown, so everything is forgotten.
     pub fn observe_data_version(&self, version: i64) {
@@ -255,9 +267,7 @@ impl PresetCache {
             return;
         }
         if inner.data_version.is_some() {
-            inner.entries.clear();
-            inner.order.clear();
-            inner.loading.clear();
+            inner.clear();
         }
         inner.data_version = Some(version);
     }

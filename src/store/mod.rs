@@ -1,27 +1,28 @@
-//! Presets persisted per server in SQLite, with a cache of each server's active compiled
-//! preset (SPEC §7). Every call is scoped by server id; every multi-row change is one
-//! immediate transaction; every multi-statement read is one snapshot; every successful
-//! mutation invalidates that server's cache entry, and a commit by any other connection
-//! (another process, another `PresetStore`) is noticed before a cached entry is served.
-//! The concurrency model is written up in `docs/store.md`.
+//! Presets persisted per server, with a cache of each server's active compiled preset
+//! (SPEC §7), in SQLite (one file, the embedded default) or PostgreSQL (many machines, behind
+//! the `postgres` cargo feature). Every call is scoped by server id; every multi-row change is
+//! one transaction; every multi-statement read is one snapshot; every successful mutation
+//! invalidates that server's cache entry, and a commit by any other connection (another
+//! process, another machine, another tool) is noticed before a cached entry is served, within
+//! a second. The concurrency model is written up in `docs/store.md`.
 
+mod backend;
 mod cache;
-mod schema;
+#[cfg(feature = "postgres")]
+mod postgres;
+mod sqlite;
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
-use rusqlite::{
-    Connection, ErrorCode, MAIN_DB, OpenFlags, OptionalExtension, Transaction, TransactionBehavior,
-    params,
-};
 use thiserror::Error;
 
 use crate::context::Context;
-use crate::preset::{CompiledPreset, Preset, PresetError, PresetNode};
+use crate::preset::{CompiledPreset, Preset, PresetError};
 use crate::render::Rendered;
 
+use backend::{Backend, Freshness, NewPreset};
 pub use cache::{Clock, SystemClock};
 
 /// Why a store operation failed. Nothing was written.
@@ -91,25 +92,6 @@ impl StoreError {
             StoreError::Preset(_) => "Preset",
             StoreError::Database(_) => "Database",
         }
-    }
-}
-
-impl From<rusqlite::Error> for StoreError {
-    fn from(e: rusqlite::Error) -> Self {
-        match e.sqlite_error_code() {
-            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Locked,
-            _ => StoreError::Database(sqlite_reason(&e)),
-        }
-    }
-}
-
-/// SQLite's own message: rusqlite's `Display` appends the whole statement to syntax-level
-/// errors, which for a migration script is dozens of lines.
-fn sqlite_reason(e: &rusqlite::Error) -> String {
-    match e {
-        rusqlite::Error::SqlInputError { msg, .. }
-        | rusqlite::Error::SqliteFailure(_, Some(msg)) => msg.clone(),
-        e => e.to_string(),
     }
 }
 
@@ -197,7 +179,7 @@ impl Default for StoreOptions {
     }
 }
 
-/// Presets of many servers in one SQLite file, plus the active-preset cache.
+/// Presets of many servers in one database, plus the active-preset cache.
 /// `Send + Sync`: share one store between threads.
 ///
 /// ```
@@ -211,143 +193,129 @@ impl Default for StoreOptions {
 /// assert!(store.list(8).unwrap().is_empty(), "other servers see nothing");
 /// ```
 pub struct PresetStore {
-    // One connection, on purpose: `PRAGMA data_version` changes only for commits by *other*
-    // connections, so with one connection this store's own writes never flush its whole
-    // cache (each invalidates just its server), while every foreign commit does.
-    conn: Mutex<Connection>,
-    cache: cache::PresetCache,
-    /// `Some(path)` when the file could only be opened read-only.
-    read_only: Option<String>,
+    backend: Box<dyn Backend>,
+    cache: Arc<cache::PresetCache>,
 }
 
-const PRESET_NODE_COLUMNS: &str = "identifier, name, role, content, marker, enabled, \
-     comment_only, order_index, injection_position, injection_depth, injection_order";
-
-fn now() -> String {
+pub(crate) fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
+/// Whether `target` names a PostgreSQL database rather than a SQLite file: a
+/// `postgres://`/`postgresql://` URL, or a key/value connection string whose first word is one
+/// of libpq's keys (`host=… dbname=…`). A file of that name can still be opened as
+/// `./host=…`.
+fn is_postgres_target(target: &str) -> bool {
+    const KEYS: [&str; 8] = [
+        "host",
+        "hostaddr",
+        "port",
+        "dbname",
+        "user",
+        "password",
+        "sslmode",
+        "application_name",
+    ];
+    target.starts_with("postgres://")
+        || target.starts_with("postgresql://")
+        || target
+            .split_once('=')
+            .is_some_and(|(key, _)| KEYS.contains(&key.trim()))
+}
+
 impl PresetStore {
-    /// Opens (creating if needed) a database file and migrates it to the current schema.
+    /// Opens (creating if needed) a preset database and migrates it to the current schema:
+    /// a SQLite file path, or a PostgreSQL connection string (`postgresql://user@host/db`
+    /// or `host=… dbname=…`; needs the `postgres` cargo feature).
     ///
-    /// A file this process cannot write is opened read-only: reads and renders work, and
-    /// mutations fail with [`StoreError::ReadOnly`]. Opening a current file writes nothing.
-    pub fn open(path: impl AsRef<Path>) -> Result<PresetStore, StoreError> {
-        PresetStore::open_with(path, StoreOptions::default())
+    /// A SQLite file this process cannot write is opened read-only: reads and renders work,
+    /// and mutations fail with [`StoreError::ReadOnly`]. Opening a current database writes
+    /// nothing.
+    pub fn open(target: impl AsRef<Path>) -> Result<PresetStore, StoreError> {
+        PresetStore::open_with(target, StoreOptions::default())
     }
 
-    /// Opens a database file with the given options.
+    /// Opens a database with the given options.
     pub fn open_with(
-        path: impl AsRef<Path>,
+        target: impl AsRef<Path>,
         options: StoreOptions,
     ) -> Result<PresetStore, StoreError> {
-        // Switching a new file to WAL needs an exclusive lock, and SQLite answers `SQLITE_BUSY`
-        // at once, without its busy handler, when another connection is opening the same new
-        // file (it would deadlock otherwise). So the first opens of several processes retry
-        // the whole open, with growing pauses, until the busy timeout is spent.
-        // SQLite reads an empty path as a private temporary database: every write would vanish
-        // with the store.
-        if path.as_ref().as_os_str().is_empty() {
-            return Err(StoreError::Open {
-                path: String::new(),
-                reason: "the path is empty (use open_in_memory for a temporary store)".into(),
-            });
+        let target = target.as_ref();
+        if let Some(text) = target.to_str()
+            && is_postgres_target(text)
+        {
+            return PresetStore::open_postgres(text, options);
         }
-        let deadline = std::time::Instant::now() + options.busy_timeout;
-        let mut pause = Duration::from_millis(2);
-        loop {
-            match PresetStore::open_once(path.as_ref(), options.clone()) {
-                Err(StoreError::Locked) if std::time::Instant::now() + pause < deadline => {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(100));
-                }
-                result => return result,
-            }
-        }
+        let backend = sqlite::Sqlite::open(target, options.busy_timeout)?;
+        PresetStore::with_backend(Box::new(backend), cache_for(&options))
     }
 
-    fn open_once(path: &Path, options: StoreOptions) -> Result<PresetStore, StoreError> {
-        let shown = path.display().to_string();
-        let open_err = |reason: String| StoreError::Open {
-            path: shown.clone(),
-            reason,
-        };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
-            && !dir.is_dir()
-        {
-            return Err(open_err(format!(
-                "directory {} does not exist",
-                dir.display()
-            )));
-        }
-        let mut conn = Connection::open(path).map_err(|e| open_err(sqlite_reason(&e)))?;
-        conn.busy_timeout(options.busy_timeout)?;
-        // SQLite opens a write-protected file read-only by itself, but a WAL file also needs
-        // its `-shm` index and `-wal` log, which cannot be created when the directory is not
-        // writable. Then nothing can be written anyway, and the file is opened immutable: a
-        // snapshot for readers, without locks.
-        if let Err(e) = conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))
-            && matches!(
-                e.sqlite_error_code(),
-                Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen)
-            )
-        {
-            drop(conn);
-            conn = open_immutable(path).map_err(|e| open_err(sqlite_reason(&e)))?;
-        }
-        let read_only = conn.is_readonly(MAIN_DB)?.then(|| shown.clone());
-        PresetStore::setup(conn, options, true, read_only).map_err(|e| match e {
-            StoreError::Database(reason) => open_err(reason),
-            e => e,
+    #[cfg(feature = "postgres")]
+    fn open_postgres(target: &str, options: StoreOptions) -> Result<PresetStore, StoreError> {
+        let cache = cache_for(&options);
+        let sink = cache.clone();
+        let backend = postgres::Postgres::open(
+            target,
+            options.busy_timeout,
+            Box::new(move |change| match change {
+                Some(server) => sink.invalidate(server),
+                None => sink.invalidate_all(),
+            }),
+        )?;
+        PresetStore::with_backend(Box::new(backend), cache)
+    }
+
+    #[cfg(not(feature = "postgres"))]
+    fn open_postgres(target: &str, _options: StoreOptions) -> Result<PresetStore, StoreError> {
+        Err(StoreError::Open {
+            path: postgres_shown(target),
+            reason: "this build of stpreset has no PostgreSQL support (cargo feature `postgres`)"
+                .into(),
         })
+    }
+
+    /// A database target as messages should show it: a file path as it is, a PostgreSQL
+    /// connection string without its password.
+    ///
+    /// ```
+    /// use stpreset::PresetStore;
+    /// assert_eq!(PresetStore::shown_target("postgresql://bot:secret@db/x"), "postgresql://bot@db/x");
+    /// assert_eq!(PresetStore::shown_target("presets.sqlite"), "presets.sqlite");
+    /// ```
+    pub fn shown_target(target: impl AsRef<Path>) -> String {
+        let target = target.as_ref();
+        match target.to_str() {
+            Some(text) if is_postgres_target(text) => postgres_shown(text),
+            _ => target.display().to_string(),
+        }
     }
 
     /// A store in memory (for tests and short-lived tools).
     pub fn open_in_memory() -> Result<PresetStore, StoreError> {
-        let conn = Connection::open_in_memory()?;
-        PresetStore::setup(conn, StoreOptions::default(), false, None)
+        let options = StoreOptions::default();
+        PresetStore::with_backend(
+            Box::new(sqlite::Sqlite::open_in_memory()?),
+            cache_for(&options),
+        )
     }
 
-    fn setup(
-        mut conn: Connection,
-        options: StoreOptions,
-        wal: bool,
-        read_only: Option<String>,
+    fn with_backend(
+        backend: Box<dyn Backend>,
+        cache: Arc<cache::PresetCache>,
     ) -> Result<PresetStore, StoreError> {
-        conn.busy_timeout(options.busy_timeout)?;
-        conn.pragma_update(None, "foreign_keys", true)?;
-        if wal && read_only.is_none() {
-            // Asked before set, so that opening a file that is already WAL runs no statement
-            // that could write or wait for a lock.
-            let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0))?;
-            if !mode.eq_ignore_ascii_case("wal") {
-                // WAL lets readers proceed while a writer commits.
-                let _mode: String =
-                    conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
-            }
-        }
-        schema::migrate(&mut conn, read_only.is_some())?;
-        let cache = cache::PresetCache::new(options.ttl, options.cache_capacity, options.clock);
-        cache.observe_data_version(data_version(&conn)?);
-        Ok(PresetStore {
-            conn: Mutex::new(conn),
-            cache,
-            read_only,
-        })
+        let store = PresetStore { backend, cache };
+        store.check_foreign_writes()?;
+        Ok(store)
     }
 
-    /// The schema version of files this build creates.
+    /// The SQLite schema version of files this build creates.
     pub fn schema_version() -> usize {
-        schema::latest()
-    }
-
-    fn conn(&self) -> MutexGuard<'_, Connection> {
-        // rusqlite leaves the connection usable after a panic elsewhere; keep serving.
-        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+        sqlite::schema_version()
     }
 
     /// Imports a preset for `server` under `name`, replacing a same-named preset of that
-    /// server, and makes it the active one. Returns the new preset's id.
+    /// server, and makes it the active one. Returns the new preset's id, never one issued
+    /// before in this database.
     ///
     /// A name must have a visible character and no control characters (tab, newline,
     /// escape, ...) nor line separators or bidi overrides: [`StoreError::InvalidName`].
@@ -359,121 +327,40 @@ impl PresetStore {
             .iter()
             .map(|n| !n.marker && n.is_comment_only())
             .collect();
-        self.write(server, |tx| {
-            tx.execute(
-                "DELETE FROM st_presets WHERE server_id = ?1 AND name = ?2",
-                params![server, name],
-            )?;
-            tx.execute(
-                "UPDATE st_presets SET active = 0 WHERE server_id = ?1 AND active = 1",
-                params![server],
-            )?;
-            let at = now();
-            // Never an id issued before (schema 3), even past rows other tools wrote.
-            let id: i64 = tx.query_row(
-                "UPDATE st_id_floor SET id = MAX(id, (SELECT COALESCE(MAX(id), 0) FROM st_presets)) + 1 \
-                 RETURNING id",
-                [],
-                |r| r.get(0),
-            )?;
-            tx.execute(
-                "INSERT INTO st_presets (id, server_id, name, raw_json, active, created_at, updated_at, \
-                 lone_surrogates) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5, ?6)",
-                params![id, server, name, preset.raw_json(), at, preset.lone_surrogates as i64],
-            )?;
-            let mut insert = tx.prepare(&format!(
-                "INSERT INTO st_preset_nodes (preset_id, {PRESET_NODE_COLUMNS}) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
-            ))?;
-            for (i, (n, comment)) in preset.nodes().iter().zip(&comment_only).enumerate() {
-                insert.execute(params![
-                    id,
-                    n.identifier,
-                    n.name,
-                    n.role,
-                    n.content,
-                    n.marker,
-                    n.enabled,
-                    comment,
-                    i as i64,
-                    n.injection_position,
-                    n.injection_depth,
-                    n.injection_order
-                ])?;
-            }
-            Ok(id)
-        })
+        let new = NewPreset {
+            server,
+            name,
+            preset: &preset,
+            comment_only: &comment_only,
+        };
+        self.changed(server, self.backend.import(&new))
     }
 
     /// The server's presets, oldest first.
     pub fn list(&self, server: i64) -> Result<Vec<PresetSummary>, StoreError> {
-        let conn = self.conn();
-        // One statement, so one snapshot: the node counts match the presets listed.
-        let mut stmt = conn.prepare_cached(
-            "SELECT p.id, p.name, p.active, \
-                    (SELECT COUNT(*) FROM st_preset_nodes n WHERE n.preset_id = p.id), \
-                    p.description, p.created_at, p.updated_at, p.regex_allowed \
-             FROM st_presets p WHERE p.server_id = ?1 ORDER BY p.id",
-        )?;
-        let rows = stmt.query_map(params![server], |r| {
-            Ok(PresetSummary {
-                id: r.get(0)?,
-                name: r.get(1)?,
-                active: r.get(2)?,
-                nodes: r.get::<_, i64>(3)?.try_into().unwrap_or(0),
-                description: r.get(4)?,
-                created_at: r.get(5)?,
-                updated_at: r.get(6)?,
-                regex_allowed: r.get(7)?,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.backend.list(server)
     }
 
     /// One preset of the server, with its nodes in order (as stored, toggles included).
     pub fn get(&self, server: i64, id: i64) -> Result<Preset, StoreError> {
-        self.read(|tx| load(tx, server, id))
+        self.backend.get(server, id)
     }
 
     /// Makes `id` the server's one active preset.
     pub fn activate(&self, server: i64, id: i64) -> Result<(), StoreError> {
-        self.write(server, |tx| {
-            owned(tx, server, id)?;
-            tx.execute(
-                "UPDATE st_presets SET active = 0 WHERE server_id = ?1 AND active = 1",
-                params![server],
-            )?;
-            tx.execute(
-                "UPDATE st_presets SET active = 1, updated_at = ?2 WHERE id = ?1",
-                params![id, now()],
-            )?;
-            Ok(())
-        })
+        self.changed(server, self.backend.activate(server, id))
     }
 
     /// Lets the preset's regex scripts run, or stops them (SPEC §13.6.1). A render runs them
     /// only when its context allows them too; importing a preset of the same name again
     /// resets the permission to off.
     pub fn allow_regex(&self, server: i64, id: i64, allowed: bool) -> Result<(), StoreError> {
-        self.write(server, |tx| {
-            owned(tx, server, id)?;
-            tx.execute(
-                "UPDATE st_presets SET regex_allowed = ?2, updated_at = ?3 WHERE id = ?1",
-                params![id, allowed, now()],
-            )?;
-            Ok(())
-        })
+        self.changed(server, self.backend.allow_regex(server, id, allowed))
     }
 
     /// Leaves the server with no active preset (native context assembly).
     pub fn deactivate(&self, server: i64) -> Result<(), StoreError> {
-        self.write(server, |tx| {
-            tx.execute(
-                "UPDATE st_presets SET active = 0 WHERE server_id = ?1 AND active = 1",
-                params![server],
-            )?;
-            Ok(())
-        })
+        self.changed(server, self.backend.deactivate(server))
     }
 
     /// Sets nodes' enabled states (markers too). An unknown identifier fails the whole call.
@@ -483,79 +370,48 @@ impl PresetStore {
         id: i64,
         changes: &[(&str, bool)],
     ) -> Result<(), StoreError> {
-        self.write(server, |tx| {
-            owned(tx, server, id)?;
-            let mut update = tx.prepare_cached(
-                "UPDATE st_preset_nodes SET enabled = ?3 WHERE preset_id = ?1 AND identifier = ?2",
-            )?;
-            for (identifier, on) in changes {
-                if update.execute(params![id, identifier, on])? == 0 {
-                    return Err(StoreError::UnknownNode {
-                        id,
-                        identifier: identifier.to_string(),
-                    });
-                }
-            }
-            tx.execute(
-                "UPDATE st_presets SET updated_at = ?2 WHERE id = ?1",
-                params![id, now()],
-            )?;
-            Ok(())
-        })
+        self.changed(server, self.backend.set_enabled(server, id, changes))
     }
 
     /// Deletes a preset; if it was active, the most recently created survivor becomes active.
     pub fn delete(&self, server: i64, id: i64) -> Result<(), StoreError> {
-        self.write(server, |tx| {
-            let was_active = owned(tx, server, id)?;
-            tx.execute("DELETE FROM st_presets WHERE id = ?1", params![id])?;
-            if was_active {
-                tx.execute(
-                    "UPDATE st_presets SET active = 1 WHERE id = \
-                       (SELECT id FROM st_presets WHERE server_id = ?1 \
-                        ORDER BY created_at DESC, id DESC LIMIT 1)",
-                    params![server],
-                )?;
-            }
-            Ok(())
-        })
+        self.changed(server, self.backend.delete(server, id))
     }
 
     /// The server's active preset, uncached: its id and nodes in order, read from one
     /// snapshot (a concurrent re-import gives the old preset or the new one, never a mix).
     pub fn load_active(&self, server: i64) -> Result<Option<(i64, Preset)>, StoreError> {
-        self.read(|tx| active_preset(tx, server))
+        Ok(self.backend.load_active(server)?.map(|a| (a.id, a.preset)))
     }
 
     /// The server's active preset, compiled, through the cache. `None`: no active preset
     /// (cached too). A database error is returned, never cached.
     ///
-    /// Before serving an entry, checks whether another connection committed since the last
-    /// check; if so, the whole cache is dropped. Concurrent misses on one server load and
-    /// compile once; the others wait for that result.
+    /// Before serving an entry, checks that no other connection committed a change the
+    /// cache has not heard of; if one did, the cache is dropped. Concurrent misses on one
+    /// server load and compile once; the others wait for that result.
     pub fn active(&self, server: i64) -> Result<Option<Arc<CompiledPreset>>, StoreError> {
-        self.check_foreign_writes()?;
+        if !self.check_foreign_writes()? {
+            // Nobody vouches for the cache: read the database and keep nothing.
+            return self.load_compiled(server);
+        }
         match self.cache.get(server) {
             cache::Lookup::Hit(hit) => Ok(hit),
             cache::Lookup::Miss(ticket) => {
                 // On an error the ticket is dropped unfinished: waiters load for themselves.
-                let compiled = self.read(|tx| {
-                    let Some((id, preset)) = active_preset(tx, server)? else {
-                        return Ok(None);
-                    };
-                    let allowed: bool = tx.query_row(
-                        "SELECT regex_allowed FROM st_presets WHERE id = ?1",
-                        params![id],
-                        |r| r.get(0),
-                    )?;
-                    let mut compiled = preset.compile();
-                    compiled.set_regex_permitted(allowed);
-                    Ok(Some(Arc::new(compiled)))
-                })?;
+                let compiled = self.load_compiled(server)?;
                 ticket.finish(compiled.clone());
                 Ok(compiled)
             }
         }
+    }
+
+    fn load_compiled(&self, server: i64) -> Result<Option<Arc<CompiledPreset>>, StoreError> {
+        Ok(self.backend.load_active(server)?.map(|active| {
+            let mut compiled = active.preset.compile();
+            compiled.set_regex_permitted(active.regex_allowed);
+            Arc::new(compiled)
+        }))
     }
 
     /// Renders the server's active preset (through the cache); `None` when it has none.
@@ -578,131 +434,85 @@ impl PresetStore {
         self.cache.len()
     }
 
-    fn check_foreign_writes(&self) -> Result<(), StoreError> {
-        let conn = self.conn();
-        let version = data_version(&conn)?;
-        // Recorded under the connection lock, so versions are observed in the order read.
-        self.cache.observe_data_version(version);
-        Ok(())
-    }
-
-    /// Runs `f` in one read transaction: every statement in it sees the same snapshot.
-    fn read<T>(
-        &self,
-        f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        let out = f(&tx)?;
-        tx.commit()?;
-        Ok(out)
-    }
-
-    /// Runs `f` in a write transaction; on success commits and invalidates the server's
-    /// cache entry.
-    fn write<T>(
-        &self,
-        server: i64,
-        f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        if let Some(path) = &self.read_only {
-            return Err(StoreError::ReadOnly { path: path.clone() });
-        }
-        let mut conn = self.conn();
-        // IMMEDIATE takes the write lock before the first read, waiting out the busy
-        // timeout. A deferred transaction that reads first and then writes must upgrade its
-        // read lock, which SQLite refuses at once with SQLITE_BUSY rather than wait.
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let out = f(&tx)?;
-        tx.commit()?;
-        drop(conn);
-        self.cache.invalidate(server);
-        Ok(out)
-    }
-}
-
-/// Changes whenever another connection commits to the database. Asked on every render, so
-/// the statement is cached rather than prepared each time.
-fn data_version(conn: &Connection) -> Result<i64, StoreError> {
-    Ok(conn
-        .prepare_cached("PRAGMA data_version")?
-        .query_row([], |r| r.get(0))?)
-}
-
-/// Opens `path` read-only and immutable (no locks, no `-shm`), through a `file:` URI.
-fn open_immutable(path: &Path) -> rusqlite::Result<Connection> {
-    let mut uri = String::from("file:");
-    for b in path.to_string_lossy().bytes() {
-        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
-            uri.push(char::from(b));
-        } else {
-            uri.push_str(&format!("%{b:02X}"));
+    /// Whether the cache may be used: `false` when the backend cannot vouch that it has heard
+    /// of every foreign commit.
+    fn check_foreign_writes(&self) -> Result<bool, StoreError> {
+        match self.backend.freshness()? {
+            Freshness::Version(version) => {
+                self.cache.observe_data_version(version);
+                Ok(true)
+            }
+            Freshness::Vouched => Ok(true),
+            Freshness::Unvouched => Ok(false),
         }
     }
-    uri.push_str("?mode=ro&immutable=1");
-    Connection::open_with_flags(
-        uri,
-        OpenFlags::SQLITE_OPEN_READ_ONLY
-            | OpenFlags::SQLITE_OPEN_URI
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
+
+    /// A mutation's result; on success the server's cache entry is dropped.
+    fn changed<T>(&self, server: i64, result: Result<T, StoreError>) -> Result<T, StoreError> {
+        if result.is_ok() {
+            self.cache.invalidate(server);
+        }
+        result
+    }
 }
 
-/// Checks that preset `id` belongs to `server`; returns its active flag.
-fn owned(conn: &Connection, server: i64, id: i64) -> Result<bool, StoreError> {
-    conn.query_row(
-        "SELECT active FROM st_presets WHERE id = ?1 AND server_id = ?2",
-        params![id, server],
-        |r| r.get(0),
-    )
-    .optional()?
-    .ok_or(StoreError::NotFound { server, id })
-}
-
-/// Reads one preset; the caller runs it inside a transaction so that the preset row and its
-/// nodes come from one snapshot.
-/// The server's active preset and its id, in the caller's snapshot.
-fn active_preset(tx: &Connection, server: i64) -> Result<Option<(i64, Preset)>, StoreError> {
-    let id: Option<i64> = tx
-        .query_row(
-            "SELECT id FROM st_presets WHERE server_id = ?1 AND active = 1",
-            params![server],
-            |r| r.get(0),
-        )
-        .optional()?;
-    id.map(|id| Ok((id, load(tx, server, id)?))).transpose()
-}
-
-fn load(conn: &Connection, server: i64, id: i64) -> Result<Preset, StoreError> {
-    let (raw, lone): (String, i64) = conn
-        .query_row(
-            "SELECT raw_json, lone_surrogates FROM st_presets WHERE id = ?1 AND server_id = ?2",
-            params![id, server],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .optional()?
-        .ok_or(StoreError::NotFound { server, id })?;
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {PRESET_NODE_COLUMNS} FROM st_preset_nodes WHERE preset_id = ?1 ORDER BY order_index"
-    ))?;
-    let nodes = stmt
-        .query_map(params![id], |r| {
-            Ok(PresetNode {
-                identifier: r.get(0)?,
-                name: r.get(1)?,
-                role: r.get(2)?,
-                content: r.get(3)?,
-                marker: r.get(4)?,
-                enabled: r.get(5)?,
-                injection_position: r.get(8)?,
-                injection_depth: r.get(9)?,
-                injection_order: r.get(10)?,
-            })
-        })?
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Preset::from_stored(
-        nodes,
-        raw.into_bytes().into_boxed_slice(),
-        usize::try_from(lone).unwrap_or(0),
+fn cache_for(options: &StoreOptions) -> Arc<cache::PresetCache> {
+    Arc::new(cache::PresetCache::new(
+        options.ttl,
+        options.cache_capacity,
+        options.clock.clone(),
     ))
+}
+
+/// A connection string as error messages show it: without its password.
+fn postgres_shown(target: &str) -> String {
+    if let Some((scheme, rest)) = target.split_once("://")
+        && let Some((userinfo, host)) = rest.split_once('@')
+    {
+        let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
+        return format!("{scheme}://{user}@{host}");
+    }
+    target
+        .split_whitespace()
+        .map(|word| {
+            if word.starts_with("password=") {
+                "password=…"
+            } else {
+                word
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_are_told_apart() {
+        for pg in [
+            "postgresql://u@h/db",
+            "postgres://h/db",
+            "host=/tmp dbname=x",
+            "dbname=x",
+        ] {
+            assert!(is_postgres_target(pg), "{pg}");
+        }
+        for file in ["p.sqlite", "./host=x", "/tmp/a=b", "data/presets.db", ""] {
+            assert!(!is_postgres_target(file), "{file}");
+        }
+    }
+
+    #[test]
+    fn passwords_are_not_shown() {
+        assert_eq!(
+            postgres_shown("postgresql://bot:secret@db:5432/x"),
+            "postgresql://bot@db:5432/x"
+        );
+        assert_eq!(
+            postgres_shown("host=db password=secret dbname=x"),
+            "host=db password=… dbname=x"
+        );
+    }
 }

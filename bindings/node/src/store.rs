@@ -1,4 +1,4 @@
-//! The preset store (SQLite, per server; `stpreset::PresetStore`) for bots: import, list,
+//! The preset store (SQLite or PostgreSQL, per server; `stpreset::PresetStore`) for bots: import, list,
 //! activate, toggle and render a server's active preset through the store's cache.
 
 use std::sync::Arc;

@@ -70,3 +70,29 @@ test('review: a context or items list with toJSON is refused; getters are read o
   assert.strictEqual(reads, 1);
   assert.throws(() => chat.splice(1n), TypeError);
 });
+
+const PG = process.env.STPRESET_TEST_POSTGRES;
+test('a PostgreSQL connection string opens the same store, shared between instances',
+  { skip: !PG && 'STPRESET_TEST_POSTGRES is not set (scripts/pg-throwaway starts a server)' }, () => {
+    const target = `${PG} dbname=postgres`;
+    const bot = s.PresetStore.open(target);
+    const admin = s.PresetStore.open(target);
+    const guild = BigInt(Date.now()) * 1000n + BigInt(process.pid % 1000);
+    const texts = () => { const r = bot.render(guild, {}); return r && r.messages.map((m) => m.parts.join('')); };
+    const seen = (want) => {
+      const deadline = Date.now() + 1000;
+      while (JSON.stringify(texts()) !== JSON.stringify(want)) {
+        assert.ok(Date.now() < deadline, `not seen within 1 s: ${JSON.stringify(want)}`);
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
+      }
+    };
+    const id = admin.importPreset(guild, 'mine', PRESET);
+    seen(['Hi User']);
+    admin.setEnabled(guild, id, { nsfw: true });
+    seen(['Hi User', 'Spicy']);
+    assert.throws(() => bot.activate(guild + 1n, id), (e) => e instanceof s.StoreError && e.kind === 'NotFound');
+    admin.delete(guild, id);
+    seen(null);
+    assert.throws(() => s.PresetStore.open('postgresql://nobody@127.0.0.1:1/x?connect_timeout=1'),
+      (e) => e instanceof s.StoreError && e.kind === 'Open');
+  });

@@ -1,4 +1,4 @@
-//! The preset store (SQLite, per server; `stpreset::PresetStore`) for bots: import, list,
+//! The preset store (SQLite or PostgreSQL, per server; `stpreset::PresetStore`) for bots: import, list,
 //! activate, toggle and the active preset compiled through the store's cache. Calls release
 //! the GIL (the store serializes its own connection).
 

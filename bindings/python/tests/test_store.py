@@ -1,6 +1,8 @@
 """The store in the package: same semantics and errors as the Rust store."""
 
 import json
+import os
+import time
 
 import pytest
 
@@ -69,3 +71,37 @@ def test_review_ids_are_not_reused_and_names_and_toggles_follow_the_rules(tmp_pa
     assert len(stpreset.Preset.from_json(odd).compile({"n\udc00": True}).render()["messages"]) == 1
     with pytest.raises(stpreset.StoreError):
         stpreset.PresetStore("")
+
+
+PG = os.environ.get("STPRESET_TEST_POSTGRES")
+
+
+@pytest.mark.skipif(not PG, reason="STPRESET_TEST_POSTGRES is not set (scripts/pg-throwaway starts a server)")
+def test_a_postgresql_connection_string_opens_the_same_store_shared_between_instances():
+    target = f"{PG} dbname=postgres"
+    bot = stpreset.PresetStore.open(target)
+    admin = stpreset.PresetStore.open(target)
+    guild = time.time_ns() // 1000 + os.getpid() % 1000
+
+    def texts():
+        out = bot.render(guild)
+        return out and ["".join(m["parts"]) for m in out["messages"]]
+
+    def seen(want):
+        deadline = time.monotonic() + 1
+        while texts() != want:
+            assert time.monotonic() < deadline, f"not seen within 1 s: {want}"
+            time.sleep(0.005)
+
+    pid = admin.import_preset(guild, "mine", PRESET)
+    seen(["Hi User"])
+    admin.set_enabled(guild, pid, {"nsfw": True})
+    seen(["Hi User", "Spicy"])
+    with pytest.raises(stpreset.StoreError) as e:
+        bot.activate(guild + 1, pid)
+    assert e.value.kind == "NotFound"
+    admin.delete(guild, pid)
+    seen(None)
+    with pytest.raises(stpreset.StoreError) as e:
+        stpreset.PresetStore.open("postgresql://nobody@127.0.0.1:1/x?connect_timeout=1")
+    assert e.value.kind == "Open"

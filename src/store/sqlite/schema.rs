@@ -6,9 +6,9 @@ use super::StoreError;
 
 /// Migration scripts in order; index + 1 is the schema version they produce.
 const MIGRATIONS: [&str; 3] = [
-    include_str!("../../migrations/0001_init.sql"),
-    include_str!("../../migrations/0002_regex_allowed.sql"),
-    include_str!("../../migrations/0003_ids_and_notes.sql"),
+    include_str!("../../../migrations/sqlite/0001_init.sql"),
+    include_str!("../../../migrations/sqlite/0002_regex_allowed.sql"),
+    include_str!("../../../migrations/sqlite/0003_ids_and_notes.sql"),
 ];
 
 /// The tables the migrations create; a version-0 file that already has one is not ours.
@@ -78,6 +78,6 @@ pub(super) fn migrate(conn: &mut Connection, read_only: bool) -> Result<(), Stor
 }
 
 /// The schema version this build writes.
-pub(super) fn latest() -> usize {
+pub(in crate::store) fn latest() -> usize {
     MIGRATIONS.len()
 }
