@@ -283,7 +283,9 @@ export interface PresetSummary {
   regex_allowed: boolean;
 }
 
-/** Presets per server in one SQLite file; the active preset compiled through a cache. */
+/** Presets per server in one database (a SQLite file path, or a PostgreSQL connection string
+ * such as `postgresql://bot@db/presets` or `host=/run/postgresql dbname=presets`); the active
+ * preset compiled through a cache, which changes made by other instances invalidate. */
 export declare class PresetStore {
   static open(path: string): PresetStore;
   importPreset(server: StoreId, name: string, text: string | Uint8Array): string;

@@ -29,7 +29,7 @@ fn id(text: &str) -> Result<i64> {
     })
 }
 
-/// Presets per server in one SQLite file.
+/// Presets per server in one database: a SQLite file, or a PostgreSQL connection string.
 #[napi]
 pub struct PresetStore {
     inner: stpreset::PresetStore,
@@ -37,7 +37,7 @@ pub struct PresetStore {
 
 #[napi]
 impl PresetStore {
-    /// Opens (or creates) the store file.
+    /// Opens (or creates) the store: a SQLite file path or a PostgreSQL connection string.
     #[napi(factory)]
     pub fn open(path: String) -> Result<PresetStore> {
         stpreset::PresetStore::open(path)

@@ -17,7 +17,7 @@ fn store_error(e: stpreset::StoreError) -> PyErr {
     }
 }
 
-/// Presets per server in one SQLite file.
+/// Presets per server in one database: a SQLite file, or a PostgreSQL connection string.
 #[pyclass(frozen, module = "stpreset._native")]
 pub struct PresetStore {
     inner: stpreset::PresetStore,

@@ -219,6 +219,9 @@ class PresetSummary(TypedDict):
     regex_allowed: bool
 
 class PresetStore:
+    """Presets per server in one database: a SQLite file path, or a PostgreSQL connection
+    string (``postgresql://bot@db/presets``, ``host=/run/postgresql dbname=presets``)."""
+
     def __init__(self, path: Union[str, "os.PathLike[str]"]) -> None: ...
     @classmethod
     def open(cls, path: Union[str, "os.PathLike[str]"]) -> PresetStore: ...
