@@ -1,7 +1,10 @@
 //! Store operations at size n and 10n, so their growth can be read off (compare the two rows
 //! of each group): import and toggle by nodes per preset, list by presets per server, render
-//! through the cache (hit) and without it (load + compile + render every call) by nodes.
-//! Then the corpus presets, cached vs from the database.
+//! through the cache (hit) and without it (load + compile + render every call) by nodes; and
+//! how long a toggle by one store takes to reach another store's render. On SQLite, and on
+//! PostgreSQL too when `STPRESET_TEST_POSTGRES` names a server (built with `--features
+//! postgres`; `scripts/pg-throwaway start DIR` starts one). Then the corpus presets, cached vs
+//! from the database.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use serde_json::json;
@@ -28,16 +31,60 @@ fn synthetic(n: usize) -> Vec<u8> {
     serde_json::to_vec(&json!({ "prompts": prompts })).expect("bench preset")
 }
 
-fn open(dir: &tempfile::TempDir, name: &str, capacity: usize) -> PresetStore {
-    let mut options = StoreOptions::default();
-    options.cache_capacity = capacity;
-    PresetStore::open_with(dir.path().join(name), options).expect("store opens")
+/// Where a bench's stores live: a SQLite file, or a PostgreSQL database of its own.
+enum Target {
+    Sqlite(tempfile::TempDir),
+    Postgres(String),
+}
+
+impl Target {
+    fn backends() -> Vec<(&'static str, Target)> {
+        let mut targets = vec![(
+            "sqlite",
+            Target::Sqlite(tempfile::tempdir().expect("temp dir")),
+        )];
+        match std::env::var("STPRESET_TEST_POSTGRES") {
+            Ok(base) if cfg!(feature = "postgres") => {
+                let name = format!("bench_{}", std::process::id());
+                let made = std::process::Command::new("psql")
+                    .arg(format!("{base} dbname=postgres"))
+                    .args(["-qc", &format!("CREATE DATABASE {name}")])
+                    .status()
+                    .is_ok_and(|s| s.success());
+                if made {
+                    targets.push((
+                        "postgres",
+                        Target::Postgres(format!("{base} dbname={name}")),
+                    ));
+                }
+            }
+            _ => eprintln!(
+                "store benches: PostgreSQL skipped (set STPRESET_TEST_POSTGRES, --features postgres)"
+            ),
+        }
+        targets
+    }
+
+    fn open(&self, capacity: usize) -> PresetStore {
+        let mut options = StoreOptions::default();
+        options.cache_capacity = capacity;
+        match self {
+            Target::Sqlite(dir) => PresetStore::open_with(dir.path().join("ops.sqlite"), options),
+            Target::Postgres(target) => PresetStore::open_with(target, options),
+        }
+        .expect("store opens")
+    }
 }
 
 fn operations(c: &mut Criterion) {
+    for (backend, target) in Target::backends() {
+        operations_on(c, backend, &target);
+    }
+}
+
+fn operations_on(c: &mut Criterion, backend: &str, target: &Target) {
     let ctx = support::realistic_context(20);
-    let dir = tempfile::tempdir().expect("temp dir");
-    let store = open(&dir, "ops.sqlite", 1024);
+    let store = target.open(1024);
     // Server 1 000 + n holds one preset of n nodes; server 2 000 + n holds n presets.
     for n in NODES {
         store
@@ -51,9 +98,10 @@ fn operations(c: &mut Criterion) {
                 .expect("import");
         }
     }
-    let uncached = open(&dir, "ops.sqlite", 0);
+    let uncached = target.open(0);
+    let other = target.open(1024);
 
-    let mut g = c.benchmark_group("store/import (nodes)");
+    let mut g = c.benchmark_group(format!("store/{backend}/import (nodes)"));
     for n in NODES {
         let bytes = synthetic(n);
         g.bench_with_input(BenchmarkId::from_parameter(n), &bytes, |b, bytes| {
@@ -66,7 +114,7 @@ fn operations(c: &mut Criterion) {
     }
     g.finish();
 
-    let mut g = c.benchmark_group("store/list (presets)");
+    let mut g = c.benchmark_group(format!("store/{backend}/list (presets)"));
     for n in PRESETS {
         g.bench_function(BenchmarkId::from_parameter(n), |b| {
             b.iter(|| store.list(black_box(2_000 + n as i64)).expect("list"))
@@ -74,7 +122,7 @@ fn operations(c: &mut Criterion) {
     }
     g.finish();
 
-    let mut g = c.benchmark_group("store/toggle one node (nodes)");
+    let mut g = c.benchmark_group(format!("store/{backend}/toggle one node (nodes)"));
     for n in NODES {
         let server = 1_000 + n as i64;
         let id = store.list(server).expect("list")[0].id;
@@ -90,7 +138,7 @@ fn operations(c: &mut Criterion) {
     }
     g.finish();
 
-    let mut g = c.benchmark_group("store/active, cached (nodes)");
+    let mut g = c.benchmark_group(format!("store/{backend}/active, cached (nodes)"));
     for n in NODES {
         g.bench_function(BenchmarkId::from_parameter(n), |b| {
             b.iter(|| store.active(black_box(1_000 + n as i64)).expect("active"))
@@ -98,7 +146,7 @@ fn operations(c: &mut Criterion) {
     }
     g.finish();
 
-    let mut g = c.benchmark_group("store/render, cached (nodes)");
+    let mut g = c.benchmark_group(format!("store/{backend}/render, cached (nodes)"));
     for n in NODES {
         g.bench_function(BenchmarkId::from_parameter(n), |b| {
             b.iter(|| {
@@ -110,7 +158,7 @@ fn operations(c: &mut Criterion) {
     }
     g.finish();
 
-    let mut g = c.benchmark_group("store/render, uncached (nodes)");
+    let mut g = c.benchmark_group(format!("store/{backend}/render, uncached (nodes)"));
     for n in NODES {
         g.bench_function(BenchmarkId::from_parameter(n), |b| {
             b.iter(|| {
@@ -120,6 +168,28 @@ fn operations(c: &mut Criterion) {
             })
         });
     }
+    g.finish();
+
+    // A toggle by one store, then the other store's renders until they show it: the time for
+    // a change to reach another instance (SQLite: its next render; PostgreSQL: a notification).
+    let mut g = c.benchmark_group(format!("store/{backend}/toggle seen by another store"));
+    let server = 1_000 + NODES[0] as i64;
+    let id = store.list(server).expect("list")[0].id;
+    let mut on = false;
+    g.bench_function("50 nodes", |b| {
+        b.iter(|| {
+            let before = other.active(server).expect("active").expect("preset");
+            on = !on;
+            store
+                .set_enabled(server, id, &[("n1", on)])
+                .expect("toggle");
+            // A new compiled preset is one loaded after the change was heard.
+            while std::sync::Arc::ptr_eq(
+                &before,
+                &other.active(server).expect("active").expect("preset"),
+            ) {}
+        })
+    });
     g.finish();
 }
 

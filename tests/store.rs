@@ -1496,3 +1496,148 @@ fn the_cli_lists_a_presets_nodes_and_renders_a_request() {
         assert_eq!(body["temperature"], 0.5, "the preset's settings: {body}");
     }
 }
+
+/// Servers every stress thread shares; each thread also has one of its own.
+const SHARED_SERVERS: i64 = 4;
+const STRESS_THREADS: i64 = 32;
+
+/// A preset whose every node says which server it was imported for.
+fn marked(server: i64, nodes: usize) -> Vec<u8> {
+    let prompts: Vec<serde_json::Value> = (0..nodes)
+        .map(
+            |i| serde_json::json!({"identifier": format!("n{i}"), "content": format!("S{server}")}),
+        )
+        .collect();
+    serde_json::to_vec(&serde_json::json!({ "prompts": prompts })).unwrap()
+}
+
+/// One process's share of the stress test: 32 threads over two stores, importing, toggling,
+/// activating, deleting and rendering shared and private servers. `process` keeps the two
+/// processes' private servers apart.
+fn stress(target: &std::path::Path, process: i64) {
+    let stores = [
+        PresetStore::open(target).unwrap(),
+        PresetStore::open(target).unwrap(),
+    ];
+    std::thread::scope(|s| {
+        for t in 0..STRESS_THREADS {
+            let store = &stores[t as usize % 2];
+            s.spawn(move || {
+                let own = 1_000 + process * 100 + t;
+                for i in 0..12i64 {
+                    let server = if i % 2 == 0 {
+                        own
+                    } else {
+                        1 + (t + i) % SHARED_SERVERS
+                    };
+                    let id = store
+                        .import(
+                            server,
+                            &format!("p{}", (t + i) % 3),
+                            &marked(server, 3 + (i as usize % 4)),
+                        )
+                        .unwrap();
+                    match store.set_enabled(server, id, &[("n1", i % 3 == 0)]) {
+                        // Another thread replaced or deleted it meanwhile: not an error of ours.
+                        Ok(()) | Err(StoreError::NotFound { .. }) => {}
+                        Err(e) => panic!("toggle: {e}"),
+                    }
+                    if i % 5 == 4 {
+                        match store.delete(server, id) {
+                            Ok(()) | Err(StoreError::NotFound { .. }) => {}
+                            Err(e) => panic!("delete: {e}"),
+                        }
+                    }
+                    for probe in [server, own, 1 + t % SHARED_SERVERS] {
+                        if let Some(out) = store.render(probe, &Context::default()).unwrap() {
+                            for m in &out.messages {
+                                assert_eq!(
+                                    m.text(),
+                                    format!("S{probe}"),
+                                    "a read of another server"
+                                );
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+}
+
+/// The second process of the stress test: runs only when the first starts it.
+#[test]
+fn stress_worker() {
+    let (Ok(target), Ok(process)) = (
+        std::env::var("STPRESET_STRESS_TARGET"),
+        std::env::var("STPRESET_STRESS_PROCESS"),
+    ) else {
+        return;
+    };
+    stress(std::path::Path::new(&target), process.parse().unwrap());
+}
+
+#[test]
+fn thirty_two_threads_in_two_processes_keep_every_invariant() {
+    for db in backends() {
+        let target = db.target();
+        db.open(); // migrated before the crowd arrives
+        let child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "stress_worker", "--test-threads=1"])
+            .env("STPRESET_STRESS_TARGET", &target)
+            .env("STPRESET_STRESS_PROCESS", "1")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        stress(&target, 0);
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            stderr(&out)
+        );
+        let store = db.open();
+        let servers = (1..=SHARED_SERVERS)
+            .chain((0..2).flat_map(|p| (0..STRESS_THREADS).map(move |t| 1_000 + p * 100 + t)));
+        for server in servers {
+            let list = store.list(server).unwrap();
+            assert!(
+                list.iter().filter(|p| p.active).count() <= 1,
+                "server {server}"
+            );
+            assert!(
+                list.is_empty() || list.iter().any(|p| p.active),
+                "server {server}: presets but none active"
+            );
+            for p in &list {
+                let preset = store.get(server, p.id).unwrap();
+                assert_eq!(preset.nodes().len(), p.nodes);
+                assert!(
+                    preset
+                        .nodes()
+                        .iter()
+                        .all(|n| n.content == format!("S{server}"))
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_store_can_be_called_inside_an_async_runtime() {
+    for db in backends() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let store = db.open();
+            let id = store.import(1, "a", A).unwrap();
+            store.set_enabled(1, id, &[("extra", false)]).unwrap();
+            assert_eq!(texts(&store, 1).unwrap(), ["A User"]);
+            assert_eq!(store.list(1).unwrap().len(), 1);
+            drop(store);
+        });
+    }
+}
