@@ -195,8 +195,8 @@ fn operations_on(c: &mut Criterion, backend: &str, target: &Target) {
 
 fn corpus(c: &mut Criterion) {
     let ctx = support::realistic_context(200);
-    let dir = tempfile::tempdir().expect("temp dir");
-    let store = open(&dir, "corpus.sqlite", 1024);
+    let target = Target::Sqlite(tempfile::tempdir().expect("temp dir"));
+    let store = target.open(1024);
     for path in support::corpus() {
         let name = path
             .file_stem()
