@@ -1413,17 +1413,9 @@ fn a_server_killed_mid_write_leaves_all_or_nothing_and_the_store_recovers() {
             write.join().unwrap()
         });
         server.script("start");
-        // The failed call was an error, not a panic; the next one reconnects.
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        let list = loop {
-            match store.list(1) {
-                Ok(list) => break list,
-                Err(e) => {
-                    assert!(std::time::Instant::now() < deadline, "no recovery: {e}");
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-            }
-        };
+        // The failed call was an error, not a panic; the next read reconnects (a read that
+        // finds its connection dead is tried once more on a new one).
+        let list = store.list(1).expect("the store recovers at once");
         if let Some(p) = list.iter().find(|p| p.name == "big") {
             assert_eq!(p.nodes, 20_000, "round {round}: whole ({killed:?})");
             assert_eq!(store.get(1, p.id).unwrap().nodes().len(), 20_000);

@@ -144,21 +144,28 @@ impl Postgres {
     }
 
     /// Runs `f` in one read-only snapshot (repeatable read): a preset and its nodes come from
-    /// one committed state.
+    /// one committed state. A read that fails because the connection had died (a server
+    /// restart since the last call) is tried once more on a new connection: it wrote nothing.
     fn read<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut Transaction<'_>) -> Result<T, StoreError> + Send + 'static,
+        f: impl Fn(&mut Transaction<'_>) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         self.worker.run(move |session| {
-            let mut tx = session
-                .client()?
-                .build_transaction()
-                .isolation_level(IsolationLevel::RepeatableRead)
-                .read_only(true)
-                .start()?;
-            let out = f(&mut tx)?;
-            tx.commit()?;
-            Ok(out)
+            let attempt = |session: &mut worker::Session| {
+                let mut tx = session
+                    .client()?
+                    .build_transaction()
+                    .isolation_level(IsolationLevel::RepeatableRead)
+                    .read_only(true)
+                    .start()?;
+                let out = f(&mut tx)?;
+                tx.commit()?;
+                Ok(out)
+            };
+            match attempt(session) {
+                Err(_) if session.broken() => attempt(session),
+                out => out,
+            }
         })
     }
 
@@ -283,9 +290,9 @@ impl Backend for Postgres {
     }
 
     fn list(&self, server: i64) -> Result<Vec<PresetSummary>, StoreError> {
-        // One statement, so one snapshot: the node counts match the presets listed.
-        let rows = self.worker.run(move |session| {
-            Ok(session.client()?.query(
+        // One snapshot: the node counts match the presets listed.
+        let rows = self.read(move |tx| {
+            Ok(tx.query(
                 "SELECT p.id, p.name, p.active, \
                         (SELECT COUNT(*) FROM stpreset.st_preset_nodes n WHERE n.preset_id = p.id), \
                         p.description, p.created_at, p.updated_at, p.regex_allowed, p.nul_escaped \

@@ -29,6 +29,11 @@ pub(super) struct Session {
 }
 
 impl Session {
+    /// Whether the connection died during the last call.
+    pub(super) fn broken(&self) -> bool {
+        self.client.as_ref().is_some_and(Client::is_closed)
+    }
+
     /// The live connection, connecting first when there is none or it broke.
     pub(super) fn client(&mut self) -> Result<&mut Client, StoreError> {
         if self.client.as_ref().is_none_or(Client::is_closed) {
