@@ -203,6 +203,18 @@ fn seen<T: PartialEq + std::fmt::Debug>(db: &Db, want: T, mut got: impl FnMut() 
     }
 }
 
+/// Tests that count cache hits on PostgreSQL need their listener threads to run on time; the
+/// tests that load the machine (64 threads, a killed server) run alone.
+static MACHINE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn counting_hits() -> std::sync::RwLockReadGuard<'static, ()> {
+    MACHINE.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn loading_the_machine() -> std::sync::RwLockWriteGuard<'static, ()> {
+    MACHINE.write().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Lets notifications of foreign commits already made reach a PostgreSQL store before a test
 /// counts cache hits.
 fn settle(db: &Db) {
@@ -358,6 +370,7 @@ fn deleting_the_active_preset_promotes_the_newest_survivor() {
 
 #[test]
 fn cache_ttl_negative_entries_and_invalidation() {
+    let _quiet = counting_hits();
     for db in backends() {
         let clock = Arc::new(TestClock::default());
         let mut options = StoreOptions::default();
@@ -372,6 +385,7 @@ fn cache_ttl_negative_entries_and_invalidation() {
 
         // An entry is served until the TTL runs out, then reloaded.
         let a = store.import(1, "a", A).unwrap();
+        settle(&db); // its own notification comes back too
         let first = store.active(1).unwrap().unwrap();
         clock.advance(599);
         assert!(
@@ -578,6 +592,7 @@ fn reimport_racing_loads_never_yields_a_partial_or_mixed_preset() {
 
 #[test]
 fn a_write_through_another_store_is_seen_at_the_next_render() {
+    let _quiet = counting_hits();
     for db in backends() {
         let bot = db.open();
         let other = db.open();
@@ -750,6 +765,7 @@ fn concurrent_cli_toggles_never_report_locked() {
 
 #[test]
 fn the_cache_stays_within_its_capacity() {
+    let _quiet = counting_hits();
     for db in backends() {
         let store = db.open();
         for server in [0, 5_000, 9_999] {
@@ -775,10 +791,12 @@ fn the_cache_stays_within_its_capacity() {
 
 #[test]
 fn concurrent_misses_on_one_server_load_once() {
+    let _quiet = counting_hits();
     for db in backends() {
         let store = db.open();
         // Large enough that every thread arrives while the first is still loading.
         store.import(1, "big", &uniform('P', 3_000)).unwrap();
+        settle(&db); // its own notification comes back too
         let threads = 8;
         let start = std::sync::Barrier::new(threads);
         let results: Vec<_> = std::thread::scope(|s| {
@@ -1189,6 +1207,31 @@ fn u0000_round_trips_exactly() {
             store.set_enabled(1, id, &[("a\\0b", false)]),
             Err(StoreError::UnknownNode { .. })
         ));
+        // A name with backslashes on a preset whose text is escaped lists as given.
+        store.import(1, "C:\\dir\\x", NUL).unwrap();
+        assert!(
+            store
+                .list(1)
+                .unwrap()
+                .iter()
+                .any(|p| p.name == "C:\\dir\\x")
+        );
+        // Escaping doubles backslashes: a file just under the import limit still loads.
+        let big = format!(
+            r#"{{"prompts": [{{"identifier": "big", "content": "{}\u0000"}}]}}"#,
+            "a\\n".repeat(600_000)
+        );
+        store.import(1, "big", big.as_bytes()).unwrap();
+        assert_eq!(
+            store
+                .active(1)
+                .unwrap()
+                .unwrap()
+                .render(&Context::default())
+                .messages
+                .len(),
+            1
+        );
         // A preset without U+0000 is stored as it is, readable with plain SQL.
         let id = store
             .import(
@@ -1229,12 +1272,14 @@ fn rows_other_tools_wrote_are_checked_on_load() {
 
 #[test]
 fn a_rolled_back_change_is_never_seen() {
+    let _quiet = counting_hits();
     let Some(base) = postgres_server() else {
         return;
     };
     let target = postgres_database(&base);
     let bot = PresetStore::open(&target).unwrap();
     let a = bot.import(1, "a", A).unwrap();
+    std::thread::sleep(Duration::from_millis(100)); // the import's own notification
     assert_eq!(texts(&bot, 1).unwrap(), ["A User", "EXTRA"]);
     psql(
         &target,
@@ -1299,7 +1344,8 @@ fn postgres_changes_reach_other_processes_within_a_second() {
 fn listener_pid(target: &str) -> Option<String> {
     let pids = psql(
         target,
-        "SELECT pid FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND datname = current_database()",
+        "SELECT pid FROM pg_stat_activity WHERE query LIKE 'SELECT pg_notify%' \
+         AND datname = current_database()",
     );
     pids.lines().next().map(str::to_string)
 }
@@ -1388,6 +1434,7 @@ impl Drop for PrivateServer {
 
 #[test]
 fn a_server_killed_mid_write_leaves_all_or_nothing_and_the_store_recovers() {
+    let _alone = loading_the_machine();
     if postgres_server().is_none() {
         return;
     }
@@ -1571,6 +1618,7 @@ fn stress_worker() {
 
 #[test]
 fn thirty_two_threads_in_two_processes_keep_every_invariant() {
+    let _alone = loading_the_machine();
     for db in backends() {
         let target = db.target();
         db.open(); // migrated before the crowd arrives
@@ -1632,4 +1680,98 @@ fn the_store_can_be_called_inside_an_async_runtime() {
             drop(store);
         });
     }
+}
+
+#[test]
+fn a_backlog_of_notifications_never_keeps_a_stale_entry_past_the_bound() {
+    // PostgreSQL has one notification queue for all databases: a flood here delays others.
+    let _alone = loading_the_machine();
+    let Some(base) = postgres_server() else {
+        return;
+    };
+    let target = postgres_database(&base);
+    let bot = PresetStore::open(&target).unwrap();
+    let a = bot.import(1, "a", A).unwrap();
+    assert_eq!(texts(&bot, 1).unwrap(), ["A User", "EXTRA"]);
+    // 300,000 notifications for other servers, then the change, in one transaction: the
+    // change's own notification arrives last.
+    psql(
+        &target,
+        &format!(
+            "SELECT count(pg_notify('stpreset_changes', (g + 100000)::text)) \
+             FROM generate_series(1, 300000) g; \
+             UPDATE st_preset_nodes SET enabled = false WHERE preset_id = {a} AND identifier = 'extra'"
+        ),
+    );
+    let start = std::time::Instant::now();
+    while texts(&bot, 1).unwrap() != ["A User"] {
+        assert!(
+            start.elapsed() < Duration::from_secs(1),
+            "stale past the bound"
+        );
+    }
+}
+
+#[test]
+fn dropped_stores_close_their_connections_under_notification_traffic() {
+    // PostgreSQL has one notification queue for all databases: a flood here delays others.
+    let _alone = loading_the_machine();
+    let Some(base) = postgres_server() else {
+        return;
+    };
+    let target = postgres_database(&base);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let count = || {
+        psql(
+            &target,
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE application_name = 'stpreset' AND datname = current_database()",
+        )
+        .trim()
+        .parse::<usize>()
+        .unwrap()
+    };
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                psql(
+                    &target,
+                    "SELECT count(pg_notify('stpreset_changes', g::text)) FROM generate_series(1, 200) g",
+                );
+            }
+        });
+        for _ in 0..10 {
+            let store = PresetStore::open(&target).unwrap();
+            assert!(store.render(1, &Context::default()).unwrap().is_none());
+        }
+        std::thread::sleep(Duration::from_millis(1500));
+        let open = count();
+        stop.store(true, Ordering::Relaxed);
+        assert_eq!(open, 0, "connections of dropped stores");
+    });
+}
+
+#[test]
+fn rows_of_the_wrong_shape_are_errors_not_panics() {
+    let Some(base) = postgres_server() else {
+        return;
+    };
+    let target = postgres_database(&base);
+    let store = PresetStore::open(&target).unwrap();
+    let a = store.import(1, "a", A).unwrap();
+    psql(
+        &target,
+        "ALTER TABLE st_presets ALTER created_at DROP NOT NULL; \
+         UPDATE st_presets SET created_at = NULL; \
+         ALTER TABLE st_preset_nodes ALTER content DROP NOT NULL; \
+         UPDATE st_preset_nodes SET content = NULL",
+    );
+    assert!(matches!(store.list(1), Err(StoreError::Database(_))));
+    assert!(matches!(store.get(1, a), Err(StoreError::Database(_))));
+    // A huge description another tool wrote is not read into every listing.
+    psql(
+        &target,
+        "UPDATE st_presets SET created_at = 'x', description = repeat('d', 10000000)",
+    );
+    assert_eq!(store.list(1).unwrap()[0].description, None);
 }

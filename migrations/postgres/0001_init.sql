@@ -40,10 +40,9 @@ CREATE TABLE stpreset.st_preset_nodes (
 
 CREATE INDEX st_preset_nodes_order ON stpreset.st_preset_nodes (preset_id, order_index);
 
--- The highest preset id ever issued: ids are never reused (a deleted preset's id could
--- otherwise come to name a stranger's upload).
-CREATE TABLE stpreset.st_id_floor (id bigint NOT NULL);
-INSERT INTO stpreset.st_id_floor (id) VALUES (0);
+-- Preset ids: never reused (a deleted preset's id could otherwise come to name a stranger's
+-- upload), and handed out without a lock that imports for different servers would queue on.
+CREATE SEQUENCE stpreset.st_preset_ids;
 
 -- Every change, by this store or by any other tool, notifies `stpreset_changes` with the
 -- server id, in the changing transaction (so a rolled-back change notifies nobody).

@@ -25,7 +25,9 @@ use crate::render::Rendered;
 use backend::{Backend, Freshness, NewPreset};
 pub use cache::{Clock, SystemClock};
 
-/// Why a store operation failed. Nothing was written.
+/// Why a store operation failed. Nothing was written, with one exception: on PostgreSQL, a
+/// `Database` error for a lost connection or a call that did not answer in time leaves the
+/// outcome unknown (the change may have committed; the cache is dropped either way).
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum StoreError {
@@ -201,28 +203,64 @@ pub(crate) fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
-/// Whether `target` names a PostgreSQL database rather than a SQLite file: a
-/// `postgres://`/`postgresql://` URL, or a key/value connection string whose first word is one
-/// of libpq's keys (`host=… dbname=…`). A file of that name can still be opened as
-/// `./host=…`.
-fn is_postgres_target(target: &str) -> bool {
-    const KEYS: [&str; 8] = [
-        "host",
-        "hostaddr",
-        "port",
-        "dbname",
-        "user",
-        "password",
-        "sslmode",
-        "application_name",
-    ];
-    target.starts_with("postgres://")
-        || target.starts_with("postgresql://")
-        || target
-            .split_once('=')
-            .is_some_and(|(key, _)| KEYS.contains(&key.trim()))
-}
+/// libpq's connection keywords: a target whose first word is `KEYWORD=` is a connection string.
+const LIBPQ_KEYWORDS: [&str; 42] = [
+    "host",
+    "hostaddr",
+    "port",
+    "dbname",
+    "user",
+    "password",
+    "passfile",
+    "channel_binding",
+    "connect_timeout",
+    "client_encoding",
+    "options",
+    "application_name",
+    "fallback_application_name",
+    "keepalives",
+    "keepalives_idle",
+    "keepalives_interval",
+    "keepalives_count",
+    "tcp_user_timeout",
+    "replication",
+    "gssencmode",
+    "sslmode",
+    "requiressl",
+    "sslcompression",
+    "sslcert",
+    "sslkey",
+    "sslpassword",
+    "sslcertmode",
+    "sslrootcert",
+    "sslcrl",
+    "sslcrldir",
+    "sslsni",
+    "requirepeer",
+    "ssl_min_protocol_version",
+    "ssl_max_protocol_version",
+    "krbsrvname",
+    "gsslib",
+    "gssdelegation",
+    "service",
+    "target_session_attrs",
+    "load_balance_hosts",
+    "sslnegotiation",
+    "require_auth",
+];
 
+/// Whether `target` names a PostgreSQL database rather than a SQLite file: a
+/// `postgres://`/`postgresql://` URL (any case), or a key/value connection string whose first
+/// key is one of libpq's (`host=… dbname=…`). A file whose name looks like that can still be
+/// opened as `./host=…`.
+fn is_postgres_target(target: &str) -> bool {
+    let lower = target.trim_start().to_ascii_lowercase();
+    lower.starts_with("postgres://")
+        || lower.starts_with("postgresql://")
+        || lower
+            .split_once('=')
+            .is_some_and(|(key, _)| LIBPQ_KEYWORDS.contains(&key.trim()))
+}
 impl PresetStore {
     /// Opens (creating if needed) a preset database and migrates it to the current schema:
     /// a SQLite file path, or a PostgreSQL connection string (`postgresql://user@host/db`
@@ -447,11 +485,10 @@ impl PresetStore {
         }
     }
 
-    /// A mutation's result; on success the server's cache entry is dropped.
+    /// A mutation's result. The server's cache entry is dropped whatever the outcome: a call
+    /// that failed on a lost connection or a timeout may still have committed.
     fn changed<T>(&self, server: i64, result: Result<T, StoreError>) -> Result<T, StoreError> {
-        if result.is_ok() {
-            self.cache.invalidate(server);
-        }
+        self.cache.invalidate(server);
         result
     }
 }
@@ -464,25 +501,46 @@ fn cache_for(options: &StoreOptions) -> Arc<cache::PresetCache> {
     ))
 }
 
-/// A connection string as error messages show it: without its password.
+/// A connection string as messages show it: never its password. The target is parsed and only
+/// its user, hosts, ports and database are shown; one that does not parse is not echoed at all.
+#[cfg(feature = "postgres")]
 fn postgres_shown(target: &str) -> String {
-    if let Some((scheme, rest)) = target.split_once("://")
-        && let Some((userinfo, host)) = rest.split_once('@')
-    {
-        let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
-        return format!("{scheme}://{user}@{host}");
-    }
-    target
-        .split_whitespace()
-        .map(|word| {
-            if word.starts_with("password=") {
-                "password=…"
-            } else {
-                word
-            }
+    use ::postgres::config::Host;
+    let Ok(config) = target.parse::<::postgres::Config>() else {
+        return "<PostgreSQL connection string>".into();
+    };
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .map(|h| match h {
+            Host::Tcp(name) => name.clone(),
+            Host::Unix(path) => path.display().to_string(),
         })
-        .collect::<Vec<_>>()
-        .join(" ")
+        .collect();
+    // A password holding `@` unencoded (`u:p@ss@h`) parses as a host holding the rest of it.
+    if hosts.iter().any(|h| h.contains('@')) {
+        return "<PostgreSQL connection string>".into();
+    }
+    let ports: Vec<String> = config.get_ports().iter().map(u16::to_string).collect();
+    let mut shown = String::from("postgresql://");
+    if let Some(user) = config.get_user() {
+        shown.push_str(user);
+        shown.push('@');
+    }
+    shown.push_str(&hosts.join(","));
+    if !ports.is_empty() {
+        shown.push(':');
+        shown.push_str(&ports.join(","));
+    }
+    shown.push('/');
+    shown.push_str(config.get_dbname().unwrap_or(""));
+    crate::terminal_safe(&shown).into_owned()
+}
+
+/// Without the client there is nothing to parse with: nothing of the target is shown.
+#[cfg(not(feature = "postgres"))]
+fn postgres_shown(_target: &str) -> String {
+    "<PostgreSQL connection string>".into()
 }
 
 #[cfg(test)]
@@ -494,8 +552,12 @@ mod tests {
         for pg in [
             "postgresql://u@h/db",
             "postgres://h/db",
+            "POSTGRESQL://h/db",
             "host=/tmp dbname=x",
             "dbname=x",
+            "connect_timeout=3 host=h",
+            "options='-c x=y' host=h",
+            "password = p host=h",
         ] {
             assert!(is_postgres_target(pg), "{pg}");
         }
@@ -504,15 +566,36 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "postgres")]
     #[test]
     fn passwords_are_not_shown() {
-        assert_eq!(
-            postgres_shown("postgresql://bot:secret@db:5432/x"),
-            "postgresql://bot@db:5432/x"
-        );
-        assert_eq!(
-            postgres_shown("host=db password=secret dbname=x"),
-            "host=db password=… dbname=x"
-        );
+        for (target, shown) in [
+            (
+                "postgresql://bot:secret@db:5432/x",
+                "postgresql://bot@db:5432/x",
+            ),
+            ("host=db password=secret dbname=x", "postgresql://db/x"),
+            ("password = secret host=db", "postgresql://db/"),
+            ("password='secret swordfish' host=db", "postgresql://db/"),
+            (
+                "postgresql:///x?host=/tmp&password=secret",
+                "postgresql:///tmp/x",
+            ),
+            (
+                "postgresql://u:sec@ret@h/x",
+                "<PostgreSQL connection string>",
+            ),
+            (
+                "POSTGRESQL://u:secret@h/x",
+                "<PostgreSQL connection string>",
+            ),
+        ] {
+            let got = postgres_shown(target);
+            assert!(
+                !got.contains("secret") && !got.contains("ret@"),
+                "{target}: {got}"
+            );
+            assert_eq!(got, shown, "{target}");
+        }
     }
 }

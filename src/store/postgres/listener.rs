@@ -1,12 +1,16 @@
 //! The connection that hears every change (`LISTEN stpreset_changes`) and tells the cache.
 //!
-//! It vouches for the cache only while it can prove it is hearing: connected, and the server
-//! answered within [`VOUCH`]. Past that (a dropped connection, a frozen server), the store reads
-//! the database on every render until the listener is back, and on its return the whole cache
-//! is dropped, since notifications sent while it was away are lost.
+//! It vouches for the cache only while it can prove it has heard every change committed up to
+//! a recent moment: every [`HEARTBEAT`] it sends itself a notification on a channel of its own,
+//! and PostgreSQL delivers notifications in commit order, so when that echo arrives, every
+//! change committed before it was sent has arrived too. The cache is trusted for [`VOUCH`]
+//! after the send time of the last echo heard. A backlog of notifications, a dropped
+//! connection or a frozen server all delay the echo, so the store reads the database on every
+//! render until the listener has caught up; on reconnecting, the whole cache is dropped, since
+//! notifications sent while it was away are lost.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use postgres::fallible_iterator::FallibleIterator;
@@ -15,11 +19,11 @@ use postgres::{Client, Config, NoTls};
 /// The channel the schema's triggers notify; the payload is a server id, or `*` for all.
 pub(super) const CHANNEL: &str = "stpreset_changes";
 
-/// How often an idle listener asks the server whether it is there.
+/// How often the listener sends itself an echo.
 const HEARTBEAT: Duration = Duration::from_millis(200);
 
-/// How long after the server's last sign of life the cache is still trusted. A change that
-/// commits while the listener cannot hear it is therefore served stale for less than this,
+/// How long after the send time of the last echo heard the cache is still trusted. A change
+/// committed while the listener cannot hear it is therefore served stale for less than this,
 /// which keeps SPEC's bound (every instance sees a change within one second).
 const VOUCH: Duration = Duration::from_millis(800);
 
@@ -28,16 +32,16 @@ pub(super) type Sink = Arc<dyn Fn(Option<i64>) + Send + Sync>;
 
 struct State {
     origin: Instant,
-    /// Milliseconds from `origin` to the server's last sign of life; 0 while disconnected.
+    /// Milliseconds from `origin` to the send time of the last echo heard (+1); 0 while no
+    /// connection vouches.
     heard_ms: AtomicU64,
     stop: AtomicBool,
 }
 
 impl State {
-    fn heard(&self) {
-        // +1 so that a sign of life in the first millisecond is not read as "never".
-        let ms = self.origin.elapsed().as_millis() as u64 + 1;
-        self.heard_ms.store(ms, Ordering::Release);
+    fn millis(&self, at: Instant) -> u64 {
+        // +1 so that an echo sent in the first millisecond is not read as "never".
+        at.saturating_duration_since(self.origin).as_millis() as u64 + 1
     }
 }
 
@@ -46,13 +50,7 @@ pub(super) struct Listener {
 }
 
 impl Listener {
-    /// `own_pid`: the server process of the store's own connection, whose notifications are
-    /// skipped.
-    pub(super) fn start(
-        config: Config,
-        sink: Sink,
-        own_pid: Arc<AtomicI32>,
-    ) -> std::io::Result<Listener> {
+    pub(super) fn start(config: Config, sink: Sink) -> std::io::Result<Listener> {
         let state = Arc::new(State {
             origin: Instant::now(),
             heard_ms: AtomicU64::new(0),
@@ -61,16 +59,14 @@ impl Listener {
         let thread_state = state.clone();
         std::thread::Builder::new()
             .name("stpreset-listen".into())
-            .spawn(move || listen(config, sink, &own_pid, &thread_state))?;
+            .spawn(move || listen(config, sink, &thread_state))?;
         Ok(Listener { state })
     }
 
     /// Whether every change committed more than [`VOUCH`] ago has reached the cache.
     pub(super) fn vouches(&self) -> bool {
         let heard = self.state.heard_ms.load(Ordering::Acquire);
-        heard != 0
-            && (self.state.origin.elapsed().as_millis() as u64 + 1) - heard
-                < VOUCH.as_millis() as u64
+        heard != 0 && self.state.millis(Instant::now()) - heard < VOUCH.as_millis() as u64
     }
 
     /// Waits (bounded) until the listener vouches, so that a store just opened uses its cache
@@ -85,17 +81,18 @@ impl Listener {
 
 impl Drop for Listener {
     fn drop(&mut self) {
-        // The thread sees it at its next heartbeat and ends; nobody waits for it.
+        // The thread sees it within a heartbeat, even under a stream of notifications, and
+        // ends with its connection; nobody waits for it.
         self.state.stop.store(true, Ordering::Release);
     }
 }
 
-fn listen(config: Config, sink: Sink, own_pid: &AtomicI32, state: &State) {
+fn listen(config: Config, sink: Sink, state: &State) {
     let mut pause = Duration::from_millis(50);
     while !state.stop.load(Ordering::Acquire) {
         if let Ok(client) = config.connect(NoTls) {
             pause = Duration::from_millis(50);
-            hear(client, &sink, own_pid, state);
+            let _ = hear(client, &sink, state);
             state.heard_ms.store(0, Ordering::Release);
         } else {
             std::thread::sleep(pause);
@@ -105,33 +102,50 @@ fn listen(config: Config, sink: Sink, own_pid: &AtomicI32, state: &State) {
 }
 
 /// Serves one connection until it fails or the store is dropped.
-fn hear(mut client: Client, sink: &Sink, own_pid: &AtomicI32, state: &State) {
-    if client.batch_execute(&format!("LISTEN {CHANNEL}")).is_err() {
-        return;
-    }
+fn hear(mut client: Client, sink: &Sink, state: &State) -> Result<(), postgres::Error> {
+    let pid: i32 = client.query_one("SELECT pg_backend_pid()", &[])?.get(0);
+    let echo = format!("stpreset_echo_{pid}");
+    client.batch_execute(&format!("LISTEN {CHANNEL}; LISTEN {echo}"))?;
     // Whatever was cached before this connection listened may have missed a change.
     sink(None);
-    state.heard();
+    // Echoes in flight: (sequence number, send time), oldest first.
+    let mut pending: std::collections::VecDeque<(u64, Instant)> = Default::default();
+    let mut seq = 0u64;
+    let mut next_beat = Instant::now();
     while !state.stop.load(Ordering::Acquire) {
-        {
-            let mut notes = client.notifications();
-            let mut iter = notes.timeout_iter(HEARTBEAT);
-            loop {
-                match iter.next() {
-                    Ok(Some(note)) => {
-                        state.heard();
-                        if note.process_id() != own_pid.load(Ordering::Acquire) {
-                            sink(note.payload().parse::<i64>().ok());
-                        }
-                    }
-                    Ok(None) => break,
-                    Err(_) => return,
+        let now = Instant::now();
+        if now >= next_beat {
+            seq += 1;
+            client.execute("SELECT pg_notify($1, $2)", &[&echo, &seq.to_string()])?;
+            pending.push_back((seq, now));
+            // A server that never answers must not grow this without end.
+            if pending.len() > 64 {
+                pending.pop_front();
+            }
+            next_beat = now + HEARTBEAT;
+        }
+        let wait = next_beat.saturating_duration_since(Instant::now());
+        let Some(note) = client.notifications().timeout_iter(wait).next()? else {
+            continue;
+        };
+        if note.channel() == echo {
+            let Ok(n) = note.payload().parse::<u64>() else {
+                continue;
+            };
+            while let Some(&(s, sent)) = pending.front() {
+                if s > n {
+                    break;
+                }
+                pending.pop_front();
+                if s == n {
+                    state
+                        .heard_ms
+                        .fetch_max(state.millis(sent), Ordering::AcqRel);
                 }
             }
+        } else {
+            sink(note.payload().parse::<i64>().ok());
         }
-        if client.batch_execute("SELECT 1").is_err() {
-            return;
-        }
-        state.heard();
     }
+    Ok(())
 }

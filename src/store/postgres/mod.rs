@@ -11,7 +11,6 @@ mod schema;
 mod worker;
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicI32;
 use std::time::Duration;
 
 use postgres::error::SqlState;
@@ -29,9 +28,12 @@ use worker::Worker;
 
 /// PostgreSQL's own message for a failure, without the driver's prefix.
 fn pg_reason(e: &postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => db.message().to_string(),
-        None => e.to_string(),
+    use std::error::Error as _;
+    match (e.as_db_error(), e.source()) {
+        (Some(db), _) => db.message().to_string(),
+        // "error connecting to server" alone does not say why (refused, timed out, ...).
+        (None, Some(cause)) => format!("{e}: {cause}"),
+        (None, None) => e.to_string(),
     }
 }
 
@@ -126,18 +128,12 @@ impl Postgres {
             StoreError::Database(reason) => open_err(reason),
             e => e,
         };
-        let own_pid = Arc::new(AtomicI32::new(0));
-        let worker = Worker::start(
-            config.clone(),
-            setup,
-            busy_timeout + Duration::from_secs(25),
-            own_pid.clone(),
-        )
-        .map_err(opened)?;
+        let worker = Worker::start(config.clone(), setup, busy_timeout + Duration::from_secs(5))
+            .map_err(opened)?;
         worker
             .run(|session| schema::migrate(session.client()?))
             .map_err(opened)?;
-        let listener = Listener::start(config, Arc::from(sink), own_pid)
+        let listener = Listener::start(config, Arc::from(sink))
             .map_err(|e| open_err(format!("cannot start a thread: {e}")))?;
         listener.wait_ready(Duration::from_secs(2));
         Ok(Postgres { worker, listener })
@@ -163,7 +159,7 @@ impl Postgres {
                 Ok(out)
             };
             match attempt(session) {
-                Err(_) if session.broken() => attempt(session),
+                Err(_) if session.dead() => attempt(session),
                 out => out,
             }
         })
@@ -248,6 +244,8 @@ impl Backend for Postgres {
             });
         let text = |s: &str| if escaped { escape(s) } else { s.to_string() };
         let columns = NodeColumns::new(preset.nodes(), new.comment_only, text);
+        // Names are never escaped: they cannot hold U+0000 (`check_name`), and one stored
+        // form per name keeps the per-server uniqueness of names exact.
         let (server, name, raw) = (new.server, new.name.to_string(), text(preset.raw_json()));
         let lone = i64::try_from(preset.lone_surrogates).unwrap_or(i64::MAX);
         self.write(server, move |tx| {
@@ -259,14 +257,7 @@ impl Backend for Postgres {
                 "UPDATE stpreset.st_presets SET active = false WHERE server_id = $1 AND active",
                 &[&server],
             )?;
-            // Never an id issued before, even past rows other tools wrote.
-            let id: i64 = tx
-                .query_one(
-                    "UPDATE stpreset.st_id_floor SET id = GREATEST(id, \
-                     (SELECT COALESCE(MAX(id), 0) FROM stpreset.st_presets)) + 1 RETURNING id",
-                    &[],
-                )?
-                .get(0);
+            let id = next_id(tx)?;
             let at = now();
             tx.execute(
                 "INSERT INTO stpreset.st_presets (id, server_id, name, raw_json, active, \
@@ -290,33 +281,33 @@ impl Backend for Postgres {
     }
 
     fn list(&self, server: i64) -> Result<Vec<PresetSummary>, StoreError> {
-        // One snapshot: the node counts match the presets listed.
-        let rows = self.read(move |tx| {
-            Ok(tx.query(
-                "SELECT p.id, p.name, p.active, \
+        // One snapshot: the node counts match the presets listed. Names and descriptions
+        // that other tools wrote are cut to what an import could store, so one huge row
+        // cannot make every listing allocate it.
+        self.read(move |tx| {
+            tx.query(
+                "SELECT p.id, left(p.name, 256), p.active, \
                         (SELECT COUNT(*) FROM stpreset.st_preset_nodes n WHERE n.preset_id = p.id), \
-                        p.description, p.created_at, p.updated_at, p.regex_allowed, p.nul_escaped \
+                        CASE WHEN octet_length(p.description) <= 4096 THEN p.description END, \
+                        left(p.created_at, 64), left(p.updated_at, 64), p.regex_allowed \
                  FROM stpreset.st_presets p WHERE p.server_id = $1 ORDER BY p.id",
                 &[&server],
-            )?)
-        })?;
-        Ok(rows
-            .into_iter()
+            )?
+            .iter()
             .map(|r| {
-                let escaped: bool = r.get(8);
-                let text = |s: String| if escaped { unescape(s) } else { s };
-                PresetSummary {
-                    id: r.get(0),
-                    name: text(r.get(1)),
-                    active: r.get(2),
-                    nodes: usize::try_from(r.get::<_, i64>(3)).unwrap_or(0),
-                    description: r.get::<_, Option<String>>(4).map(text),
-                    created_at: r.get(5),
-                    updated_at: r.get(6),
-                    regex_allowed: r.get(7),
-                }
+                Ok(PresetSummary {
+                    id: r.try_get(0)?,
+                    name: r.try_get(1)?,
+                    active: r.try_get(2)?,
+                    nodes: usize::try_from(r.try_get::<_, i64>(3)?).unwrap_or(0),
+                    description: r.try_get(4)?,
+                    created_at: r.try_get(5)?,
+                    updated_at: r.try_get(6)?,
+                    regex_allowed: r.try_get(7)?,
+                })
             })
-            .collect())
+            .collect()
+        })
     }
 
     fn get(&self, server: i64, id: i64) -> Result<Preset, StoreError> {
@@ -422,11 +413,11 @@ impl Backend for Postgres {
             match &rows[..] {
                 [] => Ok(None),
                 [row] => {
-                    let id: i64 = row.get(0);
+                    let id: i64 = row.try_get(0)?;
                     Ok(Some(ActivePreset {
                         id,
                         preset: load(tx, server, id)?,
-                        regex_allowed: row.get(1),
+                        regex_allowed: row.try_get(1)?,
                     }))
                 }
                 _ => Err(two_active(server)),
@@ -443,43 +434,75 @@ impl Backend for Postgres {
     }
 }
 
+/// A preset id never issued before. A sequence hands ids out without a lock that imports for
+/// different servers would queue on. Rows other tools wrote may hold ids ahead of it: an id
+/// already taken moves the sequence past the largest (never backwards, so an id it issued is
+/// never issued again) and draws again.
+fn next_id(tx: &mut Transaction<'_>) -> Result<i64, StoreError> {
+    loop {
+        let id: i64 = tx
+            .query_one("SELECT nextval('stpreset.st_preset_ids')", &[])?
+            .try_get(0)?;
+        let taken: bool = tx
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM stpreset.st_presets WHERE id = $1)",
+                &[&id],
+            )?
+            .try_get(0)?;
+        if !taken {
+            return Ok(id);
+        }
+        tx.execute(
+            "SELECT setval('stpreset.st_preset_ids', GREATEST(s.last_value, \
+               (SELECT MAX(id) FROM stpreset.st_presets))) FROM stpreset.st_preset_ids s",
+            &[],
+        )?;
+    }
+}
+
 /// Checks that preset `id` belongs to `server`; returns its active and escaped flags.
 fn owned(tx: &mut Transaction<'_>, server: i64, id: i64) -> Result<(bool, bool), StoreError> {
     tx.query_opt(
         "SELECT active, nul_escaped FROM stpreset.st_presets WHERE id = $1 AND server_id = $2",
         &[&id, &server],
     )?
-    .map(|r| (r.get(0), r.get(1)))
-    .ok_or(StoreError::NotFound { server, id })
+    .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+    .unwrap_or(Err(StoreError::NotFound { server, id }))
 }
 
 /// Reads one preset in the caller's snapshot, after checking its size in the database.
 fn load(tx: &mut Transaction<'_>, server: i64, id: i64) -> Result<Preset, StoreError> {
-    let size = tx
+    let row = tx
         .query_opt(
-            "SELECT octet_length(p.raw_json), \
+            "SELECT octet_length(p.raw_json)::int8, \
                     (SELECT COUNT(*) FROM stpreset.st_preset_nodes n WHERE n.preset_id = p.id), \
                     (SELECT COALESCE(SUM(octet_length(identifier) + octet_length(name) \
                        + octet_length(role) + octet_length(content)), 0)::int8 \
-                     FROM stpreset.st_preset_nodes n WHERE n.preset_id = p.id) \
+                     FROM stpreset.st_preset_nodes n WHERE n.preset_id = p.id), \
+                    p.nul_escaped \
              FROM stpreset.st_presets p WHERE p.id = $1 AND p.server_id = $2",
             &[&id, &server],
         )?
-        .map(|r| StoredSize {
-            raw: i64::from(r.get::<_, i32>(0)),
-            nodes: r.get(1),
-            text: r.get(2),
-        })
         .ok_or(StoreError::NotFound { server, id })?;
-    check_stored(id, size)?;
+    let escaped: bool = row.try_get(3)?;
+    // Escaping at most doubles a text (every `\` becomes two): an escaped preset may take up
+    // to twice the bytes an import accepts.
+    let stored = |n: i64| if escaped { n / 2 } else { n };
+    check_stored(
+        id,
+        StoredSize {
+            raw: stored(row.try_get(0)?),
+            nodes: row.try_get(1)?,
+            text: stored(row.try_get(2)?),
+        },
+    )?;
+    let text = |s: String| if escaped { unescape(s) } else { s };
     let row = tx.query_one(
-        "SELECT raw_json, lone_surrogates, nul_escaped FROM stpreset.st_presets WHERE id = $1",
+        "SELECT raw_json, lone_surrogates FROM stpreset.st_presets WHERE id = $1",
         &[&id],
     )?;
-    let escaped: bool = row.get(2);
-    let text = |s: String| if escaped { unescape(s) } else { s };
-    let raw = text(row.get(0));
-    let lone: i64 = row.get(1);
+    let raw = text(row.try_get(0)?);
+    let lone: i64 = row.try_get(1)?;
     let nodes = tx
         .query(
             "SELECT identifier, name, role, content, marker, enabled, injection_position, \
@@ -487,19 +510,21 @@ fn load(tx: &mut Transaction<'_>, server: i64, id: i64) -> Result<Preset, StoreE
              FROM stpreset.st_preset_nodes WHERE preset_id = $1 ORDER BY order_index",
             &[&id],
         )?
-        .into_iter()
-        .map(|r| PresetNode {
-            identifier: text(r.get(0)),
-            name: text(r.get(1)),
-            role: text(r.get(2)),
-            content: text(r.get(3)),
-            marker: r.get(4),
-            enabled: r.get(5),
-            injection_position: r.get(6),
-            injection_depth: r.get(7),
-            injection_order: r.get(8),
+        .iter()
+        .map(|r| {
+            Ok(PresetNode {
+                identifier: text(r.try_get(0)?),
+                name: text(r.try_get(1)?),
+                role: text(r.try_get(2)?),
+                content: text(r.try_get(3)?),
+                marker: r.try_get(4)?,
+                enabled: r.try_get(5)?,
+                injection_position: r.try_get(6)?,
+                injection_depth: r.try_get(7)?,
+                injection_order: r.try_get(8)?,
+            })
         })
-        .collect();
+        .collect::<Result<Vec<_>, StoreError>>()?;
     Ok(Preset::from_stored(
         nodes,
         raw.into_bytes().into_boxed_slice(),

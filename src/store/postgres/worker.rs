@@ -6,8 +6,7 @@
 //! On a thread of ours it never is. The wait is bounded, so a frozen server is an error for the
 //! caller, not a hang.
 
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Arc, mpsc};
+use std::sync::mpsc;
 use std::time::Duration;
 
 use postgres::{Client, Config, NoTls};
@@ -22,16 +21,21 @@ pub(super) struct Session {
     client: Option<Client>,
     /// Statements run on every new connection (session settings).
     setup: String,
-    /// The server process of the current connection, so that the listener can skip the
-    /// notifications of our own writes (each already dropped its cache entry when it
-    /// committed).
-    backend_pid: Arc<AtomicI32>,
 }
 
 impl Session {
-    /// Whether the connection died during the last call.
-    pub(super) fn broken(&self) -> bool {
-        self.client.as_ref().is_some_and(Client::is_closed)
+    /// After a failed call: whether the connection is dead (closed, or the server ended the
+    /// session, which the client may report as an error before it sees the socket close).
+    /// A dead connection is dropped, so that the next call makes a new one.
+    pub(super) fn dead(&mut self) -> bool {
+        let dead = match self.client.as_mut() {
+            None => return false,
+            Some(client) => client.is_closed() || client.simple_query("").is_err(),
+        };
+        if dead {
+            self.client = None;
+        }
+        dead
     }
 
     /// The live connection, connecting first when there is none or it broke.
@@ -40,11 +44,6 @@ impl Session {
             self.client = None;
             let mut client = self.config.connect(NoTls).map_err(pg_error)?;
             client.batch_execute(&self.setup).map_err(pg_error)?;
-            let pid: i32 = client
-                .query_one("SELECT pg_backend_pid()", &[])
-                .map_err(pg_error)?
-                .get(0);
-            self.backend_pid.store(pid, Ordering::Release);
             self.client = Some(client);
         }
         self.client
@@ -66,7 +65,6 @@ impl Worker {
         config: Config,
         setup: String,
         timeout: Duration,
-        backend_pid: Arc<AtomicI32>,
     ) -> Result<Worker, StoreError> {
         let (jobs, queue) = mpsc::channel::<Job>();
         std::thread::Builder::new()
@@ -76,7 +74,6 @@ impl Worker {
                     config,
                     client: None,
                     setup,
-                    backend_pid,
                 };
                 // Ends when the store, and with it the sender, is dropped.
                 for job in queue {
@@ -101,6 +98,9 @@ impl Worker {
             // A panic in `f` must not end the thread that every later call needs.
             let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(session)))
                 .unwrap_or_else(|_| Err(StoreError::Database("a store call panicked".into())));
+            if out.is_err() {
+                session.dead();
+            }
             let _ = answer.send(out);
         });
         self.jobs

@@ -236,11 +236,14 @@ impl Backend for Sqlite {
 
     fn list(&self, server: i64) -> Result<Vec<PresetSummary>, StoreError> {
         let conn = self.conn();
-        // One statement, so one snapshot: the node counts match the presets listed.
+        // One statement, so one snapshot: the node counts match the presets listed. Names and
+        // descriptions other tools wrote are cut to what an import could store, so one huge
+        // row cannot make every listing allocate it.
         let mut stmt = conn.prepare_cached(
-            "SELECT p.id, p.name, p.active, \
+            "SELECT p.id, substr(p.name, 1, 256), p.active, \
                     (SELECT COUNT(*) FROM st_preset_nodes n WHERE n.preset_id = p.id), \
-                    p.description, p.created_at, p.updated_at, p.regex_allowed \
+                    CASE WHEN length(CAST(p.description AS BLOB)) <= 4096 THEN p.description END, \
+                    substr(p.created_at, 1, 64), substr(p.updated_at, 1, 64), p.regex_allowed \
              FROM st_presets p WHERE p.server_id = ?1 ORDER BY p.id",
         )?;
         let rows = stmt.query_map(params![server], |r| {
