@@ -129,9 +129,14 @@ fn hear(mut client: Client, sink: &Sink, state: &State) -> Result<(), postgres::
             continue;
         };
         if note.channel() == echo {
+            // Only our own echo proves the queue was read up to its send time; another
+            // session could send one on this channel too.
             let Ok(n) = note.payload().parse::<u64>() else {
                 continue;
             };
+            if note.process_id() != pid {
+                continue;
+            }
             while let Some(&(s, sent)) = pending.front() {
                 if s > n {
                     break;
