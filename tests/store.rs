@@ -119,6 +119,11 @@ fn postgres_database(base: &str) -> String {
     format!("{base} dbname={name}")
 }
 
+/// A new PostgreSQL database for a test that only PostgreSQL has, or `None` (with a message).
+fn postgres_only() -> Option<String> {
+    postgres_server().map(|base| postgres_database(&base))
+}
+
 fn backends() -> Vec<Db> {
     let mut dbs = vec![Db::Sqlite(tempfile::tempdir().unwrap())];
     if let Some(base) = postgres_server() {
@@ -1273,10 +1278,9 @@ fn rows_other_tools_wrote_are_checked_on_load() {
 #[test]
 fn a_rolled_back_change_is_never_seen() {
     let _quiet = counting_hits();
-    let Some(base) = postgres_server() else {
+    let Some(target) = postgres_only() else {
         return;
     };
-    let target = postgres_database(&base);
     let bot = PresetStore::open(&target).unwrap();
     let a = bot.import(1, "a", A).unwrap();
     std::thread::sleep(Duration::from_millis(100)); // the import's own notification
@@ -1299,10 +1303,9 @@ fn a_rolled_back_change_is_never_seen() {
 
 #[test]
 fn postgres_changes_reach_other_processes_within_a_second() {
-    let Some(base) = postgres_server() else {
+    let Some(target) = postgres_only() else {
         return;
     };
-    let target = postgres_database(&base);
     let bot = PresetStore::open(&target).unwrap();
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), A).unwrap();
@@ -1352,10 +1355,9 @@ fn listener_pid(target: &str) -> Option<String> {
 
 #[test]
 fn a_dropped_listener_never_serves_a_stale_entry() {
-    let Some(base) = postgres_server() else {
+    let Some(target) = postgres_only() else {
         return;
     };
-    let target = postgres_database(&base);
     let bot = PresetStore::open(&target).unwrap();
     let a = bot.import(1, "a", A).unwrap();
     assert_eq!(texts(&bot, 1).unwrap(), ["A User", "EXTRA"]);
@@ -1482,10 +1484,9 @@ fn a_server_killed_mid_write_leaves_all_or_nothing_and_the_store_recovers() {
 
 #[test]
 fn a_foreign_stpreset_schema_is_refused() {
-    let Some(base) = postgres_server() else {
+    let Some(target) = postgres_only() else {
         return;
     };
-    let target = postgres_database(&base);
     psql(
         &target,
         "CREATE SCHEMA stpreset; CREATE TABLE stpreset.st_presets (x int)",
@@ -1686,10 +1687,9 @@ fn the_store_can_be_called_inside_an_async_runtime() {
 fn a_backlog_of_notifications_never_keeps_a_stale_entry_past_the_bound() {
     // PostgreSQL has one notification queue for all databases: a flood here delays others.
     let _alone = loading_the_machine();
-    let Some(base) = postgres_server() else {
+    let Some(target) = postgres_only() else {
         return;
     };
-    let target = postgres_database(&base);
     let bot = PresetStore::open(&target).unwrap();
     let a = bot.import(1, "a", A).unwrap();
     assert_eq!(texts(&bot, 1).unwrap(), ["A User", "EXTRA"]);
@@ -1716,10 +1716,9 @@ fn a_backlog_of_notifications_never_keeps_a_stale_entry_past_the_bound() {
 fn dropped_stores_close_their_connections_under_notification_traffic() {
     // PostgreSQL has one notification queue for all databases: a flood here delays others.
     let _alone = loading_the_machine();
-    let Some(base) = postgres_server() else {
+    let Some(target) = postgres_only() else {
         return;
     };
-    let target = postgres_database(&base);
     let stop = std::sync::atomic::AtomicBool::new(false);
     let count = || {
         psql(
@@ -1753,10 +1752,9 @@ fn dropped_stores_close_their_connections_under_notification_traffic() {
 
 #[test]
 fn rows_of_the_wrong_shape_are_errors_not_panics() {
-    let Some(base) = postgres_server() else {
+    let Some(target) = postgres_only() else {
         return;
     };
-    let target = postgres_database(&base);
     let store = PresetStore::open(&target).unwrap();
     let a = store.import(1, "a", A).unwrap();
     psql(
