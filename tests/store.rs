@@ -1773,3 +1773,67 @@ fn rows_of_the_wrong_shape_are_errors_not_panics() {
     );
     assert_eq!(store.list(1).unwrap()[0].description, None);
 }
+
+#[test]
+fn a_frozen_server_fails_every_call_within_its_timeout() {
+    let _alone = loading_the_machine();
+    let Some(target) = postgres_only() else {
+        return;
+    };
+    let mut options = StoreOptions::default();
+    options.busy_timeout = Duration::from_millis(500);
+    let timeout = Duration::from_millis(5_500); // busy timeout + 5 s
+    let store = PresetStore::open_with(&target, options).unwrap();
+    store.import(1, "a", A).unwrap();
+    let pid = psql(
+        &target,
+        "SELECT pid FROM pg_stat_activity WHERE application_name = 'stpreset' \
+         AND datname = current_database() AND query NOT LIKE 'SELECT pg_notify%'",
+    )
+    .trim()
+    .to_string();
+    let signal = |sig: &str| {
+        std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !signal("-STOP") {
+        eprintln!("SKIPPED: cannot stop the server process {pid} here");
+        return;
+    }
+    // The store's own connection freezes mid-call: the call times out, and renders waiting
+    // behind it each fail within their own timeout, not one timeout after another.
+    let start = std::time::Instant::now();
+    assert!(store.deactivate(1).is_err());
+    assert!(start.elapsed() < timeout + Duration::from_secs(1));
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                let start = std::time::Instant::now();
+                let _ = store.active(1);
+                assert!(
+                    start.elapsed() < timeout + Duration::from_secs(1),
+                    "{:?}",
+                    start.elapsed()
+                );
+            });
+        }
+    });
+    assert!(signal("-CONT"));
+    // Whatever the timed-out call did, the store agrees with the database within the bound.
+    let active = || {
+        psql(&target, "SELECT count(*) FROM st_presets WHERE active")
+            .trim()
+            .to_string()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let want = active() == "1";
+        if store.active(1).is_ok_and(|p| p.is_some() == want) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the store recovers");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use super::StoreError;
 use crate::preset::CompiledPreset;
 
 /// A source of monotonic time, injectable for tests.
@@ -52,8 +53,12 @@ struct Entry {
 enum FlightState {
     Loading,
     Done(Cached),
-    /// The load failed (or its loader panicked): waiters must load for themselves.
-    Failed,
+    /// The load failed: its waiters fail with the same error. Their calls overlapped it, and
+    /// loading again one after another would make the last of n waiters wait n times as long
+    /// behind a database that does not answer (found by a review, with a frozen server).
+    Failed(StoreError),
+    /// The loader panicked or gave up its ticket: waiters load for themselves.
+    Abandoned,
 }
 
 /// One load in progress; callers missing on the same server wait for it instead of loading.
@@ -68,15 +73,17 @@ impl Flight {
         self.done.notify_all();
     }
 
-    fn wait(&self) -> Option<Cached> {
+    /// The flight's outcome; `None` when its loader abandoned it.
+    fn wait(&self) -> Option<Result<Cached, StoreError>> {
         let mut state = lock(&self.state);
         loop {
             match &*state {
                 FlightState::Loading => {
                     state = self.done.wait(state).unwrap_or_else(|e| e.into_inner());
                 }
-                FlightState::Done(value) => return Some(value.clone()),
-                FlightState::Failed => return None,
+                FlightState::Done(value) => return Some(Ok(value.clone())),
+                FlightState::Failed(e) => return Some(Err(e.clone())),
+                FlightState::Abandoned => return None,
             }
         }
     }
@@ -141,6 +148,8 @@ impl Inner {
 pub(super) enum Lookup<'a> {
     /// A fresh entry, or the result of a load another caller did while this one waited.
     Hit(Cached),
+    /// The load this caller waited for failed with this error.
+    Failed(StoreError),
     /// The caller loads and hands the result to the ticket.
     Miss(LoadTicket<'a>),
 }
@@ -158,14 +167,23 @@ impl LoadTicket<'_> {
     /// Stores the loaded value (unless invalidated meanwhile) and hands it to the waiters.
     pub fn finish(mut self, value: Cached) {
         self.finished = true;
-        self.cache.complete(self.server, &self.flight, Some(value));
+        self.cache
+            .complete(self.server, &self.flight, FlightState::Done(value));
+    }
+
+    /// Hands the load's error to the waiters; nothing is cached.
+    pub fn fail(mut self, error: StoreError) {
+        self.finished = true;
+        self.cache
+            .complete(self.server, &self.flight, FlightState::Failed(error));
     }
 }
 
 impl Drop for LoadTicket<'_> {
     fn drop(&mut self) {
         if !self.finished {
-            self.cache.complete(self.server, &self.flight, None);
+            self.cache
+                .complete(self.server, &self.flight, FlightState::Abandoned);
         }
     }
 }
@@ -205,12 +223,15 @@ impl PresetCache {
             }
             if let Some(flight) = inner.loading.get(&server).cloned() {
                 drop(inner);
-                if let Some(value) = flight.wait() {
-                    self.hits.fetch_add(1, Ordering::Relaxed);
-                    return Lookup::Hit(value);
+                match flight.wait() {
+                    Some(Ok(value)) => {
+                        self.hits.fetch_add(1, Ordering::Relaxed);
+                        return Lookup::Hit(value);
+                    }
+                    Some(Err(e)) => return Lookup::Failed(e),
+                    // The loader gave up; look again (and maybe load).
+                    None => continue,
                 }
-                // The loader failed; errors are not shared, so look again (and maybe load).
-                continue;
             }
             self.misses.fetch_add(1, Ordering::Relaxed);
             let flight = Arc::new(Flight {
@@ -227,7 +248,7 @@ impl PresetCache {
         }
     }
 
-    fn complete(&self, server: i64, flight: &Arc<Flight>, value: Option<Cached>) {
+    fn complete(&self, server: i64, flight: &Arc<Flight>, outcome: FlightState) {
         let expires = self.clock.now() + self.ttl;
         let mut inner = lock(&self.inner);
         let current = inner
@@ -236,14 +257,14 @@ impl PresetCache {
             .is_some_and(|f| Arc::ptr_eq(f, flight));
         if current {
             inner.loading.remove(&server);
-            if let Some(value) = &value {
+            if let FlightState::Done(value) = &outcome {
                 inner.insert(self.capacity, server, value.clone(), expires);
             }
         }
         drop(inner);
         // Waiters that joined before an invalidation still get this value: their calls
         // overlapped the write, so either state is a correct answer for them.
-        flight.finish(value.map_or(FlightState::Failed, FlightState::Done));
+        flight.finish(outcome);
     }
 
     /// Forgets the server's entry and disowns a load in progress.
@@ -299,7 +320,7 @@ mod tests {
     fn load(cache: &PresetCache, server: i64) {
         match cache.get(server) {
             Lookup::Miss(ticket) => ticket.finish(None),
-            Lookup::Hit(_) => {}
+            Lookup::Hit(_) | Lookup::Failed(_) => {}
         }
     }
 
@@ -350,6 +371,31 @@ mod tests {
         // Whether the waiter joined the flight or comes after it, it must end up loading.
         drop(ticket);
         assert!(waiter.join().unwrap());
+    }
+
+    #[test]
+    fn a_failed_load_fails_its_waiters_once() {
+        let cache = Arc::new(cache(8));
+        let Lookup::Miss(ticket) = cache.get(1) else {
+            panic!("cold cache")
+        };
+        let waiters: Vec<_> = (0..4)
+            .map(|_| {
+                let cache = cache.clone();
+                std::thread::spawn(move || match cache.get(1) {
+                    Lookup::Failed(e) => e.kind(),
+                    Lookup::Miss(_) => "Miss",
+                    Lookup::Hit(_) => "Hit",
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(50));
+        ticket.fail(StoreError::Locked);
+        for w in waiters {
+            // A waiter that came after the failure loads itself; one that waited shares it.
+            assert!(matches!(w.join().unwrap(), "Locked" | "Miss"));
+        }
+        assert_eq!(cache.len(), 0, "errors are not cached");
     }
 
     #[test]

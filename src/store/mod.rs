@@ -28,7 +28,7 @@ pub use cache::{Clock, SystemClock};
 /// Why a store operation failed. Nothing was written, with one exception: on PostgreSQL, a
 /// `Database` error for a lost connection or a call that did not answer in time leaves the
 /// outcome unknown (the change may have committed; the cache is dropped either way).
-#[derive(Debug, Error)]
+#[derive(Debug, Clone, Error)]
 #[non_exhaustive]
 pub enum StoreError {
     /// The database file cannot be opened or created.
@@ -435,12 +435,18 @@ impl PresetStore {
         }
         match self.cache.get(server) {
             cache::Lookup::Hit(hit) => Ok(hit),
-            cache::Lookup::Miss(ticket) => {
-                // On an error the ticket is dropped unfinished: waiters load for themselves.
-                let compiled = self.load_compiled(server)?;
-                ticket.finish(compiled.clone());
-                Ok(compiled)
-            }
+            cache::Lookup::Failed(e) => Err(e),
+            cache::Lookup::Miss(ticket) => match self.load_compiled(server) {
+                Ok(compiled) => {
+                    ticket.finish(compiled.clone());
+                    Ok(compiled)
+                }
+                Err(e) => {
+                    // The callers waiting for this load fail with it (not cached).
+                    ticket.fail(e.clone());
+                    Err(e)
+                }
+            },
         }
     }
 

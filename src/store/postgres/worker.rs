@@ -6,8 +6,10 @@
 //! On a thread of ours it never is. The wait is bounded, so a frozen server is an error for the
 //! caller, not a hang.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use postgres::{Client, Config, NoTls};
 
@@ -21,7 +23,13 @@ pub(super) struct Session {
     client: Option<Client>,
     /// Statements run on every new connection (session settings).
     setup: String,
+    /// When the connection last answered.
+    answered: Instant,
 }
+
+/// How long a connection may sit idle before a call checks that it is still alive. A server
+/// restarted or a session terminated meanwhile then costs a reconnect, not a failed call.
+const IDLE_CHECK: Duration = Duration::from_secs(1);
 
 impl Session {
     /// After a failed call: whether the connection is dead (closed, or the server ended the
@@ -40,11 +48,18 @@ impl Session {
 
     /// The live connection, connecting first when there is none or it broke.
     pub(super) fn client(&mut self) -> Result<&mut Client, StoreError> {
+        if self.answered.elapsed() > IDLE_CHECK
+            && let Some(client) = self.client.as_mut()
+            && client.simple_query("").is_err()
+        {
+            self.client = None;
+        }
         if self.client.as_ref().is_none_or(Client::is_closed) {
             self.client = None;
             let mut client = self.config.connect(NoTls).map_err(pg_error)?;
             client.batch_execute(&self.setup).map_err(pg_error)?;
             self.client = Some(client);
+            self.answered = Instant::now();
         }
         self.client
             .as_mut()
@@ -74,6 +89,7 @@ impl Worker {
                     config,
                     client: None,
                     setup,
+                    answered: Instant::now(),
                 };
                 // Ends when the store, and with it the sender, is dropped.
                 for job in queue {
@@ -94,12 +110,21 @@ impl Worker {
         f: impl FnOnce(&mut Session) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let (answer, reply) = mpsc::sync_channel(1);
+        let gave_up = Arc::new(AtomicBool::new(false));
+        let abandoned = gave_up.clone();
         let job: Job = Box::new(move |session| {
+            // Its caller was told it timed out: a call that has not started yet never does
+            // (a queue behind a frozen server must not commit old mutations when it thaws).
+            if abandoned.load(Ordering::Acquire) {
+                return;
+            }
             // A panic in `f` must not end the thread that every later call needs.
             let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(session)))
                 .unwrap_or_else(|_| Err(StoreError::Database("a store call panicked".into())));
             if out.is_err() {
                 session.dead();
+            } else {
+                session.answered = Instant::now();
             }
             let _ = answer.send(out);
         });
@@ -108,10 +133,13 @@ impl Worker {
             .map_err(|_| StoreError::Database("the connection thread has stopped".into()))?;
         match reply.recv_timeout(self.timeout) {
             Ok(out) => out,
-            Err(mpsc::RecvTimeoutError::Timeout) => Err(StoreError::Database(format!(
-                "PostgreSQL did not answer within {} s",
-                self.timeout.as_secs()
-            ))),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                gave_up.store(true, Ordering::Release);
+                Err(StoreError::Database(format!(
+                    "PostgreSQL did not answer within {} s",
+                    self.timeout.as_secs()
+                )))
+            }
             Err(mpsc::RecvTimeoutError::Disconnected) => Err(StoreError::Database(
                 "the connection thread has stopped".into(),
             )),
