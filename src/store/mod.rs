@@ -261,6 +261,7 @@ fn is_postgres_target(target: &str) -> bool {
             .split_once('=')
             .is_some_and(|(key, _)| LIBPQ_KEYWORDS.contains(&key.trim()))
 }
+
 impl PresetStore {
     /// Opens (creating if needed) a preset database and migrates it to the current schema:
     /// a SQLite file path, or a PostgreSQL connection string (`postgresql://user@host/db`
