@@ -70,22 +70,25 @@ enum Db {
 
 static PG_DATABASES: AtomicU64 = AtomicU64::new(0);
 
-/// The PostgreSQL server's connection string, or `None` (with a visible message) when the
-/// PostgreSQL runs of this suite are skipped.
+/// The PostgreSQL server's connection string, or `None` when the PostgreSQL runs of this
+/// suite are skipped; the reason is written once, past the test harness's capture, so that a
+/// plain `cargo test` shows it.
 fn postgres_server() -> Option<String> {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    let skipped = |why: &str| {
+        SAID.call_once(|| {
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED (PostgreSQL runs of the store suite): {why}"
+            );
+        });
+        None
+    };
     match std::env::var("STPRESET_TEST_POSTGRES").ok() {
         Some(base) if cfg!(feature = "postgres") => Some(base),
-        Some(_) => {
-            eprintln!("SKIPPED (PostgreSQL): build with --features postgres to run it");
-            None
-        }
-        None => {
-            eprintln!(
-                "SKIPPED (PostgreSQL): STPRESET_TEST_POSTGRES is not set \
-                 (scripts/pg-throwaway starts a server)"
-            );
-            None
-        }
+        Some(_) => skipped("build with --features postgres to run them"),
+        None => skipped("STPRESET_TEST_POSTGRES is not set (scripts/pg-throwaway starts a server)"),
     }
 }
 
