@@ -199,7 +199,7 @@ pub struct PresetStore {
     cache: Arc<cache::PresetCache>,
 }
 
-pub(crate) fn now() -> String {
+fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
