@@ -94,6 +94,22 @@ fn clamp(used: i64) -> u32 {
 }
 
 impl Budget {
+    /// What each message costs under this budget's counter (SPEC §12.4: 0 for an empty text,
+    /// else 4 + its role word + its text); a prompt's tokens are 3 + their sum. For a front end
+    /// that shows where the tokens go (`stpreset serve`).
+    ///
+    /// ```
+    /// use stpreset::{Budget, Counter, Message, Role, Source, Tokenizer};
+    /// let m = Message::with_parts(Role::User, ["three words here"], Source::Tag(None));
+    /// let words = Budget::default().with_counter(Counter::Builtin(Tokenizer::Words));
+    /// assert_eq!(words.costs(&[m], ""), [4 + 1 + 3]);
+    /// ```
+    pub fn costs(&self, messages: &[Message<'_>], model: &str) -> Vec<u32> {
+        let resolved = self.counter.resolve(model);
+        let costs = Costs::new(&resolved);
+        messages.iter().map(|m| clamp(costs.exact(m))).collect()
+    }
+
     /// Drops the oldest history items of `messages` until the prompt fits (SPEC §12.4) and
     /// `output_limit` bytes hold it, then cuts the list at `output_limit` (§8); returns the
     /// diagnostics (in order) and the prompt's tokens. Both describe the list as cut: history

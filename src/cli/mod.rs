@@ -5,6 +5,8 @@ mod expand;
 mod lore;
 mod regex;
 mod render;
+#[cfg(feature = "serve")]
+mod serve;
 #[cfg(feature = "store")]
 mod store;
 
@@ -44,6 +46,10 @@ enum Command {
     /// Import, list, activate, toggle, delete and render presets kept per server in SQLite.
     #[cfg(feature = "store")]
     Store(store::StoreArgs),
+    /// Serve the previewer page on a local address: a preset rendered as a conversation, with
+    /// its diagnostics, node switches, settings and provider request (docs/serve.md).
+    #[cfg(feature = "serve")]
+    Serve(serve::ServeArgs),
 }
 
 /// Output format shared by every command.
@@ -202,6 +208,8 @@ pub fn main() -> ExitCode {
         Command::Audit(args) => render::audit(args),
         #[cfg(feature = "store")]
         Command::Store(args) => store::run(args),
+        #[cfg(feature = "serve")]
+        Command::Serve(args) => serve::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,531 @@
+//! The previewer's JSON API as plain functions of a request body: what `POST /api/render`,
+//! `/api/audit`, `/api/request` and `/api/preview` answer. The documents are the library's (the
+//! same bytes as `stpreset render --format json`, `audit --format json`, `render --shape`); this
+//! module reads the request, applies it, and splices documents into the page's one answer.
+//! Nothing here knows about HTTP beyond a status code, so it is tested without a server.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use stpreset::{CompiledPreset, Context, Diagnostic, Preset, Rendered, Shape, Tag};
+
+use crate::cli::MAX_INPUT;
+
+/// Largest request body: a preset and a context at the CLI's input limit each, and room for
+/// the options (toggles name nodes, so they are bounded by the preset's size).
+pub(crate) const MAX_BODY: usize = 2 * MAX_INPUT + (MAX_INPUT / 2);
+
+/// Most regex scripts whose effect on the history is told script by script: each costs one
+/// prompt pass more (SPEC §13 bounds each pass); past it the page says which messages changed.
+const MAX_ATTRIBUTED_SCRIPTS: usize = 16;
+
+/// An answer: a status code and a JSON body.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub status: u16,
+    pub body: String,
+}
+
+impl Answer {
+    fn ok(body: String) -> Answer {
+        Answer { status: 200, body }
+    }
+
+    /// `{"error": {"kind", "message"}}`: every refusal has this shape, whatever refused it.
+    pub(crate) fn error(status: u16, kind: &str, message: &str) -> Answer {
+        let body = serde_json::json!({"error": {"kind": kind, "message": message}}).to_string();
+        Answer { status, body }
+    }
+}
+
+/// What a `POST` carries. Unknown fields are refused so that a typo (`"toogles"`) is an error,
+/// not an option silently ignored.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Request<'a> {
+    /// The preset file's JSON, as it is (its bytes are what the library imports).
+    #[serde(borrow)]
+    preset: &'a RawValue,
+    /// The context file's JSON (SPEC §9); absent or `null`: the empty context, as the CLI
+    /// without `--context`.
+    #[serde(borrow, default)]
+    context: Option<&'a RawValue>,
+    /// Node identifier → enabled, applied before compiling (the prompt manager's switches).
+    #[serde(default)]
+    toggles: BTreeMap<String, bool>,
+    /// The provider request's shape; overrides the context's `provider_options.shape`, as
+    /// `render --shape` does.
+    #[serde(default)]
+    shape: Option<ShapeName>,
+    /// `render --allow-regex`: the preset's regex scripts may run on the history.
+    #[serde(default)]
+    allow_regex: bool,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum ShapeName {
+    Openai,
+    Anthropic,
+    Google,
+}
+
+impl From<ShapeName> for Shape {
+    fn from(s: ShapeName) -> Shape {
+        match s {
+            ShapeName::Openai => Shape::OpenAi,
+            ShapeName::Anthropic => Shape::Anthropic,
+            ShapeName::Google => Shape::Google,
+        }
+    }
+}
+
+/// Which document a `POST` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Endpoint {
+    /// `render --format json`.
+    Render,
+    /// `audit --format json` (after the toggles).
+    Audit,
+    /// `render --shape S --format json`; a shape is required, from the body or the context.
+    Request,
+    /// Everything the page shows, in one answer.
+    Preview,
+}
+
+/// A request read and applied: the preset (toggled), the context, the provider options.
+struct Loaded {
+    preset: Preset,
+    ctx: Context,
+    provider: stpreset::ProviderOptions,
+}
+
+fn load(body: &[u8]) -> Result<Loaded, Answer> {
+    if body.len() > MAX_BODY {
+        return Err(too_large("request body", MAX_BODY));
+    }
+    let request: Request<'_> = serde_json::from_slice(body)
+        .map_err(|e| Answer::error(400, "request", &format!("request body: {e}")))?;
+    let preset_bytes = request.preset.get().as_bytes();
+    if preset_bytes.len() > MAX_INPUT {
+        return Err(too_large("preset", MAX_INPUT));
+    }
+    let mut preset = Preset::from_json(preset_bytes).map_err(|e| {
+        let body = serde_json::json!({"error": {
+            "kind": "preset", "preset_error": e.kind(), "message": format!("preset: {e}"),
+        }});
+        Answer {
+            status: 422,
+            body: body.to_string(),
+        }
+    })?;
+    let mut ctx = match request.context {
+        Some(raw) if raw.get().len() > MAX_INPUT => return Err(too_large("context", MAX_INPUT)),
+        Some(raw) => Context::from_json(raw.get().as_bytes())
+            .map_err(|e| Answer::error(422, "context", &format!("context: {e}")))?,
+        None => Context::default(),
+    };
+    ctx.allow_preset_regex |= request.allow_regex;
+    for (id, on) in &request.toggles {
+        if !preset.set_enabled(id, *on) {
+            let shown = stpreset::terminal_line(id);
+            return Err(Answer::error(
+                422,
+                "toggles",
+                &format!("toggles: the preset has no node `{shown}`"),
+            ));
+        }
+    }
+    let mut provider = ctx.provider_options.clone();
+    if let Some(shape) = request.shape {
+        provider.shape = Some(shape.into());
+    }
+    Ok(Loaded {
+        preset,
+        ctx,
+        provider,
+    })
+}
+
+fn too_large(what: &str, max: usize) -> Answer {
+    Answer::error(
+        413,
+        "too_large",
+        &format!("{what}: input is over the limit of {max} bytes"),
+    )
+}
+
+/// Answers a `POST` to `endpoint` with `body`.
+pub(crate) fn answer(endpoint: Endpoint, body: &[u8]) -> Answer {
+    let Loaded {
+        preset,
+        ctx,
+        provider,
+    } = match load(body) {
+        Ok(loaded) => loaded,
+        Err(refused) => return refused,
+    };
+    if endpoint == Endpoint::Audit {
+        return Answer::ok(preset.audit_json());
+    }
+    if endpoint == Endpoint::Request && provider.shape.is_none() {
+        return Answer::error(
+            422,
+            "shape",
+            "shape: a request needs a shape (`openai`, `anthropic` or `google`), in the body or the context's `provider_options`",
+        );
+    }
+    let compiled = preset.compile();
+    let rendered = compiled.render(&ctx);
+    match endpoint {
+        Endpoint::Render => Answer::ok(rendered.to_json()),
+        Endpoint::Request => Answer::ok(rendered.to_request_json(&provider)),
+        Endpoint::Audit | Endpoint::Preview => {
+            Answer::ok(preview(&preset, &compiled, &rendered, &ctx, &provider))
+        }
+    }
+}
+
+/// `{"audit", "nodes", "regex", "render", "request", "settings", "sources", "tokens"}`, keys in
+/// byte order. `render`, `request` and `audit` are the CLI's documents, byte for byte.
+fn preview(
+    preset: &Preset,
+    compiled: &CompiledPreset,
+    rendered: &Rendered<'_>,
+    ctx: &Context,
+    provider: &stpreset::ProviderOptions,
+) -> String {
+    let audit = preset.audit();
+    let audit_doc = {
+        let mut out = Vec::new();
+        // Writing to a Vec cannot fail.
+        let _ = preset.write_audit_json(&audit, &mut out);
+        String::from_utf8_lossy(&out).trim_end().to_string()
+    };
+    let request = provider
+        .shape
+        .is_some()
+        .then(|| rendered.to_request_json(provider));
+    let request_diags: Vec<Diagnostic> = request
+        .as_ref()
+        .map(|_| rendered.to_request(provider).1)
+        .unwrap_or_default();
+    let sources = sources(
+        preset,
+        [&rendered.diagnostics, &audit, &request_diags]
+            .into_iter()
+            .flatten(),
+    );
+    let mut out = String::with_capacity(4096);
+    let _ = write!(
+        out,
+        r#"{{"audit":{audit_doc},"nodes":{},"regex":{},"render":{},"request":{},"settings":{},"sources":{sources},"tokens":{}}}"#,
+        preset.nodes_json(),
+        regex(preset, compiled, ctx),
+        rendered.to_json(),
+        request.as_deref().unwrap_or("null"),
+        preset.settings().to_json(),
+        tokens(rendered, ctx),
+    );
+    out
+}
+
+/// The content of every node a diagnostic points into (the first node of an identifier, as
+/// on import), so the page can show the line it names. Each node's text appears once, so this
+/// is at most the preset's size.
+fn sources<'d>(preset: &Preset, diags: impl Iterator<Item = &'d Diagnostic>) -> String {
+    let mut by_id: HashMap<&str, &str> = HashMap::new();
+    for n in preset.nodes() {
+        by_id
+            .entry(n.identifier.as_str())
+            .or_insert(n.content.as_str());
+    }
+    let mut wanted: BTreeMap<&str, &str> = BTreeMap::new();
+    for d in diags {
+        if let (Some(node), Some(_)) = (&d.node, d.line)
+            && let Some(content) = by_id.get(node.as_str())
+        {
+            wanted.insert(node, content);
+        }
+    }
+    serde_json::to_string(&wanted).unwrap_or_else(|_| "{}".into())
+}
+
+/// `{"messages": [cost per message], "total", "max_context_tokens", "reserve_tokens"}`: the
+/// costs of SPEC §12.4 under the context's counter, and the budget they are held against.
+fn tokens(rendered: &Rendered<'_>, ctx: &Context) -> String {
+    let costs = ctx.options.budget.costs(&rendered.messages, &ctx.model);
+    let total = 3 + costs.iter().map(|&c| u64::from(c)).sum::<u64>();
+    let effective = rendered.effective_options();
+    serde_json::json!({
+        "max_context_tokens": effective.max_context_tokens,
+        "messages": costs,
+        "reserve_tokens": effective.reserve_tokens,
+        "total": total,
+    })
+    .to_string()
+}
+
+/// `{"allowed", "attributed", "messages", "scripts"}`: the preset's scripts (as imported), and
+/// for each history message the prompt pass changed, its text before and after and the scripts
+/// that changed it. A script is named when its prompt pass over the history, with every
+/// earlier script in place, gives another text than the pass without it: the same walk as a
+/// render, one script longer at a time.
+fn regex(preset: &Preset, compiled: &CompiledPreset, ctx: &Context) -> String {
+    let scripts = preset.regex_scripts();
+    let scripts_json = serde_json::to_string(scripts).unwrap_or_else(|_| "[]".into());
+    let allowed = ctx.allow_preset_regex;
+    let history: Vec<(usize, u32)> = {
+        let positions: Vec<usize> = ctx
+            .items
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| i.tag == Some(Tag::DialogueHistory))
+            .map(|(n, _)| n)
+            .collect();
+        let len = positions.len();
+        positions
+            .into_iter()
+            .enumerate()
+            .map(|(k, n)| (n, (len - 1 - k) as u32))
+            .collect()
+    };
+    let mut changed: Vec<(usize, u32, Option<String>)> = Vec::new();
+    if allowed && !scripts.is_empty() {
+        let pass = compiled.prompt_pass(ctx);
+        for &(n, depth) in &history {
+            let after = pass.items.get(n).cloned().flatten();
+            if after.as_deref() != Some(ctx.items[n].text.as_str()) {
+                changed.push((n, depth, after));
+            }
+        }
+    }
+    // The scripts a prompt pass over the history can run (SPEC §13.2.3).
+    let candidates: Vec<usize> = scripts
+        .iter()
+        .filter(|s| {
+            !s.disabled
+                && !s.find_regex.is_empty()
+                && s.prompt_only
+                && s.placement.iter().any(|&p| p == 1 || p == 2)
+        })
+        .map(|s| s.position)
+        .collect();
+    let attributed = !changed.is_empty() && candidates.len() <= MAX_ATTRIBUTED_SCRIPTS;
+    let mut by: Vec<Vec<usize>> = vec![Vec::new(); changed.len()];
+    if attributed {
+        let raw = preset.raw();
+        let list = raw
+            .get("extensions")
+            .and_then(|e| e.get("regex_scripts"))
+            .and_then(|l| l.as_array());
+        if let Some(list) = list {
+            let mut before: Vec<Option<String>> = changed
+                .iter()
+                .map(|(n, _, _)| Some(ctx.items[*n].text.clone()))
+                .collect();
+            for &k in &candidates {
+                let Some(now) = pass_with_scripts_up_to(list, k, ctx) else {
+                    continue;
+                };
+                for (j, (n, _, _)) in changed.iter().enumerate() {
+                    let after = now.get(*n).cloned().flatten();
+                    if after != before[j] {
+                        by[j].push(k);
+                        before[j] = after;
+                    }
+                }
+            }
+        }
+    }
+    let messages: Vec<serde_json::Value> = changed
+        .iter()
+        .zip(&by)
+        .map(|((n, depth, after), by)| {
+            serde_json::json!({
+                "after": after,
+                "before": ctx.items[*n].text,
+                "depth": depth,
+                "item": n,
+                "scripts": attributed.then_some(by),
+            })
+        })
+        .collect();
+    format!(
+        r#"{{"allowed":{allowed},"attributed":{attributed},"messages":{},"scripts":{scripts_json}}}"#,
+        serde_json::to_string(&messages).unwrap_or_else(|_| "[]".into())
+    )
+}
+
+/// The prompt pass's items with the scripts after position `k` switched off: a preset of the
+/// scripts alone (a script reads the context, never the nodes), so each step costs the scripts'
+/// import and one pass, not the preset's compile.
+fn pass_with_scripts_up_to(
+    list: &[serde_json::Value],
+    k: usize,
+    ctx: &Context,
+) -> Option<Vec<Option<String>>> {
+    let list: Vec<serde_json::Value> = list
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut s = s.clone();
+            if i > k
+                && let Some(obj) = s.as_object_mut()
+            {
+                obj.insert("disabled".into(), true.into());
+            }
+            s
+        })
+        .collect();
+    // One empty node: a preset needs a prompt, and an empty one renders nothing.
+    let doc = serde_json::json!({
+        "prompts": [{"identifier": "main", "content": ""}],
+        "extensions": {"regex_scripts": list},
+    });
+    let preset = Preset::from_json(doc.to_string().as_bytes()).ok()?;
+    Some(preset.compile().prompt_pass(ctx).items)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(preset: &str, extra: &str) -> Vec<u8> {
+        format!(r#"{{"preset": {preset}{extra}}}"#).into_bytes()
+    }
+
+    const PRESET: &str = r#"{"prompts": [
+        {"identifier": "main", "name": "Main", "content": "Hi {{user}}."},
+        {"identifier": "chatHistory", "marker": true},
+        {"identifier": "jb", "name": "JB", "content": "Stay {{x}}."}]}"#;
+
+    fn json(answer: &Answer) -> serde_json::Value {
+        serde_json::from_str(&answer.body).unwrap()
+    }
+
+    #[test]
+    fn render_is_the_library_document() {
+        let ctx = r#", "context": {"user": "Alice"}"#;
+        let a = answer(Endpoint::Render, &body(PRESET, ctx));
+        assert_eq!(a.status, 200);
+        let preset = Preset::from_json(PRESET.as_bytes()).unwrap();
+        let mut c = Context::default();
+        c.user = "Alice".into();
+        assert_eq!(a.body, preset.compile().render(&c).to_json());
+    }
+
+    #[test]
+    fn toggles_switch_nodes_and_unknown_ones_are_refused() {
+        let a = answer(Endpoint::Render, &body(PRESET, r#", "toggles": {"jb": false}"#));
+        let v = json(&a);
+        let sources: Vec<_> = v["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["source"]["node"].clone())
+            .collect();
+        assert_eq!(sources, [serde_json::json!("main")]);
+        let a = answer(Endpoint::Render, &body(PRESET, r#", "toggles": {"nope": true}"#));
+        assert_eq!((a.status, json(&a)["error"]["kind"].as_str()), (422, Some("toggles")));
+    }
+
+    #[test]
+    fn audit_counts_after_toggles() {
+        let a = answer(Endpoint::Audit, &body(PRESET, r#", "toggles": {"jb": false}"#));
+        let v = json(&a);
+        assert_eq!((v["nodes"].as_u64(), v["enabled"].as_u64()), (Some(3), Some(2)));
+        assert_eq!(v["diagnostics"][0]["kind"], "UnknownMacro");
+    }
+
+    #[test]
+    fn request_needs_a_shape_and_uses_the_given_one() {
+        let a = answer(Endpoint::Request, &body(PRESET, ""));
+        assert_eq!((a.status, json(&a)["error"]["kind"].as_str()), (422, Some("shape")));
+        let a = answer(Endpoint::Request, &body(PRESET, r#", "shape": "google""#));
+        assert_eq!(a.status, 200);
+        assert!(json(&a)["request"]["contents"].is_array());
+    }
+
+    #[test]
+    fn bad_bodies_are_errors_with_a_kind() {
+        for (bytes, status, kind) in [
+            (&b"not json"[..], 400, "request"),
+            (br#"{"context": {}}"#, 400, "request"),
+            (br#"{"preset": {}, "toogles": {}}"#, 400, "request"),
+            (br#"{"preset": {}, "shape": "bard"}"#, 400, "request"),
+            (br#"{"preset": []}"#, 422, "preset"),
+            (br#"{"preset": {"prompts": [{"identifier": "a"}]}, "context": {"usr": 1}}"#, 422, "context"),
+        ] {
+            let a = answer(Endpoint::Preview, bytes);
+            assert_eq!(a.status, status, "{}", a.body);
+            assert_eq!(json(&a)["error"]["kind"], kind, "{}", a.body);
+        }
+        let a = answer(Endpoint::Preview, br#"{"preset": []}"#);
+        assert_eq!(json(&a)["error"]["preset_error"], "NotAPreset");
+    }
+
+    #[test]
+    fn inputs_over_the_cli_limits_are_refused() {
+        let big = format!(r#""{}""#, "x".repeat(MAX_INPUT));
+        let a = answer(Endpoint::Render, &body(PRESET, &format!(r#", "context": {big}"#)));
+        assert_eq!((a.status, json(&a)["error"]["kind"].as_str()), (413, Some("too_large")));
+        let preset = format!(r#"{{"prompts": [], "x": {big}}}"#);
+        let a = answer(Endpoint::Render, &body(&preset, ""));
+        assert_eq!(a.status, 413);
+        let a = answer(Endpoint::Render, &vec![b' '; MAX_BODY + 1]);
+        assert_eq!(a.status, 413);
+    }
+
+    #[test]
+    fn preview_splices_the_documents_and_counts_tokens() {
+        let ctx = r#", "context": {"tokenizer": "words", "max_context_tokens": 100}"#;
+        let a = answer(Endpoint::Preview, &body(PRESET, ctx));
+        assert_eq!(a.status, 200, "{}", a.body);
+        let v = json(&a);
+        assert_eq!(v["render"]["messages"].as_array().unwrap().len(), 2);
+        assert_eq!(v["request"], serde_json::Value::Null);
+        assert_eq!(v["nodes"][2]["identifier"], "jb");
+        // "Hi ." and "Stay ." are 2 words each: 4 + 1 + 2 apiece, and 3 for the reply.
+        assert_eq!(v["tokens"]["messages"], serde_json::json!([7, 7]));
+        assert_eq!(v["tokens"]["total"], 17);
+        assert_eq!(v["render"]["prompt_tokens"], 17);
+        assert_eq!(v["tokens"]["max_context_tokens"], 100);
+        // `{{x}}` is diagnosed in node jb: its source travels for the page's snippet.
+        assert_eq!(v["sources"], serde_json::json!({"jb": "Stay {{x}}."}));
+        let a = answer(Endpoint::Preview, &body(PRESET, r#", "shape": "openai""#));
+        assert!(json(&a)["request"]["request"]["messages"].is_array());
+    }
+
+    #[test]
+    fn regex_names_the_scripts_that_changed_each_history_message() {
+        let preset = r#"{"prompts": [{"identifier": "chatHistory", "marker": true}],
+            "extensions": {"regex_scripts": [
+                {"scriptName": "cats", "findRegex": "/cat/g", "replaceString": "dog", "placement": [1, 2], "promptOnly": true},
+                {"scriptName": "never", "findRegex": "/zebra/g", "replaceString": "x", "placement": [1], "promptOnly": true},
+                {"scriptName": "dogs", "findRegex": "/dog/g", "replaceString": "wolf", "placement": [2], "promptOnly": true}]}}"#;
+        let ctx = r#", "context": {"items": [
+            {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "a cat"},
+            {"tag": "DIALOGUE_HISTORY", "role": "model", "text": "a cat and a dog"},
+            {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "nothing"}]}"#;
+        let a = answer(Endpoint::Preview, &body(preset, ctx));
+        let v = json(&a);
+        assert_eq!(v["regex"]["allowed"], false);
+        assert_eq!(v["regex"]["messages"], serde_json::json!([]));
+        let a = answer(
+            Endpoint::Preview,
+            &body(preset, &format!(r#"{ctx}, "allow_regex": true"#)),
+        );
+        let v = json(&a);
+        assert_eq!(v["regex"]["scripts"].as_array().unwrap().len(), 3);
+        assert_eq!(
+            v["regex"]["messages"],
+            serde_json::json!([
+                {"after": "a dog", "before": "a cat", "depth": 2, "item": 0, "scripts": [0]},
+                {"after": "a wolf and a wolf", "before": "a cat and a dog", "depth": 1, "item": 1, "scripts": [0, 2]},
+            ])
+        );
+    }
+}

@@ -1,0 +1,388 @@
+//! `stpreset serve`: the previewer, one page and its JSON API on a local HTTP server
+//! (docs/serve.md). The server keeps no state between requests: every answer is computed from
+//! the request (and, for `/api/start`, from the files named on the command line, read again
+//! on every page load so an author who edits the preset sees the edit on reload).
+
+mod api;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use clap::Args;
+use tokio::sync::Semaphore;
+
+use super::Failure;
+use api::{Answer, Endpoint};
+
+#[derive(Args)]
+pub(crate) struct ServeArgs {
+    /// Preset file shown as soon as the page loads (read again on every page load).
+    preset: Option<PathBuf>,
+    /// Context file the page renders with (default: the built-in sample chat).
+    #[arg(long, value_name = "CTX.json")]
+    context: Option<PathBuf>,
+    /// Port; by default 8080, or the next free one up to 8179. `0` lets the system choose.
+    #[arg(long)]
+    port: Option<u16>,
+    /// Address to listen on. Anything but a loopback address lets other machines reach the
+    /// page: only do that on a network you trust.
+    #[arg(long, value_name = "ADDR", default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    bind: IpAddr,
+}
+
+/// The built-in sample chat: the repository's example context (a shrine maiden, a friend,
+/// host items of every common tag).
+const SAMPLE_CONTEXT: &str = include_str!("../../../examples/context.json");
+
+const INDEX_HTML: &str = include_str!("page/index.html");
+const APP_JS: &str = include_str!("page/app.js");
+const STYLE_CSS: &str = include_str!("page/style.css");
+
+/// Renders at once: each may take a core and a few hundred MiB at the input limits.
+const WORKERS: usize = 2;
+/// Requests admitted at once (reading their bodies or waiting for a worker): bounds the memory
+/// queued bodies hold at this many times [`api::MAX_BODY`]. More are refused with 503.
+const ADMITTED: usize = 16;
+/// Longest a request may take to send its body, or wait for a worker.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+struct Shared {
+    preset: Option<PathBuf>,
+    context: Option<PathBuf>,
+    /// `Host` header values this server answers to (empty: any, when bound to every address).
+    hosts: Vec<String>,
+    admitted: Semaphore,
+    workers: Semaphore,
+}
+
+pub(crate) fn run(args: ServeArgs) -> Result<(), Failure> {
+    for path in [&args.preset, &args.context].into_iter().flatten() {
+        if path.as_os_str() == "-" {
+            return Err(Failure(
+                "serve reads its files again on every page load: give a path, not `-`".into(),
+            ));
+        }
+        // Read once now so a typo fails at start, not on the page.
+        super::read(path, "input")?;
+    }
+    let listener = bind(args.bind, args.port)?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Failure(format!("cannot serve: {e}")))?;
+    let shared = Arc::new(Shared {
+        preset: args.preset,
+        context: args.context,
+        hosts: allowed_hosts(addr),
+        admitted: Semaphore::new(ADMITTED),
+        workers: Semaphore::new(WORKERS),
+    });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        // Renders run on blocking threads; deep templates want the main thread's room.
+        .thread_stack_size(8 << 20)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure(format!("cannot start the server: {e}")))?;
+    // The tokenizers load in the background: the first page's counts need them.
+    std::thread::spawn(|| stpreset::Tokenizer::Auto.preload());
+    announce(addr);
+    runtime.block_on(async move {
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| Failure(format!("cannot serve: {e}")))?;
+        let listener = tokio::net::TcpListener::from_std(listener)
+            .map_err(|e| Failure(format!("cannot serve: {e}")))?;
+        axum::serve(listener, router(shared))
+            .with_graceful_shutdown(async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await
+            .map_err(|e| Failure(format!("server failed: {e}")))
+    })
+}
+
+/// Binds `port`, or 8080 and the next ports up to 8179 when none is given.
+fn bind(ip: IpAddr, port: Option<u16>) -> Result<TcpListener, Failure> {
+    let ports: Vec<u16> = match port {
+        Some(p) => vec![p],
+        None => (8080..8180).collect(),
+    };
+    let mut last = None;
+    for p in ports {
+        match TcpListener::bind(SocketAddr::new(ip, p)) {
+            Ok(l) => return Ok(l),
+            Err(e) => last = Some((p, e)),
+        }
+    }
+    let (p, e) = last.unwrap_or((0, std::io::Error::other("no port to try")));
+    let tried = match port {
+        Some(_) => format!("port {p}"),
+        None => "ports 8080 to 8179".into(),
+    };
+    Err(Failure(format!("cannot listen on {ip}, {tried}: {e}")))
+}
+
+/// The URL on stdout (the first line, for scripts and tests); a warning on stderr when the
+/// page is reachable from other machines.
+fn announce(addr: SocketAddr) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "http://{}/", host_of(addr));
+    let _ = out.flush();
+    if !addr.ip().is_loopback() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "stpreset: warning: listening on {} — other machines can reach this page",
+            addr.ip()
+        );
+    }
+}
+
+/// `127.0.0.1:8080`, `[::1]:8080`.
+fn host_of(addr: SocketAddr) -> String {
+    addr.to_string()
+}
+
+/// The `Host` values a browser sends to this server. Checking them stops DNS rebinding: a web
+/// page of another site that resolves its own name to 127.0.0.1 could otherwise read the
+/// preset and context files this server was started with.
+fn allowed_hosts(addr: SocketAddr) -> Vec<String> {
+    if addr.ip().is_unspecified() {
+        return Vec::new();
+    }
+    let port = addr.port();
+    let mut hosts = vec![host_of(addr)];
+    if addr.ip().is_loopback() {
+        for name in ["localhost", "127.0.0.1", "[::1]"] {
+            hosts.push(format!("{name}:{port}"));
+        }
+    }
+    hosts
+}
+
+fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/", get(|| async { asset(INDEX_HTML, "text/html; charset=utf-8") }))
+        .route(
+            "/app.js",
+            get(|| async { asset(APP_JS, "text/javascript; charset=utf-8") }),
+        )
+        .route(
+            "/style.css",
+            get(|| async { asset(STYLE_CSS, "text/css; charset=utf-8") }),
+        )
+        .route("/api/start", get(start))
+        .route("/api/preview", post(preview))
+        .route("/api/render", post(render))
+        .route("/api/audit", post(audit))
+        .route("/api/request", post(request))
+        .fallback(|| async { json(Answer::error(404, "not_found", "no such page")) })
+        .method_not_allowed_fallback(|| async {
+            json(Answer::error(405, "method", "method not allowed here"))
+        })
+        .layer(middleware::from_fn_with_state(shared.clone(), guard))
+        .with_state(shared)
+}
+
+fn asset(text: &'static str, kind: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, kind)], text).into_response()
+}
+
+fn json(answer: Answer) -> Response {
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        answer.body,
+    )
+        .into_response()
+}
+
+/// Every request: the `Host` must be this server's, a `POST` must come from this server's
+/// page (or from no page at all: curl, a test), and every answer carries headers that keep
+/// the page from loading anything but itself.
+async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    let host_ok = shared.hosts.is_empty()
+        || headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .is_some_and(|h| shared.hosts.iter().any(|a| a.eq_ignore_ascii_case(h)));
+    let mut response = if !host_ok {
+        json(Answer::error(
+            403,
+            "host",
+            "this server answers only to the address it printed",
+        ))
+    } else if request.method() == Method::POST && !same_origin(&shared, headers) {
+        json(Answer::error(
+            403,
+            "origin",
+            "requests from other sites are refused",
+        ))
+    } else {
+        next.run(request).await
+    };
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
+             img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+        ),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// A `POST` with an `Origin` must name this server; browsers always send one on a `POST`.
+fn same_origin(shared: &Shared, headers: &HeaderMap) -> bool {
+    match headers.get(header::ORIGIN).map(|o| o.to_str()) {
+        None => true,
+        Some(Ok(origin)) => {
+            shared.hosts.is_empty()
+                || origin
+                    .strip_prefix("http://")
+                    .is_some_and(|h| shared.hosts.iter().any(|a| a.eq_ignore_ascii_case(h)))
+        }
+        Some(Err(_)) => false,
+    }
+}
+
+async fn preview(state: State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
+    work(state, headers, body, Endpoint::Preview).await
+}
+
+async fn render(state: State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
+    work(state, headers, body, Endpoint::Render).await
+}
+
+async fn audit(state: State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
+    work(state, headers, body, Endpoint::Audit).await
+}
+
+async fn request(state: State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
+    work(state, headers, body, Endpoint::Request).await
+}
+
+/// Admits the request, reads its body within the cap and [`PATIENCE`], waits for a worker,
+/// and answers on a blocking thread (a render is CPU work).
+async fn work(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Body,
+    endpoint: Endpoint,
+) -> Response {
+    let is_json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if !is_json {
+        return json(Answer::error(
+            415,
+            "media_type",
+            "send the body as `Content-Type: application/json`",
+        ));
+    }
+    let Ok(_admitted) = shared.admitted.try_acquire() else {
+        return busy();
+    };
+    let bytes = match tokio::time::timeout(PATIENCE, axum::body::to_bytes(body, api::MAX_BODY))
+        .await
+    {
+        Err(_) => return json(Answer::error(408, "timeout", "the body came too slowly")),
+        Ok(Err(_)) => {
+            return json(Answer::error(
+                413,
+                "too_large",
+                &format!(
+                    "request body: over the limit of {} bytes (or cut off)",
+                    api::MAX_BODY
+                ),
+            ));
+        }
+        Ok(Ok(bytes)) => bytes,
+    };
+    let Ok(Ok(_worker)) = tokio::time::timeout(PATIENCE, shared.workers.acquire()).await else {
+        return busy();
+    };
+    match tokio::task::spawn_blocking(move || api::answer(endpoint, &bytes)).await {
+        Ok(answer) => json(answer),
+        Err(_) => json(Answer::error(
+            500,
+            "internal",
+            "internal error (please report it with the input that caused it)",
+        )),
+    }
+}
+
+fn busy() -> Response {
+    let mut r = json(Answer::error(
+        503,
+        "busy",
+        "the server is busy with other previews; try again",
+    ));
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    r
+}
+
+/// `GET /api/start`: what the page shows first. `{"context": {"name", "text"}, "preset":
+/// {"name", "text"} | null, "errors": [...]}`; files are read now, within the CLI's limit.
+async fn start(State(shared): State<Arc<Shared>>) -> Response {
+    let (preset, context) = (shared.preset.clone(), shared.context.clone());
+    let read = tokio::task::spawn_blocking(move || start_doc(preset.as_deref(), context.as_deref()))
+        .await;
+    match read {
+        Ok(body) => json(Answer { status: 200, body }),
+        Err(_) => json(Answer::error(500, "internal", "internal error")),
+    }
+}
+
+fn start_doc(preset: Option<&Path>, context: Option<&Path>) -> String {
+    let mut errors = Vec::new();
+    let mut file = |path: &Path, what: &str| -> Option<serde_json::Value> {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let text = super::read(path, what)
+            .map_err(|Failure(e)| e)
+            .and_then(|bytes| {
+                String::from_utf8(bytes).map_err(|e| {
+                    format!(
+                        "{}: not valid UTF-8 (byte {})",
+                        path.display(),
+                        e.utf8_error().valid_up_to()
+                    )
+                })
+            });
+        match text {
+            Ok(text) => Some(serde_json::json!({"name": name, "text": text})),
+            Err(e) => {
+                errors.push(e);
+                None
+            }
+        }
+    };
+    let preset = preset.and_then(|p| file(p, "preset"));
+    let context = context
+        .and_then(|p| file(p, "context"))
+        .unwrap_or_else(|| serde_json::json!({"name": "", "text": SAMPLE_CONTEXT}));
+    serde_json::json!({"context": context, "errors": errors, "preset": preset}).to_string()
+}

@@ -1,0 +1,487 @@
+// stpreset preview: the page's whole logic, hand-written (docs/serve.md says why).
+// Every text that comes from a preset or a chat goes into the page through `textContent`,
+// never as markup: a node whose text is HTML shows that HTML as text.
+"use strict";
+
+const MAX_INPUT = 2 * 1024 * 1024; // the CLI's input limit, per file
+const $ = (id) => document.getElementById(id);
+
+const state = {
+  preset: null, // {name, text}
+  context: { name: "", text: "" }, // name "" = the built-in sample chat
+  sample: "",
+  toggles: {},
+  shape: "",
+  allowRegex: false,
+  seq: 0,
+  inflight: null,
+  names: new Map(), // node identifier → name, for the messages' labels
+};
+
+// --- Small helpers ---------------------------------------------------------------------
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "class") e.className = v;
+    else e.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children) {
+    if (c === null || c === undefined) continue;
+    e.append(c instanceof Node ? c : String(c));
+  }
+  return e;
+}
+
+// Names, identifiers and messages about them show control and direction-changing characters
+// as visible marks, so a node named with a right-to-left override cannot disguise itself or
+// reorder the page around it. (Message text is shown exactly, isolated by CSS.)
+const INVISIBLE = /[\u0000-\u001f\u007f\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g;
+function shown(s) {
+  return String(s ?? "").replace(INVISIBLE, (c) => {
+    const n = c.codePointAt(0);
+    if (n < 0x20) return String.fromCodePoint(0x2400 + n);
+    if (n === 0x7f) return "\u2421";
+    return "\u27e8U+" + n.toString(16).toUpperCase().padStart(4, "0") + "\u27e9";
+  });
+}
+
+function plural(n, word) {
+  return `${n.toLocaleString()} ${word}${n === 1 ? "" : "s"}`;
+}
+
+function showError(message) {
+  const e = $("error");
+  e.textContent = message || "";
+  e.hidden = !message;
+}
+
+function setStatus(text) {
+  $("status").textContent = text;
+}
+
+// --- Files -----------------------------------------------------------------------------
+
+// Reads a dropped or picked file as the CLI would: at most 2 MiB, UTF-8 (a byte order mark
+// dropped, as the library drops it), JSON.
+async function readFile(file) {
+  if (file.size > MAX_INPUT) {
+    throw new Error(`${file.name}: input is over the limit of ${MAX_INPUT} bytes`);
+  }
+  const bytes = await file.arrayBuffer();
+  let text;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
+  } catch {
+    throw new Error(`${file.name}: not valid UTF-8`);
+  }
+  let json;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`${file.name}: not JSON (${e.message})`);
+  }
+  return { name: file.name, text, json };
+}
+
+// A dropped file is a preset when it has a preset's keys, else a context.
+function isPreset(json) {
+  return json !== null && typeof json === "object" && !Array.isArray(json) &&
+    ("prompts" in json || "prompt_order" in json || "sysprompt" in json);
+}
+
+async function takeFiles(files, as) {
+  showError("");
+  for (const file of files) {
+    try {
+      const f = await readFile(file);
+      const kind = as || (isPreset(f.json) ? "preset" : "context");
+      if (kind === "preset") {
+        state.preset = { name: f.name, text: f.text };
+        state.toggles = {};
+      } else {
+        state.context = { name: f.name, text: f.text };
+      }
+    } catch (e) {
+      showError(e.message);
+      return;
+    }
+  }
+  refresh();
+}
+
+// --- Talking to the server -------------------------------------------------------------
+
+function body() {
+  // The files' own text goes in as it is: the server imports those bytes, as the CLI would.
+  const ctx = state.context.text || state.sample;
+  return `{"preset":${state.preset.text},"context":${ctx},"toggles":${JSON.stringify(state.toggles)},` +
+    `"shape":${JSON.stringify(state.shape || null)},"allow_regex":${state.allowRegex}}`;
+}
+
+async function refresh() {
+  if (!state.preset) return;
+  const seq = ++state.seq;
+  if (state.inflight) state.inflight.abort();
+  const abort = new AbortController();
+  state.inflight = abort;
+  document.body.setAttribute("aria-busy", "true");
+  let answer;
+  try {
+    const r = await fetch("/api/preview", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: body(),
+      signal: abort.signal,
+    });
+    answer = await r.json();
+    if (!r.ok) throw new Error(answer?.error?.message || `the server answered ${r.status}`);
+  } catch (e) {
+    if (e.name === "AbortError" || seq !== state.seq) return;
+    document.body.removeAttribute("aria-busy");
+    showError(e.message);
+    return;
+  }
+  if (seq !== state.seq) return;
+  document.body.removeAttribute("aria-busy");
+  showError("");
+  show(answer);
+  document.body.dataset.rendered = String(seq);
+}
+
+// --- Showing an answer -----------------------------------------------------------------
+
+function show(a) {
+  const render = a.render;
+  showNodes(a.nodes);
+  showMessages(render.messages, a.tokens);
+  showDiagnostics($("diagnostics"), render.diagnostics, a.sources);
+  showDiagnostics($("audit"), a.audit.diagnostics, a.sources);
+  $("diagnostics-count").textContent = `(${render.diagnostics.length})`;
+  $("audit-count").textContent = `(${a.audit.diagnostics.length})`;
+  showRequest(a.request, render.diagnostics.length, a.sources);
+  showSettings(render.effective, a.settings);
+  showRegex(a.regex);
+  const on = a.nodes.filter((n) => n.enabled).length;
+  const ctx = state.context.name ? `context ${state.context.name}` : "the sample chat";
+  setStatus(`${shown(state.preset.name)}: ${on} of ${plural(a.nodes.length, "node")} on · ` +
+    `${plural(render.messages.length, "message")} · ${ctx}`);
+}
+
+function showNodes(nodes) {
+  state.names = new Map();
+  for (const n of nodes) if (!state.names.has(n.identifier)) state.names.set(n.identifier, n.name);
+  const list = document.createDocumentFragment();
+  nodes.forEach((n, i) => {
+    const box = el("input", { type: "checkbox", id: `node-${i}`, checked: n.enabled });
+    box.dataset.identifier = n.identifier;
+    box.addEventListener("change", () => {
+      state.toggles[n.identifier] = box.checked;
+      refresh();
+    });
+    const badges = [el("span", { class: "badge" }, n.role)];
+    if (n.marker) badges.push(el("span", { class: "badge marker" }, "marker"));
+    if (n.injection) {
+      badges.push(el("span", { class: "badge inject" },
+        `@ depth ${n.injection.depth}, order ${n.injection.order}`));
+    }
+    const label = el("label", { for: `node-${i}` }, box,
+      el("span", {}, el("span", { class: "name" }, shown(n.name)), " ",
+        el("span", { class: "id" }, shown(n.identifier)), " ", ...badges));
+    list.append(el("li", { class: n.enabled ? "" : "off", "data-identifier": n.identifier }, label));
+  });
+  $("nodes").replaceChildren(list);
+}
+
+// The identifier or tag a message came from (`data-source`).
+function sourceId(source) {
+  if ("node" in source) return source.node;
+  if ("tag" in source) return source.tag ?? "untagged";
+  if ("setting" in source) return `setting:${source.setting}`;
+  if ("injection" in source) return source.injection.map(sourceId).join(" ");
+  return "";
+}
+
+function sourceLabel(source) {
+  if ("node" in source) {
+    const name = state.names.get(source.node);
+    return name && name !== source.node ? `${shown(name)} (${shown(source.node)})` : `node ${shown(source.node)}`;
+  }
+  if ("tag" in source) return source.tag ? `host item ${source.tag}` : "untagged host item";
+  if ("setting" in source) return `setting ${source.setting}`;
+  if ("injection" in source) return `injected at depth: ${source.injection.map(sourceId).map(shown).join(", ")}`;
+  return "";
+}
+
+function showMessages(messages, tokens) {
+  const list = document.createDocumentFragment();
+  messages.forEach((m, i) => {
+    const injected = "injection" in m.source;
+    const cost = tokens.messages[i];
+    const head = el("header", {},
+      el("span", { class: "role" }, m.role),
+      el("span", { class: "src" }, sourceLabel(m.source)),
+      el("span", { class: "tok" }, cost === undefined ? "" : plural(cost, "token")));
+    const item = el("li", {
+      class: injected ? "msg injected" : "msg",
+      "data-role": m.role,
+      "data-source": sourceId(m.source),
+      "data-index": i,
+    }, head);
+    m.parts.forEach((p, k) => {
+      // A history message's later parts are depth nodes merged into it (`\n[System: …]`).
+      const merged = k > 0 && m.source.tag === "DIALOGUE_HISTORY";
+      const part = el("div", {
+        class: merged ? "part injected" : "part",
+        "data-part": k,
+        "data-from": merged ? "at this depth" : null,
+      });
+      part.textContent = p;
+      if (p === "") part.append(el("span", { class: "empty" }, "(empty)"));
+      item.append(part);
+    });
+    list.append(item);
+  });
+  $("messages").replaceChildren(list);
+  let t = `· ${plural(tokens.total, "token")}`;
+  if (tokens.max_context_tokens !== null && tokens.max_context_tokens !== undefined) {
+    const room = tokens.max_context_tokens - tokens.reserve_tokens;
+    t += ` of ${room.toLocaleString()} available (context ${tokens.max_context_tokens.toLocaleString()}` +
+      `, ${tokens.reserve_tokens.toLocaleString()} kept for the reply)`;
+  }
+  $("tokens").textContent = t;
+}
+
+// The lines around a diagnostic, its span marked. Line and column count as the library does:
+// lines split at `\n`, the column is 1-based in UTF-8 bytes. Long lines are cut to a window
+// around the mark, so a 2 MiB one-line node shows a few hundred characters.
+const WINDOW = 240;
+function snippet(content, d) {
+  const lines = content.split("\n");
+  const at = d.line - 1;
+  if (at < 0 || at >= lines.length) return null;
+  const enc = new TextEncoder();
+  const dec = new TextDecoder();
+  const line = lines[at];
+  const bytes = enc.encode(line);
+  const startByte = Math.min(bytes.length, Math.max(0, (d.column || 1) - 1));
+  const spanLen = d.span ? Math.max(0, d.span[1] - d.span[0]) : 0;
+  const endByte = Math.min(bytes.length, startByte + spanLen);
+  const start = dec.decode(bytes.subarray(0, startByte)).length;
+  const end = Math.max(start, dec.decode(bytes.subarray(0, endByte)).length);
+  const pre = el("pre", { class: "snippet", tabindex: 0 });
+  const cut = (text, from, to) => {
+    from = Math.max(0, from);
+    to = Math.min(text.length, to);
+    return [from > 0 ? "…" : "", text.slice(from, to), to < text.length ? "…" : ""];
+  };
+  const width = String(Math.min(lines.length, at + 3)).length;
+  const number = (n) => el("span", { class: "ln" }, String(n).padStart(width) + " │ ");
+  for (let k = Math.max(0, at - 2); k <= Math.min(lines.length - 1, at + 2); k++) {
+    if (k !== at) {
+      const [a, b, c] = cut(lines[k], 0, WINDOW);
+      pre.append(number(k + 1), a + b + c, "\n");
+      continue;
+    }
+    const from = line.length > WINDOW ? start - 100 : 0;
+    const to = line.length > WINDOW ? Math.max(end, start) + 140 : line.length;
+    const [lead, , trail] = cut(line, from, to);
+    const lo = Math.max(0, from);
+    const hit = el("span", { class: "hit" }, number(k + 1), lead, line.slice(lo, start),
+      el("mark", {}, end > start ? line.slice(start, Math.min(end, to)) : " "),
+      line.slice(Math.min(end, to), Math.min(line.length, to)), trail);
+    pre.append(hit, "\n");
+  }
+  return pre;
+}
+
+function showDiagnostics(target, diags, sources) {
+  const list = document.createDocumentFragment();
+  diags.forEach((d, i) => {
+    const where = [d.node ? `node ${shown(d.node)}` : null,
+      d.line ? `line ${d.line}, column ${d.column}` : null,
+      d.script !== undefined && d.script !== null ? `script ${d.script + 1}` : null]
+      .filter(Boolean).join(" · ");
+    const source = d.node && d.line ? sources[d.node] : undefined;
+    const button = el("button", {
+      type: "button", class: "diag", "aria-expanded": source === undefined ? null : "false",
+    },
+      el("span", { class: `sev ${d.severity}` }, d.severity), el("strong", {}, d.kind), " ",
+      el("span", { class: "where" }, where),
+      el("span", { class: "text" }, shown(d.message)));
+    const item = el("li", { "data-kind": d.kind, "data-index": i }, button);
+    if (source !== undefined) {
+      button.addEventListener("click", () => {
+        const open = item.querySelector(".snippet");
+        if (open) {
+          open.remove();
+          button.setAttribute("aria-expanded", "false");
+          return;
+        }
+        const pre = snippet(source, d);
+        if (pre) item.append(pre);
+        button.setAttribute("aria-expanded", "true");
+      });
+    }
+    list.append(item);
+  });
+  // Empty, the list shows "None." by CSS: its children are exactly its diagnostics.
+  target.replaceChildren(list);
+}
+
+function showRequest(doc, renderDiags, sources) {
+  $("request-hint").hidden = doc !== null;
+  $("request").hidden = doc === null;
+  $("request").textContent = doc === null ? "" : JSON.stringify(doc.request, null, 2);
+  let extra = $("request-diagnostics");
+  if (!extra) {
+    extra = el("ol", { id: "request-diagnostics", class: "diags" });
+    $("panel-request").append(extra);
+  }
+  const own = doc === null ? [] : doc.diagnostics.slice(renderDiags);
+  if (own.length) showDiagnostics(extra, own, sources);
+  else extra.replaceChildren();
+}
+
+function table(target, obj) {
+  const list = document.createDocumentFragment();
+  const keys = Object.keys(obj || {});
+  for (const k of keys) {
+    const v = obj[k];
+    list.append(el("dt", {}, k), el("dd", {}, typeof v === "string" ? shown(v) : JSON.stringify(v)));
+  }
+  if (!keys.length) list.append(el("dt", {}, "—"), el("dd", {}, "none"));
+  target.replaceChildren(list);
+}
+
+function showSettings(effective, settings) {
+  table($("effective"), effective);
+  table($("settings"), settings);
+}
+
+const PLACEMENTS = { 1: "user input", 2: "AI output", 3: "slash commands", 5: "world info", 6: "reasoning" };
+
+function clip(text, n) {
+  return text.length > n ? text.slice(0, n) + `… (${(text.length - n).toLocaleString()} more characters)` : text;
+}
+
+function showRegex(r) {
+  const names = new Map(r.scripts.map((s) => [s.position, s.name || `script ${s.position + 1}`]));
+  $("regex-hint").textContent = r.scripts.length === 0
+    ? "This preset has no regex scripts."
+    : r.allowed
+      ? (r.attributed || r.messages.length === 0
+        ? "The prompt pass ran on the history: each changed message names the scripts that changed it."
+        : "The prompt pass ran on the history (too many scripts to tell them apart).")
+      : "The scripts did not run: a bot runs them only when it allows them (allow_preset_regex). Tick “Run regex scripts” to see them at work.";
+  const scripts = document.createDocumentFragment();
+  for (const s of r.scripts) {
+    const flags = [s.disabled ? "disabled" : null, s.prompt_only ? "prompt only" : null,
+      s.markdown_only ? "display only" : null, s.run_on_edit ? "on edit" : null]
+      .filter(Boolean);
+    const where = s.placement.map((p) => PLACEMENTS[p] || `placement ${p}`).join(", ") || "no placement";
+    scripts.append(el("li", { "data-position": s.position },
+      el("strong", {}, `${s.position + 1}. `, el("span", { class: "name" }, shown(s.name || "(unnamed)"))),
+      el("div", { class: "hint" }, `${where}${flags.length ? " · " + flags.join(", ") : ""}`),
+      el("code", {}, shown(clip(s.find_regex, 300)))));
+  }
+  $("regex-scripts").replaceChildren(scripts);
+  const changes = document.createDocumentFragment();
+  for (const m of r.messages) {
+    const by = m.scripts === null ? "" : ` · changed by ${m.scripts.map((p) => shown(names.get(p))).join(", ")}`;
+    changes.append(el("li", { "data-item": m.item },
+      el("div", {}, el("strong", {}, `History item ${m.item + 1}`), ` (depth ${m.depth})${by}`),
+      el("del", { class: "text" }, clip(m.before, 2000)),
+      el("ins", { class: "text" }, m.after === null ? "(dropped)" : clip(m.after, 2000))));
+  }
+  $("regex-messages").replaceChildren(changes);
+}
+
+// --- Tabs ------------------------------------------------------------------------------
+
+function selectTab(tab) {
+  for (const t of document.querySelectorAll("[role=tab]")) {
+    const on = t === tab;
+    t.setAttribute("aria-selected", String(on));
+    t.tabIndex = on ? 0 : -1;
+    $(t.getAttribute("aria-controls")).hidden = !on;
+  }
+}
+
+function setUpTabs() {
+  const tabs = [...document.querySelectorAll("[role=tab]")];
+  for (const t of tabs) {
+    t.addEventListener("click", () => selectTab(t));
+    t.addEventListener("keydown", (e) => {
+      const i = tabs.indexOf(t);
+      const next = e.key === "ArrowRight" ? tabs[(i + 1) % tabs.length]
+        : e.key === "ArrowLeft" ? tabs[(i - 1 + tabs.length) % tabs.length]
+        : e.key === "Home" ? tabs[0] : e.key === "End" ? tabs[tabs.length - 1] : null;
+      if (next) {
+        e.preventDefault();
+        selectTab(next);
+        next.focus();
+      }
+    });
+  }
+}
+
+// --- Start -----------------------------------------------------------------------------
+
+function setUpInputs() {
+  $("preset-file").addEventListener("change", (e) => takeFiles(e.target.files, "preset"));
+  $("context-file").addEventListener("change", (e) => takeFiles(e.target.files, "context"));
+  $("sample-context").addEventListener("click", () => {
+    state.context = { name: "", text: "" };
+    refresh();
+  });
+  $("shape").addEventListener("change", (e) => {
+    state.shape = e.target.value;
+    refresh();
+  });
+  $("allow-regex").addEventListener("change", (e) => {
+    state.allowRegex = e.target.checked;
+    refresh();
+  });
+  let depth = 0;
+  window.addEventListener("dragenter", (e) => {
+    e.preventDefault();
+    depth++;
+    $("drop").hidden = false;
+  });
+  window.addEventListener("dragleave", () => {
+    if (--depth <= 0) {
+      depth = 0;
+      $("drop").hidden = true;
+    }
+  });
+  window.addEventListener("dragover", (e) => e.preventDefault());
+  window.addEventListener("drop", (e) => {
+    e.preventDefault();
+    depth = 0;
+    $("drop").hidden = true;
+    if (e.dataTransfer?.files?.length) takeFiles(e.dataTransfer.files, null);
+  });
+}
+
+async function start() {
+  setUpTabs();
+  setUpInputs();
+  try {
+    const r = await fetch("/api/start");
+    const s = await r.json();
+    if (!r.ok) throw new Error(s?.error?.message || `the server answered ${r.status}`);
+    if (s.context.name) state.context = s.context;
+    else state.sample = s.context.text;
+    if (s.preset) state.preset = s.preset;
+    if (s.errors.length) showError(s.errors.join("\n"));
+  } catch (e) {
+    showError(`cannot reach the server: ${e.message}`);
+    return;
+  }
+  if (state.preset) refresh();
+  else document.body.dataset.rendered = "none";
+}
+
+start();
