@@ -419,7 +419,10 @@ mod tests {
 
     #[test]
     fn toggles_switch_nodes_and_unknown_ones_are_refused() {
-        let a = answer(Endpoint::Render, &body(PRESET, r#", "toggles": {"jb": false}"#));
+        let a = answer(
+            Endpoint::Render,
+            &body(PRESET, r#", "toggles": {"jb": false}"#),
+        );
         let v = json(&a);
         let sources: Vec<_> = v["messages"]
             .as_array()
@@ -428,22 +431,37 @@ mod tests {
             .map(|m| m["source"]["node"].clone())
             .collect();
         assert_eq!(sources, [serde_json::json!("main")]);
-        let a = answer(Endpoint::Render, &body(PRESET, r#", "toggles": {"nope": true}"#));
-        assert_eq!((a.status, json(&a)["error"]["kind"].as_str()), (422, Some("toggles")));
+        let a = answer(
+            Endpoint::Render,
+            &body(PRESET, r#", "toggles": {"nope": true}"#),
+        );
+        assert_eq!(
+            (a.status, json(&a)["error"]["kind"].as_str()),
+            (422, Some("toggles"))
+        );
     }
 
     #[test]
     fn audit_counts_after_toggles() {
-        let a = answer(Endpoint::Audit, &body(PRESET, r#", "toggles": {"jb": false}"#));
+        let a = answer(
+            Endpoint::Audit,
+            &body(PRESET, r#", "toggles": {"jb": false}"#),
+        );
         let v = json(&a);
-        assert_eq!((v["nodes"].as_u64(), v["enabled"].as_u64()), (Some(3), Some(2)));
+        assert_eq!(
+            (v["nodes"].as_u64(), v["enabled"].as_u64()),
+            (Some(3), Some(2))
+        );
         assert_eq!(v["diagnostics"][0]["kind"], "UnknownMacro");
     }
 
     #[test]
     fn request_needs_a_shape_and_uses_the_given_one() {
         let a = answer(Endpoint::Request, &body(PRESET, ""));
-        assert_eq!((a.status, json(&a)["error"]["kind"].as_str()), (422, Some("shape")));
+        assert_eq!(
+            (a.status, json(&a)["error"]["kind"].as_str()),
+            (422, Some("shape"))
+        );
         let a = answer(Endpoint::Request, &body(PRESET, r#", "shape": "google""#));
         assert_eq!(a.status, 200);
         assert!(json(&a)["request"]["contents"].is_array());
@@ -457,7 +475,11 @@ mod tests {
             (br#"{"preset": {}, "toogles": {}}"#, 400, "request"),
             (br#"{"preset": {}, "shape": "bard"}"#, 400, "request"),
             (br#"{"preset": []}"#, 422, "preset"),
-            (br#"{"preset": {"prompts": [{"identifier": "a"}]}, "context": {"usr": 1}}"#, 422, "context"),
+            (
+                br#"{"preset": {"prompts": [{"identifier": "a"}]}, "context": {"usr": 1}}"#,
+                422,
+                "context",
+            ),
         ] {
             let a = answer(Endpoint::Preview, bytes);
             assert_eq!(a.status, status, "{}", a.body);
@@ -470,8 +492,14 @@ mod tests {
     #[test]
     fn inputs_over_the_cli_limits_are_refused() {
         let big = format!(r#""{}""#, "x".repeat(MAX_INPUT));
-        let a = answer(Endpoint::Render, &body(PRESET, &format!(r#", "context": {big}"#)));
-        assert_eq!((a.status, json(&a)["error"]["kind"].as_str()), (413, Some("too_large")));
+        let a = answer(
+            Endpoint::Render,
+            &body(PRESET, &format!(r#", "context": {big}"#)),
+        );
+        assert_eq!(
+            (a.status, json(&a)["error"]["kind"].as_str()),
+            (413, Some("too_large"))
+        );
         let preset = format!(r#"{{"prompts": [], "x": {big}}}"#);
         let a = answer(Endpoint::Render, &body(&preset, ""));
         assert_eq!(a.status, 413);

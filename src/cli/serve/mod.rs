@@ -171,7 +171,10 @@ fn allowed_hosts(addr: SocketAddr) -> Vec<String> {
 
 fn router(shared: Arc<Shared>) -> Router {
     Router::new()
-        .route("/", get(|| async { asset(INDEX_HTML, "text/html; charset=utf-8") }))
+        .route(
+            "/",
+            get(|| async { asset(INDEX_HTML, "text/html; charset=utf-8") }),
+        )
         .route(
             "/app.js",
             get(|| async { asset(APP_JS, "text/javascript; charset=utf-8") }),
@@ -244,7 +247,10 @@ async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) 
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
-    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }
@@ -302,22 +308,21 @@ async fn work(
     let Ok(_admitted) = shared.admitted.try_acquire() else {
         return busy();
     };
-    let bytes = match tokio::time::timeout(PATIENCE, axum::body::to_bytes(body, api::MAX_BODY))
-        .await
-    {
-        Err(_) => return json(Answer::error(408, "timeout", "the body came too slowly")),
-        Ok(Err(_)) => {
-            return json(Answer::error(
-                413,
-                "too_large",
-                &format!(
-                    "request body: over the limit of {} bytes (or cut off)",
-                    api::MAX_BODY
-                ),
-            ));
-        }
-        Ok(Ok(bytes)) => bytes,
-    };
+    let bytes =
+        match tokio::time::timeout(PATIENCE, axum::body::to_bytes(body, api::MAX_BODY)).await {
+            Err(_) => return json(Answer::error(408, "timeout", "the body came too slowly")),
+            Ok(Err(_)) => {
+                return json(Answer::error(
+                    413,
+                    "too_large",
+                    &format!(
+                        "request body: over the limit of {} bytes (or cut off)",
+                        api::MAX_BODY
+                    ),
+                ));
+            }
+            Ok(Ok(bytes)) => bytes,
+        };
     let Ok(Ok(_worker)) = tokio::time::timeout(PATIENCE, shared.workers.acquire()).await else {
         return busy();
     };
@@ -346,8 +351,8 @@ fn busy() -> Response {
 /// {"name", "text"} | null, "errors": [...]}`; files are read now, within the CLI's limit.
 async fn start(State(shared): State<Arc<Shared>>) -> Response {
     let (preset, context) = (shared.preset.clone(), shared.context.clone());
-    let read = tokio::task::spawn_blocking(move || start_doc(preset.as_deref(), context.as_deref()))
-        .await;
+    let read =
+        tokio::task::spawn_blocking(move || start_doc(preset.as_deref(), context.as_deref())).await;
     match read {
         Ok(body) => json(Answer { status: 200, body }),
         Err(_) => json(Answer::error(500, "internal", "internal error")),

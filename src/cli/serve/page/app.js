@@ -180,15 +180,16 @@ function showNodes(nodes) {
       state.toggles[n.identifier] = box.checked;
       refresh();
     });
-    const badges = [el("span", { class: "badge" }, n.role)];
+    // Most nodes speak as system: only the others say so.
+    const badges = n.role === "system" ? [] : [el("span", { class: "badge" }, n.role)];
     if (n.marker) badges.push(el("span", { class: "badge marker" }, "marker"));
     if (n.injection) {
       badges.push(el("span", { class: "badge inject" },
         `@ depth ${n.injection.depth}, order ${n.injection.order}`));
     }
     const label = el("label", { for: `node-${i}` }, box,
-      el("span", {}, el("span", { class: "name" }, shown(n.name)), " ",
-        el("span", { class: "id" }, shown(n.identifier)), " ", ...badges));
+      el("span", { class: "about" }, el("span", { class: "name" }, shown(n.name)), " ", ...badges,
+        el("span", { class: "id", title: shown(n.identifier) }, shown(n.identifier))));
     list.append(el("li", { class: n.enabled ? "" : "off", "data-identifier": n.identifier }, label));
   });
   $("nodes").replaceChildren(list);
@@ -256,7 +257,10 @@ function showMessages(messages, tokens) {
 // The lines around a diagnostic, its span marked. Line and column count as the library does:
 // lines split at `\n`, the column is 1-based in UTF-8 bytes. Long lines are cut to a window
 // around the mark, so a 2 MiB one-line node shows a few hundred characters.
-const WINDOW = 240;
+// The side panel is narrow: a long line shows from a little before the mark to a little after.
+const WINDOW = 120;
+const BEFORE = 40;
+const AFTER = 80;
 function snippet(content, d) {
   const lines = content.split("\n");
   const at = d.line - 1;
@@ -284,8 +288,8 @@ function snippet(content, d) {
       pre.append(number(k + 1), a + b + c, "\n");
       continue;
     }
-    const from = line.length > WINDOW ? start - 100 : 0;
-    const to = line.length > WINDOW ? Math.max(end, start) + 140 : line.length;
+    const from = line.length > WINDOW ? start - BEFORE : 0;
+    const to = line.length > WINDOW ? Math.max(end, start) + AFTER : line.length;
     const [lead, , trail] = cut(line, from, to);
     const lo = Math.max(0, from);
     const hit = el("span", { class: "hit" }, number(k + 1), lead, line.slice(lo, start),
@@ -320,7 +324,10 @@ function showDiagnostics(target, diags, sources) {
           return;
         }
         const pre = snippet(source, d);
-        if (pre) item.append(pre);
+        if (pre) {
+          item.append(pre);
+          pre.scrollIntoView({ block: "nearest" });
+        }
         button.setAttribute("aria-expanded", "true");
       });
     }

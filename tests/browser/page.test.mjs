@@ -1,0 +1,227 @@
+// `stpreset serve` in a real browser: Debian's Chromium, driven by playwright-core (which
+// downloads no browser of its own). Run by scripts/browser-test after `cargo test`; reads the
+// corpus from ../shared at run time and skips those tests, saying so, when it is absent.
+//
+// STPRESET_BIN: the binary, built with `--features serve` (default target/debug/stpreset).
+// CHROMIUM: the browser (default /usr/bin/chromium). Screenshots go to target/browser/.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, execFileSync } from "node:child_process";
+import { mkdtempSync, writeFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const bin = process.env.STPRESET_BIN || join(repo, "target/debug/stpreset");
+const corpus = resolve(repo, "../shared/corpus/presets");
+const context = join(repo, "examples/context.json");
+const shots = join(repo, "target/browser");
+const scratch = mkdtempSync(join(tmpdir(), "stpreset-browser-"));
+const haveCorpus = existsSync(corpus);
+if (!haveCorpus) console.log(`# SKIP corpus tests: ${corpus} is absent`);
+
+let browser;
+const servers = [];
+
+before(async () => {
+  mkdirSync(shots, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    // Without the background-networking flags Chromium keeps calling out to a closed network.
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  for (const s of servers) s.kill();
+});
+
+/** Starts `stpreset serve ARGS --port 0` and resolves with the URL it prints. */
+function serve(...args) {
+  return new Promise((ok, fail) => {
+    const child = spawn(bin, ["serve", ...args, "--port", "0"], { stdio: ["ignore", "pipe", "inherit"] });
+    servers.push(child);
+    let out = "";
+    child.stdout.on("data", (d) => {
+      out += d;
+      const line = out.split("\n")[0];
+      if (out.includes("\n")) ok(line.trim());
+    });
+    child.on("exit", (code) => fail(new Error(`serve exited with ${code}`)));
+  });
+}
+
+async function open(url, viewport = { width: 1280, height: 800 }, colorScheme = "light") {
+  const page = await browser.newPage({ viewport, colorScheme });
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  page.on("dialog", (d) => { errors.push(`dialog: ${d.message()}`); d.dismiss(); });
+  await page.goto(url);
+  await page.waitForSelector("body[data-rendered]", { timeout: 60_000 });
+  page.errors = errors;
+  return page;
+}
+
+/** Runs `action`, then waits for the page to show the answer to the request it caused. */
+async function after_(page, action) {
+  const was = await page.getAttribute("body", "data-rendered");
+  await action();
+  await page.waitForFunction((w) => document.body.dataset.rendered !== w, was, { timeout: 60_000 });
+}
+
+function cli(...args) {
+  return JSON.parse(execFileSync(bin, args, { maxBuffer: 64 << 20 }).toString());
+}
+
+function sourceId(source) {
+  if ("node" in source) return source.node;
+  if ("tag" in source) return source.tag ?? "untagged";
+  if ("setting" in source) return `setting:${source.setting}`;
+  return source.injection.map(sourceId).join(" ");
+}
+
+/** The page's messages: role, source and parts, read through the stable hooks. */
+function shownMessages(page) {
+  return page.$$eval("#messages > [data-role]", (items) => items.map((m) => ({
+    role: m.dataset.role,
+    source: m.dataset.source,
+    parts: [...m.querySelectorAll("[data-part]")].map((p) => p.firstChild?.nodeType === 3 ? p.firstChild.data : ""),
+  })));
+}
+
+function expected(doc) {
+  return doc.messages.map((m) => ({ role: m.role, source: sourceId(m.source), parts: m.parts }));
+}
+
+const CORPUS = ["st-default__Default.json", "marinara__Spaghetti-Recipe-Essentials.json",
+  "nemo__NemoEngine-11.5.2-General-RP.json", "atelier__TheAtelierV4.json"];
+
+for (const name of CORPUS) {
+  test(`corpus ${name}: the page shows what the CLI renders, message for message`, { skip: !haveCorpus }, async () => {
+    const preset = join(corpus, name);
+    const page = await open(await serve(preset, "--context", context));
+    const want = cli("render", preset, "--context", context, "--format", "json");
+    assert.deepEqual(await shownMessages(page), expected(want));
+    assert.equal(await page.locator("#diagnostics > *").count(), want.diagnostics.length);
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  });
+}
+
+test("a node switched off leaves the prompt; switched on it comes back", { skip: !haveCorpus }, async () => {
+  const preset = join(corpus, "st-default__Default.json");
+  const page = await open(await serve(preset, "--context", context));
+  const before = await shownMessages(page);
+  // The first message that comes from a node of the preset.
+  const node = before.find((m) => !m.source.includes(" ") && m.source !== "DIALOGUE_HISTORY" &&
+    !m.source.startsWith("SYSTEM") && !m.source.startsWith("KNOWLEDGE")).source;
+  const box = page.locator(`#nodes input[data-identifier="${node}"]`).first();
+  await after_(page, () => box.uncheck());
+  const without = await shownMessages(page);
+  assert.equal(without.filter((m) => m.source === node).length, 0);
+  assert.equal(without.length, before.length - 1);
+  await after_(page, () => box.check());
+  assert.deepEqual(await shownMessages(page), before);
+  await page.close();
+});
+
+test("the request shape shows the provider request the CLI builds", { skip: !haveCorpus }, async () => {
+  const preset = join(corpus, "marinara__Spaghetti-Recipe-Essentials.json");
+  const page = await open(await serve(preset, "--context", context));
+  for (const [shape, cliShape] of [["google", "google"], ["anthropic", "anthropic"], ["openai", "openai"]]) {
+    await after_(page, () => page.selectOption("#shape", shape));
+    await page.click("#tab-request");
+    const shown = JSON.parse(await page.textContent("#request"));
+    const want = cli("render", preset, "--context", context, "--shape", cliShape, "--format", "json");
+    assert.deepEqual(shown, want.request, shape);
+  }
+  await page.close();
+});
+
+test("a diagnostic opens on its node's line with the span marked", async () => {
+  const preset = join(scratch, "diag.json");
+  writeFileSync(preset, JSON.stringify({ prompts: [
+    { identifier: "main", name: "Main", content: "line one\nline two\nHello {{frobnicate}} there\nline four" },
+  ] }));
+  const page = await open(await serve(preset, "--context", context));
+  const diag = page.locator("#diagnostics > li", { hasText: "UnknownMacro" }).first();
+  await diag.locator("button").click();
+  const hit = diag.locator(".snippet .hit");
+  await hit.waitFor();
+  assert.equal(await diag.locator("mark").textContent(), "{{frobnicate}}");
+  assert.match(await hit.textContent(), /^3 │ Hello \{\{frobnicate\}\} there$/);
+  // Keyboard: Enter closes and opens it again.
+  await diag.locator("button").focus();
+  await page.keyboard.press("Enter");
+  assert.equal(await diag.locator(".snippet").count(), 0);
+  await page.keyboard.press("Enter");
+  assert.equal(await diag.locator(".snippet").count(), 1);
+  await page.close();
+});
+
+test("preset text that is HTML or script is shown as text, never run", async () => {
+  const evil = `<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script><b>bold</b>`;
+  const name = "RLO \u202Eevil.exe\u202C and NUL \u0000 bell \u0007 <i>x</i>";
+  const preset = join(scratch, "evil.json");
+  writeFileSync(preset, JSON.stringify({ prompts: [
+    { identifier: "main", name, content: evil },
+    { identifier: "<script>alert(1)</script>", name: "<img src=x onerror=alert(2)>", content: "{{nope}}" },
+  ] }));
+  const page = await open(await serve(preset, "--context", context));
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+  assert.equal(await page.locator("#messages img, #messages script, #messages b, #nodes img, #nodes i").count(), 0);
+  const [first] = await shownMessages(page);
+  assert.equal(first.parts[0], evil);
+  const label = await page.locator("#nodes li").first().textContent();
+  assert.ok(label.includes("\u27e8U+202E\u27e9") && label.includes("\u2400") && label.includes("\u2407"), label);
+  assert.ok(!label.includes("\u202E"));
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test("a 2 MiB preset of 10,000 nodes loads, lists every node and renders", async () => {
+  const prompts = [];
+  const order = [];
+  for (let i = 0; i < 10_000; i++) {
+    prompts.push({ identifier: `n${i}`, name: `Node ${i}`, content: `Text of node ${i}. ` + "x".repeat(95) });
+    order.push({ identifier: `n${i}`, enabled: i % 2 === 0 });
+  }
+  let doc = { prompts, prompt_order: [{ character_id: 100001, order }] };
+  let text = JSON.stringify(doc);
+  assert.ok(text.length > 1.8 * 1024 * 1024 && text.length < 2 * 1024 * 1024, String(text.length));
+  const preset = join(scratch, "big.json");
+  writeFileSync(preset, text);
+  const page = await open(await serve(preset, "--context", context));
+  assert.equal(await page.locator("#nodes > li").count(), 10_000);
+  const want = cli("render", preset, "--context", context, "--format", "json");
+  const shown = await shownMessages(page);
+  assert.equal(shown.length, want.messages.length);
+  assert.deepEqual(shown, expected(want));
+  await page.close();
+});
+
+// Wide and light, narrow and dark, for the example preset (the README's picture is the first)
+// and, with the corpus, a large real one.
+const SHOTS = [["example", join(repo, "examples/preset.json")],
+  ...(haveCorpus ? [["corpus", join(corpus, "marinara__Spaghetti-Recipe-Essentials.json")]] : [])];
+for (const [name, preset] of SHOTS) {
+  test(`screenshots of the ${name} preset, wide and light, narrow and dark`, async () => {
+    const url = await serve(preset, "--context", context);
+    for (const [label, viewport, scheme] of [["wide", { width: 1280, height: 800 }, "light"],
+      ["narrow", { width: 390, height: 844 }, "dark"]]) {
+      const page = await open(url, viewport, scheme);
+      // Nothing may stick out sideways at phone width.
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      assert.ok(overflow <= 0, `${label}: ${overflow}px wider than the window`);
+      const path = join(shots, `serve-${name}-${label}.png`);
+      await page.screenshot({ path });
+      assert.ok(readFileSync(path).length > 10_000);
+      await page.close();
+    }
+  });
+}
