@@ -164,6 +164,84 @@ test("a diagnostic opens on its node's line with the span marked", async () => {
   await page.close();
 });
 
+test("presets and contexts open with the picker, by dropping them, and the sample comes back", async () => {
+  const page = await open(await serve());
+  assert.equal(await page.getAttribute("body", "data-rendered"), "none");
+  const preset = join(repo, "examples/preset.json");
+  await after_(page, () => page.setInputFiles("#preset-file", preset));
+  // The sample chat is the example context.
+  assert.deepEqual(await shownMessages(page),
+    expected(cli("render", preset, "--context", context, "--format", "json")));
+  const bob = join(scratch, "bob.json");
+  const bobText = JSON.stringify({ user: "Bob", char: "Tomori", items: [
+    { tag: "DIALOGUE_HISTORY", role: "user", text: "Bob: hello there" }] });
+  writeFileSync(bob, bobText);
+  const dropped = await page.evaluateHandle(({ name, text }) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([text], name, { type: "application/json" }));
+    return dt;
+  }, { name: "bob.json", text: bobText });
+  await after_(page, () => page.dispatchEvent("body", "drop", { dataTransfer: dropped }));
+  assert.deepEqual(await shownMessages(page),
+    expected(cli("render", preset, "--context", bob, "--format", "json")));
+  assert.match(await page.textContent("#status"), /bob\.json/);
+  await after_(page, () => page.click("#sample-context"));
+  assert.deepEqual(await shownMessages(page),
+    expected(cli("render", preset, "--context", context, "--format", "json")));
+  // A file that is not JSON is refused on the page, and the last render stays.
+  await page.setInputFiles("#preset-file", { name: "x.json", mimeType: "application/json", buffer: Buffer.from("{nope") });
+  await page.waitForSelector("#error:not([hidden])");
+  assert.match(await page.textContent("#error"), /x\.json: not JSON/);
+  assert.ok(await page.locator("#messages > [data-role]").count() > 0);
+  await page.close();
+});
+
+test("the keyboard reaches the switches and the tabs", async () => {
+  const preset = join(scratch, "keys.json");
+  writeFileSync(preset, JSON.stringify({ prompts: [
+    { identifier: "main", name: "Main", content: "First" },
+    { identifier: "second", name: "Second", content: "Second {{nope}}" }] }));
+  const page = await open(await serve(preset, "--context", context));
+  const count = async (id) => (await shownMessages(page)).filter((m) => m.source === id).length;
+  assert.equal(await count("second"), 1);
+  await page.focus("#nodes input[data-identifier=second]");
+  await after_(page, () => page.keyboard.press("Space"));
+  assert.equal(await count("second"), 0);
+  await page.focus("#tab-diagnostics");
+  await page.keyboard.press("ArrowRight");
+  assert.equal(await page.getAttribute("#tab-audit", "aria-selected"), "true");
+  assert.equal(await page.isVisible("#panel-audit"), true);
+  assert.equal(await page.evaluate(() => document.activeElement.id), "tab-audit");
+  await page.keyboard.press("End");
+  assert.equal(await page.isVisible("#panel-regex"), true);
+  assert.equal(await page.isVisible("#panel-audit"), false);
+  await page.close();
+});
+
+test("the regex tab names the scripts that changed each history message", async () => {
+  const preset = join(scratch, "regex.json");
+  writeFileSync(preset, JSON.stringify({
+    prompts: [{ identifier: "chatHistory", marker: true }],
+    extensions: { regex_scripts: [
+      { scriptName: "Lanterns to <b>torches</b>", findRegex: "/lanterns/g", replaceString: "torches", placement: [2], promptOnly: true },
+      { scriptName: "never", findRegex: "/zebra/g", replaceString: "x", placement: [1, 2], promptOnly: true }] },
+  }));
+  const page = await open(await serve(preset, "--context", context));
+  await page.click("#tab-regex");
+  assert.match(await page.textContent("#regex-hint"), /did not run/);
+  await after_(page, () => page.check("#allow-regex"));
+  const changes = page.locator("#regex-messages > li");
+  assert.equal(await changes.count(), 1);
+  const text = await changes.first().textContent();
+  assert.match(text, /changed by Lanterns to <b>torches<\/b>/);
+  assert.match(text, /The torches are lit/);
+  assert.equal(await page.locator("#regex-messages b").count(), 0);
+  // The prompt the bot sends has the scripts' text too.
+  const shown = await shownMessages(page);
+  assert.ok(shown.some((m) => m.parts[0].includes("The torches are lit")));
+  await page.close();
+});
+
 test("preset text that is HTML or script is shown as text, never run", async () => {
   const evil = `<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script><b>bold</b>`;
   const name = "RLO \u202Eevil.exe\u202C and NUL \u0000 bell \u0007 <i>x</i>";
