@@ -262,6 +262,32 @@ test("preset text that is HTML or script is shown as text, never run", async () 
   await page.close();
 });
 
+test("a node named __proto__ switches off like any other; a file with a BOM loads", async () => {
+  const preset = join(scratch, "proto.json");
+  const text = JSON.stringify({ prompts: [
+    { identifier: "main", content: "Main text" },
+    { identifier: "__proto__", name: "Sneaky", content: "Cannot switch me off" }] });
+  writeFileSync(preset, "\uFEFF" + text);
+  const page = await open(await serve(preset, "--context", context));
+  assert.deepEqual(page.errors, []);
+  const count = async () => (await shownMessages(page)).filter((m) => m.source === "__proto__").length;
+  assert.equal(await count(), 1);
+  await after_(page, () => page.locator('#nodes input[data-identifier="__proto__"]').uncheck());
+  assert.equal(await count(), 0);
+  assert.equal(await page.isHidden("#error"), true);
+  await page.close();
+});
+
+test("a preset of 3,000 diagnostics shows 500 and says how many more there are", async () => {
+  const preset = join(scratch, "many.json");
+  writeFileSync(preset, JSON.stringify({ prompts: [{ identifier: "main", content: "{{x}}".repeat(3000) }] }));
+  const page = await open(await serve(preset, "--context", context));
+  assert.equal(await page.locator("#diagnostics > *").count(), 500);
+  assert.match(await page.textContent("#diagnostics-more"), /2,500 more diagnostics not shown/);
+  assert.match(await page.textContent("#diagnostics-count"), /3,000/);
+  await page.close();
+});
+
 test("a 2 MiB preset of 10,000 nodes loads, lists every node and renders", async () => {
   const prompts = [];
   const order = [];

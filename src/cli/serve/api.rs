@@ -21,6 +21,12 @@ pub(crate) const MAX_BODY: usize = 2 * MAX_INPUT + (MAX_INPUT / 2);
 /// prompt pass more (SPEC §13 bounds each pass); past it the page says which messages changed.
 const MAX_ATTRIBUTED_SCRIPTS: usize = 16;
 
+/// Most diagnostics of each list in a preview: a page cannot show 400,000 of them (a 2 MiB
+/// preset of `{{x}}` makes that many), and the answer would be hundreds of megabytes. The
+/// count of the others is in `omitted`; `/api/render` and `/api/audit` keep every one, as the
+/// CLI's JSON does.
+const MAX_PREVIEW_DIAGNOSTICS: usize = 500;
+
 /// An answer: a status code and a JSON body.
 #[derive(Debug)]
 pub(crate) struct Answer {
@@ -62,6 +68,10 @@ struct Request<'a> {
     /// `render --allow-regex`: the preset's regex scripts may run on the history.
     #[serde(default)]
     allow_regex: bool,
+    /// Preview only: name the scripts that changed each history message (one more prompt pass
+    /// per script, so only when asked: the page asks while its Regex tab is open).
+    #[serde(default)]
+    regex_by_script: bool,
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -100,6 +110,7 @@ struct Loaded {
     preset: Preset,
     ctx: Context,
     provider: stpreset::ProviderOptions,
+    regex_by_script: bool,
 }
 
 fn load(body: &[u8]) -> Result<Loaded, Answer> {
@@ -128,16 +139,7 @@ fn load(body: &[u8]) -> Result<Loaded, Answer> {
         None => Context::default(),
     };
     ctx.allow_preset_regex |= request.allow_regex;
-    for (id, on) in &request.toggles {
-        if !preset.set_enabled(id, *on) {
-            let shown = stpreset::terminal_line(id);
-            return Err(Answer::error(
-                422,
-                "toggles",
-                &format!("toggles: the preset has no node `{shown}`"),
-            ));
-        }
-    }
+    toggle(&mut preset, &request.toggles)?;
     let mut provider = ctx.provider_options.clone();
     if let Some(shape) = request.shape {
         provider.shape = Some(shape.into());
@@ -146,7 +148,35 @@ fn load(body: &[u8]) -> Result<Loaded, Answer> {
         preset,
         ctx,
         provider,
+        regex_by_script: request.regex_by_script,
     })
+}
+
+/// Applies `toggles` through one index of the nodes by identifier: `Preset::set_enabled`
+/// looks at every node, which for a toggle per node would be quadratic.
+fn toggle(preset: &mut Preset, toggles: &BTreeMap<String, bool>) -> Result<(), Answer> {
+    if toggles.is_empty() {
+        return Ok(());
+    }
+    let mut by_id: HashMap<String, Vec<usize>> = HashMap::new();
+    for (i, n) in preset.nodes().iter().enumerate() {
+        by_id.entry(n.identifier.clone()).or_default().push(i);
+    }
+    let nodes = preset.nodes_mut();
+    for (id, on) in toggles {
+        let Some(at) = by_id.get(id) else {
+            let shown = stpreset::terminal_line(id);
+            return Err(Answer::error(
+                422,
+                "toggles",
+                &format!("toggles: the preset has no node `{shown}`"),
+            ));
+        };
+        for &i in at {
+            nodes[i].enabled = *on;
+        }
+    }
+    Ok(())
 }
 
 fn too_large(what: &str, max: usize) -> Answer {
@@ -163,41 +193,71 @@ pub(crate) fn answer(endpoint: Endpoint, body: &[u8]) -> Answer {
         preset,
         ctx,
         provider,
+        regex_by_script,
     } = match load(body) {
         Ok(loaded) => loaded,
         Err(refused) => return refused,
     };
-    if endpoint == Endpoint::Audit {
-        return Answer::ok(preset.audit_json());
-    }
-    if endpoint == Endpoint::Request && provider.shape.is_none() {
-        return Answer::error(
-            422,
-            "shape",
-            "shape: a request needs a shape (`openai`, `anthropic` or `google`), in the body or the context's `provider_options`",
-        );
+    match endpoint {
+        // The audit reads the preset alone: nothing to render.
+        Endpoint::Audit => return Answer::ok(preset.audit_json()),
+        Endpoint::Request if provider.shape.is_none() => {
+            return Answer::error(
+                422,
+                "shape",
+                "shape: a request needs a shape (`openai`, `anthropic` or `google`), in the body or the context's `provider_options`",
+            );
+        }
+        _ => {}
     }
     let compiled = preset.compile();
     let rendered = compiled.render(&ctx);
-    match endpoint {
-        Endpoint::Render => Answer::ok(rendered.to_json()),
-        Endpoint::Request => Answer::ok(rendered.to_request_json(&provider)),
-        Endpoint::Audit | Endpoint::Preview => {
-            Answer::ok(preview(&preset, &compiled, &rendered, &ctx, &provider))
+    Answer::ok(match endpoint {
+        Endpoint::Request => rendered.to_request_json(&provider),
+        Endpoint::Preview => {
+            let shown = Shown {
+                preset: &preset,
+                compiled: &compiled,
+                ctx: &ctx,
+                provider: &provider,
+                regex_by_script,
+            };
+            preview(&shown, rendered)
         }
-    }
+        // (The audit was answered above.)
+        Endpoint::Render | Endpoint::Audit => rendered.to_json(),
+    })
 }
 
-/// `{"audit", "nodes", "regex", "render", "request", "settings", "sources", "tokens"}`, keys in
-/// byte order. `render`, `request` and `audit` are the CLI's documents, byte for byte.
-fn preview(
-    preset: &Preset,
-    compiled: &CompiledPreset,
-    rendered: &Rendered<'_>,
-    ctx: &Context,
-    provider: &stpreset::ProviderOptions,
-) -> String {
-    let audit = preset.audit();
+/// What a preview is made from.
+struct Shown<'a> {
+    preset: &'a Preset,
+    compiled: &'a CompiledPreset,
+    ctx: &'a Context,
+    provider: &'a stpreset::ProviderOptions,
+    regex_by_script: bool,
+}
+
+/// `{"audit", "nodes", "omitted", "regex", "render", "request", "settings", "sources",
+/// "tokens"}`, keys in byte order. `render`, `request` and `audit` are the CLI's documents
+/// with their diagnostics cut to [`MAX_PREVIEW_DIAGNOSTICS`] each (`omitted` counts the rest).
+fn preview(shown: &Shown<'_>, mut rendered: Rendered<'_>) -> String {
+    let Shown {
+        preset,
+        compiled,
+        ctx,
+        provider,
+        regex_by_script,
+    } = *shown;
+    let mut audit = preset.audit();
+    let omitted_audit = audit.len().saturating_sub(MAX_PREVIEW_DIAGNOSTICS);
+    audit.truncate(MAX_PREVIEW_DIAGNOSTICS);
+    let omitted_render = rendered
+        .diagnostics
+        .len()
+        .saturating_sub(MAX_PREVIEW_DIAGNOSTICS);
+    rendered.diagnostics.truncate(MAX_PREVIEW_DIAGNOSTICS);
+    let rendered = &rendered;
     let audit_doc = {
         let mut out = Vec::new();
         // Writing to a Vec cannot fail.
@@ -208,22 +268,14 @@ fn preview(
         .shape
         .is_some()
         .then(|| rendered.to_request_json(provider));
-    let request_diags: Vec<Diagnostic> = request
-        .as_ref()
-        .map(|_| rendered.to_request(provider).1)
-        .unwrap_or_default();
-    let sources = sources(
-        preset,
-        [&rendered.diagnostics, &audit, &request_diags]
-            .into_iter()
-            .flatten(),
-    );
+    // A request's own diagnostics are about the request, not a node's line.
+    let sources = sources(preset, rendered.diagnostics.iter().chain(&audit));
     let mut out = String::with_capacity(4096);
     let _ = write!(
         out,
-        r#"{{"audit":{audit_doc},"nodes":{},"regex":{},"render":{},"request":{},"settings":{},"sources":{sources},"tokens":{}}}"#,
+        r#"{{"audit":{audit_doc},"nodes":{},"omitted":{{"audit":{omitted_audit},"render":{omitted_render}}},"regex":{},"render":{},"request":{},"settings":{},"sources":{sources},"tokens":{}}}"#,
         preset.nodes_json(),
-        regex(preset, compiled, ctx),
+        regex(preset, compiled, ctx, regex_by_script),
         rendered.to_json(),
         request.as_deref().unwrap_or("null"),
         preset.settings().to_json(),
@@ -273,7 +325,7 @@ fn tokens(rendered: &Rendered<'_>, ctx: &Context) -> String {
 /// that changed it. A script is named when its prompt pass over the history, with every
 /// earlier script in place, gives another text than the pass without it: the same walk as a
 /// render, one script longer at a time.
-fn regex(preset: &Preset, compiled: &CompiledPreset, ctx: &Context) -> String {
+fn regex(preset: &Preset, compiled: &CompiledPreset, ctx: &Context, by_script: bool) -> String {
     let scripts = preset.regex_scripts();
     let scripts_json = serde_json::to_string(scripts).unwrap_or_else(|_| "[]".into());
     let allowed = ctx.allow_preset_regex;
@@ -313,7 +365,7 @@ fn regex(preset: &Preset, compiled: &CompiledPreset, ctx: &Context) -> String {
         })
         .map(|s| s.position)
         .collect();
-    let attributed = !changed.is_empty() && candidates.len() <= MAX_ATTRIBUTED_SCRIPTS;
+    let attributed = by_script && !changed.is_empty() && candidates.len() <= MAX_ATTRIBUTED_SCRIPTS;
     let mut by: Vec<Vec<usize>> = vec![Vec::new(); changed.len()];
     if attributed {
         let raw = preset.raw();
@@ -528,6 +580,61 @@ mod tests {
     }
 
     #[test]
+    fn a_preview_shows_at_most_500_diagnostics_of_a_list_and_counts_the_rest() {
+        let preset = format!(
+            r#"{{"prompts": [{{"identifier": "main", "content": "{}"}}]}}"#,
+            "{{x}}".repeat(600)
+        );
+        let v = json(&answer(Endpoint::Preview, &body(&preset, "")));
+        assert_eq!(v["render"]["diagnostics"].as_array().unwrap().len(), 500);
+        assert_eq!(v["audit"]["diagnostics"].as_array().unwrap().len(), 500);
+        assert_eq!(
+            v["omitted"],
+            serde_json::json!({"audit": 100, "render": 100})
+        );
+        // The documents of their own keep every one, as the CLI's JSON does.
+        let v = json(&answer(Endpoint::Render, &body(&preset, "")));
+        assert_eq!(v["diagnostics"].as_array().unwrap().len(), 600);
+    }
+
+    #[test]
+    fn a_toggle_reaches_every_node_of_its_identifier() {
+        let preset = r#"{"prompts": [{"identifier": "a", "content": "one"},
+            {"identifier": "b", "content": "two"}],
+            "prompt_order": [{"character_id": 100001, "order": [
+                {"identifier": "a", "enabled": true}, {"identifier": "b", "enabled": true},
+                {"identifier": "a", "enabled": true}]}]}"#;
+        let v = json(&answer(Endpoint::Preview, &body(preset, "")));
+        let on = |v: &serde_json::Value| -> Vec<bool> {
+            let nodes = v["nodes"].as_array().unwrap();
+            nodes
+                .iter()
+                .map(|n| n["enabled"].as_bool().unwrap())
+                .collect()
+        };
+        let all = on(&v);
+        assert!(all.iter().all(|&e| e), "{all:?}");
+        let v = json(&answer(
+            Endpoint::Preview,
+            &body(preset, r#", "toggles": {"a": false}"#),
+        ));
+        let ids: Vec<_> = v["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["identifier"].clone())
+            .collect();
+        let off: Vec<_> = ids
+            .iter()
+            .zip(on(&v))
+            .filter(|(_, e)| !e)
+            .map(|(i, _)| i.clone())
+            .collect();
+        assert!(!off.is_empty() && off.iter().all(|i| i == "a"), "{off:?}");
+        assert_eq!(off.len(), ids.iter().filter(|i| *i == "a").count());
+    }
+
+    #[test]
     fn regex_names_the_scripts_that_changed_each_history_message() {
         let preset = r#"{"prompts": [{"identifier": "chatHistory", "marker": true}],
             "extensions": {"regex_scripts": [
@@ -547,6 +654,14 @@ mod tests {
             &body(preset, &format!(r#"{ctx}, "allow_regex": true"#)),
         );
         let v = json(&a);
+        // Changed messages, but the scripts are named only when asked.
+        assert_eq!(v["regex"]["attributed"], false);
+        assert_eq!(
+            v["regex"]["messages"][1]["scripts"],
+            serde_json::Value::Null
+        );
+        let asked = format!(r#"{ctx}, "allow_regex": true, "regex_by_script": true"#);
+        let v = json(&answer(Endpoint::Preview, &body(preset, &asked)));
         assert_eq!(v["regex"]["scripts"].as_array().unwrap().len(), 3);
         assert_eq!(
             v["regex"]["messages"],

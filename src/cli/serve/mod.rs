@@ -4,6 +4,7 @@
 //! on every page load so an author who edits the preset sees the edit on reload).
 
 mod api;
+mod http;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -18,7 +19,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use clap::Args;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::Failure;
 use api::{Answer, Endpoint};
@@ -60,8 +61,8 @@ struct Shared {
     context: Option<PathBuf>,
     /// `Host` header values this server answers to (empty: any, when bound to every address).
     hosts: Vec<String>,
-    admitted: Semaphore,
-    workers: Semaphore,
+    admitted: Arc<Semaphore>,
+    workers: Arc<Semaphore>,
 }
 
 pub(crate) fn run(args: ServeArgs) -> Result<(), Failure> {
@@ -82,8 +83,8 @@ pub(crate) fn run(args: ServeArgs) -> Result<(), Failure> {
         preset: args.preset,
         context: args.context,
         hosts: allowed_hosts(addr),
-        admitted: Semaphore::new(ADMITTED),
-        workers: Semaphore::new(WORKERS),
+        admitted: Arc::new(Semaphore::new(ADMITTED)),
+        workers: Arc::new(Semaphore::new(WORKERS)),
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -101,12 +102,11 @@ pub(crate) fn run(args: ServeArgs) -> Result<(), Failure> {
             .map_err(|e| Failure(format!("cannot serve: {e}")))?;
         let listener = tokio::net::TcpListener::from_std(listener)
             .map_err(|e| Failure(format!("cannot serve: {e}")))?;
-        axum::serve(listener, router(shared))
-            .with_graceful_shutdown(async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
-            .await
-            .map_err(|e| Failure(format!("server failed: {e}")))
+        tokio::select! {
+            () = http::serve(listener, router(shared)) => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        Ok(())
     })
 }
 
@@ -201,32 +201,43 @@ fn asset(text: &'static str, kind: &'static str) -> Response {
 }
 
 fn json(answer: Answer) -> Response {
+    held(answer, Vec::new())
+}
+
+/// An answer whose body keeps `permits` until it is sent.
+fn held(answer: Answer, permits: Vec<OwnedSemaphorePermit>) -> Response {
     let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     (
         status,
         [(header::CONTENT_TYPE, "application/json")],
-        answer.body,
+        http::Held::body(answer.body, permits),
     )
         .into_response()
 }
 
-/// Every request: the `Host` must be this server's, a `POST` must come from this server's
-/// page (or from no page at all: curl, a test), and every answer carries headers that keep
-/// the page from loading anything but itself.
+/// Every request: one `Host`, this server's (and an absolute target naming it too); a `POST`
+/// from this server's own page (or from no page at all: curl, a test); and every answer
+/// carries headers that keep the page from loading anything but itself.
 async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
     let headers = request.headers();
-    let host_ok = shared.hosts.is_empty()
-        || headers
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .is_some_and(|h| shared.hosts.iter().any(|a| a.eq_ignore_ascii_case(h)));
-    let mut response = if !host_ok {
+    let mut hosts = headers.get_all(header::HOST).iter();
+    let host = match (hosts.next().map(|h| h.to_str()), hosts.next()) {
+        (Some(Ok(host)), None) => Some(host),
+        _ => None,
+    };
+    let allowed =
+        |h: &str| shared.hosts.is_empty() || shared.hosts.iter().any(|a| a.eq_ignore_ascii_case(h));
+    let target_ok = request
+        .uri()
+        .authority()
+        .is_none_or(|a| host.is_some_and(|h| a.as_str().eq_ignore_ascii_case(h)));
+    let mut response = if !host.is_some_and(allowed) || !target_ok {
         json(Answer::error(
             403,
             "host",
             "this server answers only to the address it printed",
         ))
-    } else if request.method() == Method::POST && !same_origin(&shared, headers) {
+    } else if request.method() == Method::POST && !same_origin(host, headers) {
         json(Answer::error(
             403,
             "origin",
@@ -255,17 +266,18 @@ async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) 
     response
 }
 
-/// A `POST` with an `Origin` must name this server; browsers always send one on a `POST`.
-fn same_origin(shared: &Shared, headers: &HeaderMap) -> bool {
-    match headers.get(header::ORIGIN).map(|o| o.to_str()) {
-        None => true,
-        Some(Ok(origin)) => {
-            shared.hosts.is_empty()
-                || origin
-                    .strip_prefix("http://")
-                    .is_some_and(|h| shared.hosts.iter().any(|a| a.eq_ignore_ascii_case(h)))
-        }
-        Some(Err(_)) => false,
+/// A `POST` with an `Origin` (browsers always send one) must come from the page at the very
+/// address it is sent to; two `Origin`s are refused.
+fn same_origin(host: Option<&str>, headers: &HeaderMap) -> bool {
+    let mut origins = headers.get_all(header::ORIGIN).iter();
+    match (origins.next(), origins.next()) {
+        (None, _) => true,
+        (Some(origin), None) => origin
+            .to_str()
+            .ok()
+            .and_then(|o| o.strip_prefix("http://"))
+            .is_some_and(|o| host.is_some_and(|h| o.eq_ignore_ascii_case(h))),
+        (Some(_), Some(_)) => false,
     }
 }
 
@@ -298,42 +310,61 @@ async fn work(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(';').next())
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
-    if !is_json {
+    let encoded = headers
+        .get(header::CONTENT_ENCODING)
+        .is_some_and(|e| !e.as_bytes().eq_ignore_ascii_case(b"identity"));
+    if !is_json || encoded {
         return json(Answer::error(
             415,
             "media_type",
-            "send the body as `Content-Type: application/json`",
+            "send the body as `Content-Type: application/json`, not compressed",
         ));
     }
-    let Ok(_admitted) = shared.admitted.try_acquire() else {
+    // A body announced over the cap is refused before it is waited for.
+    let announced = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if announced.is_some_and(|n| n > api::MAX_BODY as u64) {
+        return json(body_too_large());
+    }
+    let Ok(admitted) = shared.admitted.clone().try_acquire_owned() else {
         return busy();
     };
-    let bytes =
-        match tokio::time::timeout(PATIENCE, axum::body::to_bytes(body, api::MAX_BODY)).await {
-            Err(_) => return json(Answer::error(408, "timeout", "the body came too slowly")),
-            Ok(Err(_)) => {
-                return json(Answer::error(
-                    413,
-                    "too_large",
-                    &format!(
-                        "request body: over the limit of {} bytes (or cut off)",
-                        api::MAX_BODY
-                    ),
-                ));
-            }
-            Ok(Ok(bytes)) => bytes,
-        };
-    let Ok(Ok(_worker)) = tokio::time::timeout(PATIENCE, shared.workers.acquire()).await else {
+    let read = tokio::time::timeout(PATIENCE, axum::body::to_bytes(body, api::MAX_BODY)).await;
+    let bytes = match read {
+        Err(_) => return json(Answer::error(408, "timeout", "the body came too slowly")),
+        Ok(Err(_)) => return json(body_too_large()),
+        Ok(Ok(bytes)) => bytes,
+    };
+    let waited = tokio::time::timeout(PATIENCE, shared.workers.clone().acquire_owned()).await;
+    let Ok(Ok(worker)) = waited else {
         return busy();
     };
-    match tokio::task::spawn_blocking(move || api::answer(endpoint, &bytes)).await {
-        Ok(answer) => json(answer),
+    // The permits go with the work: a client that hangs up does not free its worker while its
+    // render still runs, and the answer holds them until it is sent.
+    let task = tokio::task::spawn_blocking(move || {
+        (api::answer(endpoint, &bytes), vec![admitted, worker])
+    });
+    match task.await {
+        Ok((answer, permits)) => held(answer, permits),
         Err(_) => json(Answer::error(
             500,
             "internal",
             "internal error (please report it with the input that caused it)",
         )),
     }
+}
+
+fn body_too_large() -> Answer {
+    Answer::error(
+        413,
+        "too_large",
+        &format!(
+            "request body: over the limit of {} bytes (or cut off)",
+            api::MAX_BODY
+        ),
+    )
 }
 
 fn busy() -> Response {
@@ -350,11 +381,15 @@ fn busy() -> Response {
 /// `GET /api/start`: what the page shows first. `{"context": {"name", "text"}, "preset":
 /// {"name", "text"} | null, "errors": [...]}`; files are read now, within the CLI's limit.
 async fn start(State(shared): State<Arc<Shared>>) -> Response {
+    // Its answer may be several times a 2 MiB file (escaped): it counts as admitted until sent.
+    let Ok(admitted) = shared.admitted.clone().try_acquire_owned() else {
+        return busy();
+    };
     let (preset, context) = (shared.preset.clone(), shared.context.clone());
     let read =
         tokio::task::spawn_blocking(move || start_doc(preset.as_deref(), context.as_deref())).await;
     match read {
-        Ok(body) => json(Answer { status: 200, body }),
+        Ok(body) => held(Answer { status: 200, body }, vec![admitted]),
         Err(_) => json(Answer::error(500, "internal", "internal error")),
     }
 }
@@ -368,7 +403,12 @@ fn start_doc(preset: Option<&Path>, context: Option<&Path>) -> String {
             .unwrap_or_default();
         let text = super::read(path, what)
             .map_err(|Failure(e)| e)
-            .and_then(|bytes| {
+            .and_then(|mut bytes| {
+                // The library drops a byte order mark; the page sends the text inside a JSON
+                // body, where one would be an error.
+                if bytes.starts_with(b"\xEF\xBB\xBF") {
+                    bytes.drain(..3);
+                }
                 String::from_utf8(bytes).map_err(|e| {
                     format!(
                         "{}: not valid UTF-8 (byte {})",

@@ -10,7 +10,8 @@ const state = {
   preset: null, // {name, text}
   context: { name: "", text: "" }, // name "" = the built-in sample chat
   sample: "",
-  toggles: {},
+  // Without a prototype, so that a node named `__proto__` is a key like any other.
+  toggles: Object.create(null),
   shape: "",
   allowRegex: false,
   seq: 0,
@@ -72,7 +73,8 @@ async function readFile(file) {
   const bytes = await file.arrayBuffer();
   let text;
   try {
-    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
+    // The decoder drops a byte order mark, as the library does.
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
   } catch {
     throw new Error(`${file.name}: not valid UTF-8`);
   }
@@ -99,7 +101,7 @@ async function takeFiles(files, as) {
       const kind = as || (isPreset(f.json) ? "preset" : "context");
       if (kind === "preset") {
         state.preset = { name: f.name, text: f.text };
-        state.toggles = {};
+        state.toggles = Object.create(null);
       } else {
         state.context = { name: f.name, text: f.text };
       }
@@ -116,8 +118,11 @@ async function takeFiles(files, as) {
 function body() {
   // The files' own text goes in as it is: the server imports those bytes, as the CLI would.
   const ctx = state.context.text || state.sample;
+  // Scripts are named only while the Regex tab is open: each costs the server one more pass.
+  const byScript = state.allowRegex && !$("panel-regex").hidden;
   return `{"preset":${state.preset.text},"context":${ctx},"toggles":${JSON.stringify(state.toggles)},` +
-    `"shape":${JSON.stringify(state.shape || null)},"allow_regex":${state.allowRegex}}`;
+    `"shape":${JSON.stringify(state.shape || null)},"allow_regex":${state.allowRegex},` +
+    `"regex_by_script":${byScript}}`;
 }
 
 async function refresh() {
@@ -141,6 +146,8 @@ async function refresh() {
     if (e.name === "AbortError" || seq !== state.seq) return;
     document.body.removeAttribute("aria-busy");
     showError(e.message);
+    // The hook moves on errors too, so a test waiting for an answer sees this one.
+    document.body.dataset.rendered = `error-${seq}`;
     return;
   }
   if (seq !== state.seq) return;
@@ -158,13 +165,17 @@ function show(a) {
   showMessages(render.messages, a.tokens);
   showDiagnostics($("diagnostics"), render.diagnostics, a.sources);
   showDiagnostics($("audit"), a.audit.diagnostics, a.sources);
-  $("diagnostics-count").textContent = `(${render.diagnostics.length})`;
-  $("audit-count").textContent = `(${a.audit.diagnostics.length})`;
+  const total = (list, more) => (list.length + more).toLocaleString();
+  $("diagnostics-count").textContent = `(${total(render.diagnostics, a.omitted.render)})`;
+  $("audit-count").textContent = `(${total(a.audit.diagnostics, a.omitted.audit)})`;
+  const more = (n) => n ? `${plural(n, "more diagnostic")} not shown; \`stpreset render --format json\` lists every one.` : "";
+  $("diagnostics-more").textContent = more(a.omitted.render);
+  $("audit-more").textContent = more(a.omitted.audit).replace("render", "audit");
   showRequest(a.request, render.diagnostics.length, a.sources);
   showSettings(render.effective, a.settings);
   showRegex(a.regex);
   const on = a.nodes.filter((n) => n.enabled).length;
-  const ctx = state.context.name ? `context ${state.context.name}` : "the sample chat";
+  const ctx = state.context.name ? `context ${shown(state.context.name)}` : "the sample chat";
   setStatus(`${shown(state.preset.name)}: ${on} of ${plural(a.nodes.length, "node")} on · ` +
     `${plural(render.messages.length, "message")} · ${ctx}`);
 }
@@ -210,7 +221,7 @@ function sourceLabel(source) {
     return name && name !== source.node ? `${shown(name)} (${shown(source.node)})` : `node ${shown(source.node)}`;
   }
   if ("tag" in source) return source.tag ? `host item ${source.tag}` : "untagged host item";
-  if ("setting" in source) return `setting ${source.setting}`;
+  if ("setting" in source) return `setting ${shown(source.setting)}`;
   if ("injection" in source) return `injected at depth: ${source.injection.map(sourceId).map(shown).join(", ")}`;
   return "";
 }
@@ -356,7 +367,7 @@ function table(target, obj) {
   const keys = Object.keys(obj || {});
   for (const k of keys) {
     const v = obj[k];
-    list.append(el("dt", {}, k), el("dd", {}, typeof v === "string" ? shown(v) : JSON.stringify(v)));
+    list.append(el("dt", {}, shown(k)), el("dd", {}, typeof v === "string" ? shown(v) : shown(JSON.stringify(v))));
   }
   if (!keys.length) list.append(el("dt", {}, "—"), el("dd", {}, "none"));
   target.replaceChildren(list);
@@ -375,6 +386,7 @@ function clip(text, n) {
 
 function showRegex(r) {
   const names = new Map(r.scripts.map((s) => [s.position, s.name || `script ${s.position + 1}`]));
+  // (The page asks for the scripts' names only while this tab is open.)
   $("regex-hint").textContent = r.scripts.length === 0
     ? "This preset has no regex scripts."
     : r.allowed
@@ -414,6 +426,8 @@ function selectTab(tab) {
     t.tabIndex = on ? 0 : -1;
     $(t.getAttribute("aria-controls")).hidden = !on;
   }
+  // Opening the Regex tab asks the server which script changed what.
+  if (tab.id === "tab-regex" && state.allowRegex && state.preset) refresh();
 }
 
 function setUpTabs() {
