@@ -345,6 +345,14 @@ fn wrong_methods_paths_types_and_bodies_are_json_errors() {
             415,
             "media_type",
         ),
+        (
+            server.send(
+                "POST /api/render HTTP/1.1\r\nContent-Type: application/json\r\nContent-Type: text/plain",
+                &body(PRESET, CONTEXT, ""),
+            ),
+            415,
+            "media_type",
+        ),
         (server.post("/api/render", b"{\"preset\":"), 400, "request"),
         (server.post("/api/render", b"[]"), 400, "request"),
         (
@@ -405,6 +413,37 @@ fn bodies_past_the_cap_are_refused_without_being_read_whole() {
             .status,
         200
     );
+}
+
+#[test]
+fn clients_that_never_send_their_bodies_fill_the_api_but_not_the_page() {
+    let server = Server::start(&[]);
+    // Eight requests that announce a body and never send it hold every admission.
+    let head = format!(
+        "POST /api/render HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n",
+        server.host
+    );
+    let _stalled: Vec<TcpStream> = (0..8)
+        .map(|_| {
+            let mut s = TcpStream::connect(&server.host).unwrap();
+            s.write_all(head.as_bytes()).unwrap();
+            s
+        })
+        .collect();
+    // The server takes them in its own time: ask until the API says it is busy.
+    let deadline = std::time::Instant::now() + Duration::from_secs(8);
+    let busy = loop {
+        let r = server.post("/api/render", &body(PRESET, CONTEXT, ""));
+        if r.status == 503 || std::time::Instant::now() > deadline {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!((busy.status, busy.error_kind()), (503, "busy".into()));
+    assert!(busy.head.contains("retry-after: 1"));
+    // The page and its first preset still load.
+    assert_eq!(server.get("/").status, 200);
+    assert_eq!(server.get("/api/start").status, 200);
 }
 
 #[test]

@@ -27,6 +27,11 @@ const MAX_ATTRIBUTED_SCRIPTS: usize = 16;
 /// CLI's JSON does.
 const MAX_PREVIEW_DIAGNOSTICS: usize = 500;
 
+/// Most history messages a preview lists as changed by the regex scripts, and the characters
+/// of each text (before, after) it carries: what the page shows.
+const MAX_REGEX_MESSAGES: usize = 200;
+const MAX_REGEX_TEXT: usize = 2000;
+
 /// An answer: a status code and a JSON body.
 #[derive(Debug)]
 pub(crate) struct Answer {
@@ -392,23 +397,45 @@ fn regex(preset: &Preset, compiled: &CompiledPreset, ctx: &Context, by_script: b
             }
         }
     }
+    // The page shows the start of each text: the answer carries that much, and how much is
+    // left out, so it stays a constant size however long the scripts make a message.
     let messages: Vec<serde_json::Value> = changed
         .iter()
         .zip(&by)
+        .take(MAX_REGEX_MESSAGES)
         .map(|((n, depth, after), by)| {
+            let (before, before_omitted) = head(&ctx.items[*n].text);
+            let (after, after_omitted) = match after {
+                Some(t) => {
+                    let (t, omitted) = head(t);
+                    (Some(t), omitted)
+                }
+                None => (None, 0),
+            };
             serde_json::json!({
                 "after": after,
-                "before": ctx.items[*n].text,
+                "after_omitted": after_omitted,
+                "before": before,
+                "before_omitted": before_omitted,
                 "depth": depth,
                 "item": n,
                 "scripts": attributed.then_some(by),
             })
         })
         .collect();
+    let omitted = changed.len().saturating_sub(MAX_REGEX_MESSAGES);
     format!(
-        r#"{{"allowed":{allowed},"attributed":{attributed},"messages":{},"scripts":{scripts_json}}}"#,
+        r#"{{"allowed":{allowed},"attributed":{attributed},"messages":{},"omitted":{omitted},"scripts":{scripts_json}}}"#,
         serde_json::to_string(&messages).unwrap_or_else(|_| "[]".into())
     )
+}
+
+/// The first [`MAX_REGEX_TEXT`] characters of `text`, and how many more there are.
+fn head(text: &str) -> (&str, usize) {
+    match text.char_indices().nth(MAX_REGEX_TEXT) {
+        Some((at, _)) => (&text[..at], text[at..].chars().count()),
+        None => (text, 0),
+    }
 }
 
 /// The prompt pass's items with the scripts after position `k` switched off: a preset of the
@@ -598,6 +625,28 @@ mod tests {
     }
 
     #[test]
+    fn the_regex_report_carries_the_start_of_each_text_and_at_most_200_messages() {
+        let preset = r#"{"prompts": [{"identifier": "chatHistory", "marker": true}],
+            "extensions": {"regex_scripts": [{"scriptName": "grow", "findRegex": "/a/g",
+                "replaceString": "ééééé", "placement": [1], "promptOnly": true}]}}"#;
+        let item = format!(
+            r#"{{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "{}"}}"#,
+            "a".repeat(3000)
+        );
+        let items = vec![item; 250].join(",");
+        let extra = format!(r#", "context": {{"items": [{items}]}}, "allow_regex": true"#);
+        let v = json(&answer(Endpoint::Preview, &body(preset, &extra)));
+        let r = &v["regex"];
+        assert_eq!(r["messages"].as_array().unwrap().len(), 200);
+        assert_eq!(r["omitted"], 50);
+        let m = &r["messages"][0];
+        assert_eq!(m["before"].as_str().unwrap().chars().count(), 2000);
+        assert_eq!(m["before_omitted"], 1000);
+        assert_eq!(m["after"].as_str().unwrap().chars().count(), 2000);
+        assert_eq!(m["after_omitted"], 5 * 3000 - 2000);
+    }
+
+    #[test]
     fn a_toggle_reaches_every_node_of_its_identifier() {
         let preset = r#"{"prompts": [{"identifier": "a", "content": "one"},
             {"identifier": "b", "content": "two"}],
@@ -666,8 +715,10 @@ mod tests {
         assert_eq!(
             v["regex"]["messages"],
             serde_json::json!([
-                {"after": "a dog", "before": "a cat", "depth": 2, "item": 0, "scripts": [0]},
-                {"after": "a wolf and a wolf", "before": "a cat and a dog", "depth": 1, "item": 1, "scripts": [0, 2]},
+                {"after": "a dog", "after_omitted": 0, "before": "a cat", "before_omitted": 0,
+                 "depth": 2, "item": 0, "scripts": [0]},
+                {"after": "a wolf and a wolf", "after_omitted": 0, "before": "a cat and a dog",
+                 "before_omitted": 0, "depth": 1, "item": 1, "scripts": [0, 2]},
             ])
         );
     }

@@ -59,38 +59,88 @@ pub(crate) async fn serve(listener: tokio::net::TcpListener, app: Router) {
     }
 }
 
-/// An answer's body that keeps `permits` until it has been sent (or its connection dropped):
-/// a request stops counting against the server's bounds only when its answer is gone.
+/// How much of an answer hyper takes at a time: it asks for more only once the socket has
+/// taken what it has, so a client that does not read stops the answer within a chunk or two.
+const CHUNK: usize = 64 * 1024;
+
+/// An answer's body that keeps `permits` until its last chunk has been taken (or its
+/// connection dropped): a request stops counting against the server's bounds only when its
+/// answer is all but sent, not when it was handed to hyper in one piece.
 pub(crate) struct Held {
-    body: Body,
-    _permits: Vec<OwnedSemaphorePermit>,
+    data: Bytes,
+    permits: Vec<OwnedSemaphorePermit>,
 }
 
 impl Held {
-    pub(crate) fn body(body: impl Into<Body>, permits: Vec<OwnedSemaphorePermit>) -> Body {
+    pub(crate) fn body(text: String, permits: Vec<OwnedSemaphorePermit>) -> Body {
         Body::new(Held {
-            body: body.into(),
-            _permits: permits,
+            data: Bytes::from(text),
+            permits,
         })
     }
 }
 
 impl http_body::Body for Held {
     type Data = Bytes;
-    type Error = axum::Error;
+    type Error = std::convert::Infallible;
 
     fn poll_frame(
         self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = self.get_mut();
+        if this.data.is_empty() {
+            this.permits.clear();
+            return Poll::Ready(None);
+        }
+        let chunk = this.data.split_to(this.data.len().min(CHUNK));
+        if this.data.is_empty() {
+            this.permits.clear();
+        }
+        Poll::Ready(Some(Ok(Frame::data(chunk))))
     }
 
     fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
+        self.data.is_empty()
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
+        SizeHint::with_exact(self.data.len() as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body::Body as _;
+
+    #[test]
+    fn the_permits_go_with_the_last_chunk() {
+        let semaphore = Arc::new(Semaphore::new(1));
+        let permit = semaphore.clone().try_acquire_owned().unwrap();
+        let mut held = Held {
+            data: Bytes::from("x".repeat(CHUNK + 1)),
+            permits: vec![permit],
+        };
+        assert_eq!(held.size_hint().exact(), Some(CHUNK as u64 + 1));
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        let mut next = || match Pin::new(&mut held).poll_frame(&mut cx) {
+            Poll::Ready(Some(Ok(frame))) => frame.into_data().map(|d| d.len()).ok(),
+            _ => None,
+        };
+        assert_eq!(next(), Some(CHUNK));
+        assert_eq!(
+            semaphore.available_permits(),
+            0,
+            "held while a chunk is left"
+        );
+        assert_eq!(next(), Some(1));
+        assert_eq!(
+            semaphore.available_permits(),
+            1,
+            "freed with the last chunk"
+        );
+        assert_eq!(next(), None);
     }
 }

@@ -50,11 +50,17 @@ const STYLE_CSS: &str = include_str!("page/style.css");
 
 /// Renders at once: each may take a core and a few hundred MiB at the input limits.
 const WORKERS: usize = 2;
-/// Requests admitted at once (reading their bodies or waiting for a worker): bounds the memory
-/// queued bodies hold at this many times [`api::MAX_BODY`]. More are refused with 503.
-const ADMITTED: usize = 16;
-/// Longest a request may take to send its body, or wait for a worker.
+/// Requests admitted at once, from reading their bodies to the last chunk of their answers:
+/// bounds the memory bodies and answers hold. More are refused with 503.
+const ADMITTED: usize = 8;
+/// Longest a request may take to send its body (a 5 MiB body over loopback takes
+/// milliseconds).
+const BODY_PATIENCE: Duration = Duration::from_secs(10);
+/// Longest a request waits for a worker.
 const PATIENCE: Duration = Duration::from_secs(30);
+/// `/api/start` answers at once: its own few slots, so requests still sending their bodies
+/// cannot keep the page from loading.
+const STARTS: usize = 4;
 
 struct Shared {
     preset: Option<PathBuf>,
@@ -63,6 +69,7 @@ struct Shared {
     hosts: Vec<String>,
     admitted: Arc<Semaphore>,
     workers: Arc<Semaphore>,
+    starts: Arc<Semaphore>,
 }
 
 pub(crate) fn run(args: ServeArgs) -> Result<(), Failure> {
@@ -85,6 +92,7 @@ pub(crate) fn run(args: ServeArgs) -> Result<(), Failure> {
         hosts: allowed_hosts(addr),
         admitted: Arc::new(Semaphore::new(ADMITTED)),
         workers: Arc::new(Semaphore::new(WORKERS)),
+        starts: Arc::new(Semaphore::new(STARTS)),
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -305,15 +313,15 @@ async fn work(
     body: Body,
     endpoint: Endpoint,
 ) -> Response {
-    let is_json = headers
-        .get(header::CONTENT_TYPE)
+    // One `Content-Type`, JSON; no `Content-Encoding` but `identity`, and at most one.
+    let is_json = one(&headers, header::CONTENT_TYPE)
+        .flatten()
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(';').next())
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
-    let encoded = headers
-        .get(header::CONTENT_ENCODING)
-        .is_some_and(|e| !e.as_bytes().eq_ignore_ascii_case(b"identity"));
-    if !is_json || encoded {
+    let plain = one(&headers, header::CONTENT_ENCODING)
+        .is_some_and(|e| e.is_none_or(|e| e.as_bytes().eq_ignore_ascii_case(b"identity")));
+    if !is_json || !plain {
         return json(Answer::error(
             415,
             "media_type",
@@ -331,7 +339,7 @@ async fn work(
     let Ok(admitted) = shared.admitted.clone().try_acquire_owned() else {
         return busy();
     };
-    let read = tokio::time::timeout(PATIENCE, axum::body::to_bytes(body, api::MAX_BODY)).await;
+    let read = tokio::time::timeout(BODY_PATIENCE, axum::body::to_bytes(body, api::MAX_BODY)).await;
     let bytes = match read {
         Err(_) => return json(Answer::error(408, "timeout", "the body came too slowly")),
         Ok(Err(_)) => return json(body_too_large()),
@@ -353,6 +361,15 @@ async fn work(
             "internal",
             "internal error (please report it with the input that caused it)",
         )),
+    }
+}
+
+/// The header `name` when it appears at most once (`Some(None)`: absent); `None` when twice.
+fn one(headers: &HeaderMap, name: header::HeaderName) -> Option<Option<&HeaderValue>> {
+    let mut all = headers.get_all(name).iter();
+    match (all.next(), all.next()) {
+        (first, None) => Some(first),
+        _ => None,
     }
 }
 
@@ -381,8 +398,8 @@ fn busy() -> Response {
 /// `GET /api/start`: what the page shows first. `{"context": {"name", "text"}, "preset":
 /// {"name", "text"} | null, "errors": [...]}`; files are read now, within the CLI's limit.
 async fn start(State(shared): State<Arc<Shared>>) -> Response {
-    // Its answer may be several times a 2 MiB file (escaped): it counts as admitted until sent.
-    let Ok(admitted) = shared.admitted.clone().try_acquire_owned() else {
+    // Its answer may be several times a 2 MiB file (escaped): it holds a slot until sent.
+    let Ok(admitted) = shared.starts.clone().try_acquire_owned() else {
         return busy();
     };
     let (preset, context) = (shared.preset.clone(), shared.context.clone());

@@ -157,6 +157,14 @@ async function refresh() {
   document.body.dataset.rendered = String(seq);
 }
 
+// Switches and selects ask after a short pause: a burst of clicks costs the server one render,
+// not one each (it finishes a render even when the page no longer wants it).
+let pending = null;
+function soon() {
+  clearTimeout(pending);
+  pending = setTimeout(refresh, 120);
+}
+
 // --- Showing an answer -----------------------------------------------------------------
 
 function show(a) {
@@ -189,7 +197,7 @@ function showNodes(nodes) {
     box.dataset.identifier = n.identifier;
     box.addEventListener("change", () => {
       state.toggles[n.identifier] = box.checked;
-      refresh();
+      soon();
     });
     // Most nodes speak as system: only the others say so.
     const badges = n.role === "system" ? [] : [el("span", { class: "badge" }, n.role)];
@@ -381,7 +389,12 @@ function showSettings(effective, settings) {
 const PLACEMENTS = { 1: "user input", 2: "AI output", 3: "slash commands", 5: "world info", 6: "reasoning" };
 
 function clip(text, n) {
-  return text.length > n ? text.slice(0, n) + `… (${(text.length - n).toLocaleString()} more characters)` : text;
+  return text.length > n ? text.slice(0, n) + more(text.length - n) : text;
+}
+
+// The server sends the start of a long text and the count of the rest.
+function more(omitted) {
+  return omitted ? `… (${omitted.toLocaleString()} more characters)` : "";
 }
 
 function showRegex(r) {
@@ -411,8 +424,11 @@ function showRegex(r) {
     const by = m.scripts === null ? "" : ` · changed by ${m.scripts.map((p) => shown(names.get(p))).join(", ")}`;
     changes.append(el("li", { "data-item": m.item },
       el("div", {}, el("strong", {}, `History item ${m.item + 1}`), ` (depth ${m.depth})${by}`),
-      el("del", { class: "text" }, clip(m.before, 2000)),
-      el("ins", { class: "text" }, m.after === null ? "(dropped)" : clip(m.after, 2000))));
+      el("del", { class: "text" }, m.before + more(m.before_omitted)),
+      el("ins", { class: "text" }, m.after === null ? "(dropped)" : m.after + more(m.after_omitted))));
+  }
+  if (r.omitted) {
+    changes.append(el("li", { class: "hint" }, `${plural(r.omitted, "more changed message")} not listed.`));
   }
   $("regex-messages").replaceChildren(changes);
 }
@@ -427,7 +443,7 @@ function selectTab(tab) {
     $(t.getAttribute("aria-controls")).hidden = !on;
   }
   // Opening the Regex tab asks the server which script changed what.
-  if (tab.id === "tab-regex" && state.allowRegex && state.preset) refresh();
+  if (tab.id === "tab-regex" && state.allowRegex && state.preset) soon();
 }
 
 function setUpTabs() {
@@ -459,11 +475,11 @@ function setUpInputs() {
   });
   $("shape").addEventListener("change", (e) => {
     state.shape = e.target.value;
-    refresh();
+    soon();
   });
   $("allow-regex").addEventListener("change", (e) => {
     state.allowRegex = e.target.checked;
-    refresh();
+    soon();
   });
   let depth = 0;
   window.addEventListener("dragenter", (e) => {
