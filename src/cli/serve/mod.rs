@@ -350,9 +350,12 @@ async fn work(
         return busy();
     };
     // The permits go with the work: a client that hangs up does not free its worker while its
-    // render still runs, and the answer holds them until it is sent.
+    // render still runs. The worker is free once the answer is made; the admission stays with
+    // the answer until it is sent.
     let task = tokio::task::spawn_blocking(move || {
-        (api::answer(endpoint, &bytes), vec![admitted, worker])
+        let answer = api::answer(endpoint, &bytes);
+        drop(worker);
+        (answer, vec![admitted])
     });
     match task.await {
         Ok((answer, permits)) => held(answer, permits),
