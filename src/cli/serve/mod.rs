@@ -73,14 +73,15 @@ struct Shared {
 }
 
 pub(crate) fn run(args: ServeArgs) -> Result<(), Failure> {
-    for path in [&args.preset, &args.context].into_iter().flatten() {
+    for (path, what) in [(&args.preset, "preset"), (&args.context, "context")] {
+        let Some(path) = path else { continue };
         if path.as_os_str() == "-" {
             return Err(Failure(
                 "serve reads its files again on every page load: give a path, not `-`".into(),
             ));
         }
         // Read once now so a typo fails at start, not on the page.
-        super::read(path, "input")?;
+        super::read(path, what)?;
     }
     let listener = bind(args.bind, args.port)?;
     let addr = listener
@@ -144,7 +145,8 @@ fn bind(ip: IpAddr, port: Option<u16>) -> Result<TcpListener, Failure> {
 fn announce(addr: SocketAddr) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "http://{}/", host_of(addr));
+    // `127.0.0.1:8080`, `[::1]:8080`: the form a browser's `Host` takes too.
+    let _ = writeln!(out, "http://{addr}/");
     let _ = out.flush();
     if !addr.ip().is_loopback() {
         let _ = writeln!(
@@ -155,11 +157,6 @@ fn announce(addr: SocketAddr) {
     }
 }
 
-/// `127.0.0.1:8080`, `[::1]:8080`.
-fn host_of(addr: SocketAddr) -> String {
-    addr.to_string()
-}
-
 /// The `Host` values a browser sends to this server. Checking them stops DNS rebinding: a web
 /// page of another site that resolves its own name to 127.0.0.1 could otherwise read the
 /// preset and context files this server was started with.
@@ -168,7 +165,7 @@ fn allowed_hosts(addr: SocketAddr) -> Vec<String> {
         return Vec::new();
     }
     let port = addr.port();
-    let mut hosts = vec![host_of(addr)];
+    let mut hosts = vec![addr.to_string()];
     if addr.ip().is_loopback() {
         for name in ["localhost", "127.0.0.1", "[::1]"] {
             hosts.push(format!("{name}:{port}"));
