@@ -469,6 +469,98 @@ fn pass_with_scripts_up_to(
 }
 
 #[cfg(test)]
+mod properties {
+    //! Whatever a client sends, the answer is one JSON document with a known status.
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Template text from the pieces that matter to the parsers.
+    fn text() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            Just("{{".to_string()),
+            Just("}}".to_string()),
+            Just("::".to_string()),
+            Just("{{x}}".to_string()),
+            Just("{{setvar::a::1}}".to_string()),
+            Just("{{#if a}}".to_string()),
+            Just("{{/if}}".to_string()),
+            Just("\\n".to_string()),
+            Just("\\u0000".to_string()),
+            Just("\\ud800".to_string()),
+            Just("\\\"".to_string()),
+            "[a-z<>&é ]{0,4}",
+        ];
+        prop::collection::vec(piece, 0..12).prop_map(|v| v.concat())
+    }
+
+    fn body() -> impl Strategy<Value = String> {
+        let node = (text(), text(), any::<bool>(), 0..3i32).prop_map(|(id, content, on, depth)| {
+            format!(
+                r#"{{"identifier": "{id}", "content": "{content}", "enabled": {on}, "injection_position": {}, "injection_depth": {depth}}}"#,
+                depth % 2
+            )
+        });
+        let script = (text(), text()).prop_map(|(find, replace)| {
+            format!(r#"{{"findRegex": "{find}", "replaceString": "{replace}", "placement": [1, 2], "promptOnly": true}}"#)
+        });
+        let item = (text(), any::<bool>()).prop_map(|(t, user)| {
+            let role = if user { "user" } else { "model" };
+            format!(r#"{{"tag": "DIALOGUE_HISTORY", "role": "{role}", "text": "{t}"}}"#)
+        });
+        (
+            prop::collection::vec(node, 0..6),
+            prop::collection::vec(script, 0..3),
+            prop::collection::vec(item, 0..4),
+            prop::collection::vec((text(), any::<bool>()), 0..3),
+            prop_oneof![
+                Just("null"),
+                Just(r#""openai""#),
+                Just(r#""google""#),
+                Just(r#""anthropic""#)
+            ],
+            any::<(bool, bool)>(),
+        )
+            .prop_map(|(nodes, scripts, items, toggles, shape, (allow, by))| {
+                // The request's own strings must be Unicode (serde refuses a lone surrogate
+                // there with a 400); the page sends back identifiers the import repaired.
+                let toggles: Vec<String> = toggles
+                    .iter()
+                    .map(|(id, on)| format!(r#""{}": {on}"#, id.replace("\\ud800", "\\ufffd")))
+                    .collect();
+                format!(
+                    r#"{{"preset": {{"prompts": [{}], "extensions": {{"regex_scripts": [{}]}}}},
+                        "context": {{"items": [{}]}}, "toggles": {{{}}}, "shape": {shape},
+                        "allow_regex": {allow}, "regex_by_script": {by}}}"#,
+                    nodes.join(","),
+                    scripts.join(","),
+                    items.join(","),
+                    toggles.join(","),
+                )
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(150))]
+
+        #[test]
+        fn every_body_gets_one_json_answer(body in body(), endpoint in 0..4usize) {
+            let endpoint = [Endpoint::Render, Endpoint::Audit, Endpoint::Request, Endpoint::Preview][endpoint];
+            let a = answer(endpoint, body.as_bytes());
+            // The bodies are well-formed: only the library may refuse them.
+            prop_assert!([200, 422].contains(&a.status), "{} {}", a.status, a.body);
+            let v: serde_json::Value = serde_json::from_str(&a.body).expect("JSON");
+            prop_assert_eq!(a.status == 200, v.get("error").is_none(), "{}", a.body);
+        }
+
+        #[test]
+        fn any_bytes_get_an_error_not_a_panic(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
+            let a = answer(Endpoint::Preview, &bytes);
+            prop_assert!([200, 400, 413, 422].contains(&a.status));
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
