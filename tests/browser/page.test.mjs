@@ -196,6 +196,21 @@ test("presets and contexts open with the picker, by dropping them, and the sampl
   await page.close();
 });
 
+test("files named on the command line that are not JSON are said so on the page", async () => {
+  const broken = join(scratch, "broken.json");
+  writeFileSync(broken, '{"prompts": [');
+  const page = await open(await serve(broken, "--context", context));
+  assert.equal(await page.getAttribute("body", "data-rendered"), "none");
+  assert.match(await page.textContent("#error"), /broken\.json: not JSON/);
+  await page.close();
+  const good = join(repo, "examples/preset.json");
+  const page2 = await open(await serve(good, "--context", broken));
+  assert.match(await page2.textContent("#error"), /broken\.json: not JSON/);
+  // The preset still renders, with an empty context.
+  assert.ok(await page2.locator("#messages > [data-role]").count() > 0);
+  await page2.close();
+});
+
 test("the keyboard reaches the switches and the tabs", async () => {
   const preset = join(scratch, "keys.json");
   writeFileSync(preset, JSON.stringify({ prompts: [

@@ -17,6 +17,7 @@ const state = {
   seq: 0,
   inflight: null,
   names: new Map(), // node identifier → name, for the messages' labels
+  startErrors: "", // about the files on the command line: shown until another file is opened
 };
 
 // --- Small helpers ---------------------------------------------------------------------
@@ -94,6 +95,7 @@ function isPreset(json) {
 }
 
 async function takeFiles(files, as) {
+  state.startErrors = "";
   showError("");
   for (const file of files) {
     try {
@@ -152,7 +154,7 @@ async function refresh() {
   }
   if (seq !== state.seq) return;
   document.body.removeAttribute("aria-busy");
-  showError("");
+  showError(state.startErrors);
   show(answer);
   document.body.dataset.rendered = String(seq);
 }
@@ -512,7 +514,20 @@ async function start() {
     if (s.context.name) state.context = s.context;
     else state.sample = s.context.text;
     if (s.preset) state.preset = s.preset;
-    if (s.errors.length) showError(s.errors.join("\n"));
+    // The files were read as the CLI reads them; one that is not JSON is said here, not as
+    // a broken request body.
+    for (const f of [state.preset, s.context]) {
+      if (!f) continue;
+      try {
+        JSON.parse(f.text);
+      } catch (e) {
+        s.errors.push(`${shown(f.name)}: not JSON (${e.message})`);
+        if (f === state.preset) state.preset = null;
+        else state.context = { name: "(empty context)", text: "null" };
+      }
+    }
+    state.startErrors = s.errors.join("\n");
+    showError(state.startErrors);
   } catch (e) {
     showError(`cannot reach the server: ${e.message}`);
     return;
