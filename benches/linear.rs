@@ -491,6 +491,23 @@ fn imports(t: &mut Table) {
     t.row("import/depth-nodes", 5_000, |n| doc(json!({"prompts": (0..n).map(|i| json!({"identifier": format!("d{i}"),
         "content": "J {{user}}", "injection_position": 1, "injection_depth": i % 7, "injection_order": i % 3})).chain([json!({"identifier": "chatHistory", "marker": true})]).collect::<Vec<_>>()})), run);
     t.row("import/long-content", 200_000, |n| doc(json!({"prompts": [{"identifier": "a", "content": "Text {{user}} é ".repeat(n / 16)}]})), run);
+    // Every node switched off by its own toggle (the packages' `compile(toggles)`, the
+    // previewer's switches).
+    t.row(
+        "import/toggles",
+        5_000,
+        |n| {
+            let bytes = doc(json!({"prompts": prompts(n, |_| "x".into())}));
+            let p = stpreset::Preset::from_json_with(&bytes, &roomy()).expect("preset");
+            let ids: Vec<String> = p.nodes().iter().map(|n| n.identifier.clone()).collect();
+            (p, ids)
+        },
+        |(p, ids)| {
+            let mut p = p.clone();
+            p.set_enabled_all(ids.iter().map(|id| (id.as_str(), false)))
+                .expect("known");
+        },
+    );
     for key in [
         "system",
         "wiBefore",

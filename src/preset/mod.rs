@@ -320,6 +320,39 @@ impl Preset {
         found
     }
 
+    /// Switches many nodes at once: every node of each identifier on or off, through one index
+    /// of the nodes (a [`set_enabled`](Self::set_enabled) call per toggle looks at every node,
+    /// which for a toggle per node is quadratic). An identifier the preset does not have is
+    /// returned, and then nothing has changed.
+    ///
+    /// ```
+    /// let mut p = stpreset::Preset::from_json(br#"{"prompts": [{"identifier": "main", "content": "Hi"},
+    ///     {"identifier": "nsfw", "content": "Spicy", "enabled": false}]}"#).unwrap();
+    /// assert_eq!(p.set_enabled_all([("nsfw", true), ("nope", false)]), Err("nope"));
+    /// assert!(!p.nodes()[1].enabled);
+    /// assert_eq!(p.set_enabled_all([("nsfw", true), ("main", false)]), Ok(()));
+    /// assert_eq!((p.nodes()[0].enabled, p.nodes()[1].enabled), (false, true));
+    /// ```
+    pub fn set_enabled_all<'a>(
+        &mut self,
+        toggles: impl IntoIterator<Item = (&'a str, bool)>,
+    ) -> Result<(), &'a str> {
+        let mut by_id: std::collections::HashMap<&str, Vec<usize>> =
+            std::collections::HashMap::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            by_id.entry(n.identifier.as_str()).or_default().push(i);
+        }
+        let mut changes = Vec::new();
+        for (id, on) in toggles {
+            let at = by_id.get(id).ok_or(id)?;
+            changes.extend(at.iter().map(|&i| (i, on)));
+        }
+        for (i, on) in changes {
+            self.nodes[i].enabled = on;
+        }
+        Ok(())
+    }
+
     /// Mutable access to the nodes (to toggle `enabled`, say) before compiling.
     pub fn nodes_mut(&mut self) -> &mut [PresetNode] {
         &mut self.nodes

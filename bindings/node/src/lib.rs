@@ -51,14 +51,13 @@ fn toggled(
     let toggles: std::collections::BTreeMap<String, bool> =
         serde_json::from_str(toggles_json).map_err(|e| ("Toggles", format!("toggles: {e}")))?;
     let mut copy = preset.clone();
-    for (id, on) in &toggles {
-        if !copy.set_enabled(id, *on) {
-            return Err((
+    copy.set_enabled_all(toggles.iter().map(|(id, on)| (id.as_str(), *on)))
+        .map_err(|id| {
+            (
                 "UnknownNode",
                 format!("the preset has no node {}", stpreset::terminal_safe(id)),
-            ));
-        }
-    }
+            )
+        })?;
     Ok(copy)
 }
 

@@ -158,12 +158,11 @@ impl Preset {
         toggles: std::collections::BTreeMap<String, bool>,
     ) -> PyResult<CompiledPreset> {
         let mut copy = self.inner.clone();
-        for (id, on) in &toggles {
-            if !copy.set_enabled(id, *on) {
+        copy.set_enabled_all(toggles.iter().map(|(id, on)| (id.as_str(), *on)))
+            .map_err(|id| {
                 let msg = format!("the preset has no node {}", stpreset::terminal_safe(id));
-                return Err(error("PresetError", "UnknownNode", msg));
-            }
-        }
+                error("PresetError", "UnknownNode", msg)
+            })?;
         let inner = py.detach(|| Arc::new(copy.compile()));
         Ok(CompiledPreset { inner })
     }

@@ -157,31 +157,18 @@ fn load(body: &[u8]) -> Result<Loaded, Answer> {
     })
 }
 
-/// Applies `toggles` through one index of the nodes by identifier: `Preset::set_enabled`
-/// looks at every node, which for a toggle per node would be quadratic.
+/// Applies `toggles` (through the library's index of the nodes: a toggle per node stays
+/// linear).
 fn toggle(preset: &mut Preset, toggles: &BTreeMap<String, bool>) -> Result<(), Answer> {
-    if toggles.is_empty() {
-        return Ok(());
-    }
-    let mut by_id: HashMap<String, Vec<usize>> = HashMap::new();
-    for (i, n) in preset.nodes().iter().enumerate() {
-        by_id.entry(n.identifier.clone()).or_default().push(i);
-    }
-    let nodes = preset.nodes_mut();
-    for (id, on) in toggles {
-        let Some(at) = by_id.get(id) else {
-            let shown = stpreset::terminal_line(id);
-            return Err(Answer::error(
-                422,
-                "toggles",
-                &format!("toggles: the preset has no node `{shown}`"),
-            ));
-        };
-        for &i in at {
-            nodes[i].enabled = *on;
-        }
-    }
-    Ok(())
+    let toggles = toggles.iter().map(|(id, on)| (id.as_str(), *on));
+    preset.set_enabled_all(toggles).map_err(|id| {
+        let shown = stpreset::terminal_line(id);
+        Answer::error(
+            422,
+            "toggles",
+            &format!("toggles: the preset has no node `{shown}`"),
+        )
+    })
 }
 
 fn too_large(what: &str, max: usize) -> Answer {
