@@ -1,6 +1,6 @@
 //! Compile and render time for every corpus preset (read from `../shared/corpus/presets`,
 //! skipped when absent) with a 200-message history, plus the cold path (import + compile +
-//! render) for each; compile throughput over each preset's enabled text; and the floor of a
+//! render) for each, and a render of the same context kept as a `Chat`; compile throughput over each preset's enabled text; and the floor of a
 //! render, one `memcpy` of the bytes it outputs (compare `render` with `floor`).
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -11,6 +11,7 @@ mod support;
 
 fn bench(c: &mut Criterion) {
     let ctx = support::realistic_context(200);
+    let chat = stpreset::Chat::from_json(&support::realistic_context_json(200)).unwrap();
     for path in support::corpus() {
         let name = path.file_stem().unwrap().to_string_lossy().to_string();
         let bytes = std::fs::read(&path).unwrap();
@@ -22,6 +23,10 @@ fn bench(c: &mut Criterion) {
         });
         g.bench_function("compile", |b| b.iter(|| black_box(&preset).compile()));
         g.bench_function("render", |b| b.iter(|| compiled.render(black_box(&ctx))));
+        // What a bot keeping a `Chat` pays per turn (issue 20).
+        g.bench_function("render_chat", |b| {
+            b.iter(|| compiled.render_chat(black_box(&chat)))
+        });
         g.bench_function("cold", |b| {
             b.iter(|| {
                 Preset::from_json(black_box(&bytes))

@@ -11,6 +11,7 @@ use serde_json::value::RawValue;
 use crate::context::{Context, ContextItem, UTF8_BOM};
 use crate::error::ContextError;
 use crate::passthrough::{Addresses, Passthrough};
+use crate::tokens::{ItemCounts, ItemMemo};
 
 /// A [`Context`] built from context-file JSON (SPEC §9) and changed in place: fields replaced
 /// by [`Chat::set_json`], items spliced by [`Chat::splice_json`]. Every change is checked as a
@@ -33,6 +34,8 @@ pub struct Chat {
     ctx: Context,
     /// Where the items' texts are, for [`Chat::passthrough`]; emptied when items change.
     addresses: OnceLock<Addresses>,
+    /// Each item's token count once a budget counted it (kept in step with the items).
+    counts: ItemCounts,
     /// Lone surrogates replaced in each field, and in each item (SPEC §9, issue 20): the
     /// context's count is their sum, so a note leaves with the value that caused it.
     field_surrogates: BTreeMap<String, usize>,
@@ -49,6 +52,7 @@ impl Clone for Chat {
             fields: self.fields.clone(),
             ctx: self.ctx.clone(),
             addresses: OnceLock::new(),
+            counts: self.counts.clone(),
             field_surrogates: self.field_surrogates.clone(),
             item_surrogates: self.item_surrogates.clone(),
             in_items: self.in_items,
@@ -86,6 +90,7 @@ impl Chat {
             field_surrogates,
             in_items: item_surrogates.iter().map(|&n| n as usize).sum(),
             item_surrogates,
+            counts: ItemCounts::unknown(ctx.items.len()),
             ctx,
             addresses: OnceLock::new(),
         };
@@ -102,6 +107,15 @@ impl Chat {
     /// its address table is built once and kept until the items change.
     pub fn passthrough(&self) -> Passthrough<'_> {
         Passthrough::kept(&self.ctx, &self.addresses)
+    }
+
+    /// What a render of this chat may remember between renders (its items' token counts).
+    pub(crate) fn memo(&self) -> ItemMemo<'_> {
+        ItemMemo {
+            ctx: &self.ctx,
+            addresses: &self.addresses,
+            counts: &self.counts,
+        }
     }
 
     /// How many items it has.
@@ -127,7 +141,9 @@ impl Chat {
         let len = self.ctx.items.len();
         let start = start.min(len);
         let end = start.saturating_add(delete).min(len);
+        let n = new.len();
         self.ctx.items.splice(start..end, new);
+        self.counts.splice(start, end, n);
         let added: usize = counts.iter().map(|&n| n as usize).sum();
         let removed: usize = self
             .item_surrogates
@@ -208,6 +224,7 @@ impl Chat {
     pub fn push(&mut self, item: ContextItem) {
         self.ctx.items.push(item);
         self.item_surrogates.push(0);
+        self.counts.push();
         self.addresses = OnceLock::new();
     }
 }

@@ -18,6 +18,7 @@ use crate::scripts::Scripts;
 use crate::settings::resolve::{self, EffectiveOptions};
 use crate::settings::{PresetSettings, PresetSettingsUse, TEMPLATES};
 use crate::syntax::{self, Tree};
+use crate::tokens::ItemMemo;
 
 /// One template compiled: its tree and parse findings, under the identifier it renders as.
 #[derive(Debug)]
@@ -78,7 +79,7 @@ pub struct Rendered<'c> {
     /// Global variables after the render.
     pub globals: BTreeMap<String, String>,
     /// The prompt's tokens ([`Rendered::prompt_tokens`]), counted when first asked for.
-    pub(crate) tokens: Option<PromptTokens>,
+    pub(crate) tokens: Option<PromptTokens<'c>>,
     /// Who speaks and which model, for provider requests.
     pub(crate) speakers: Speakers<'c>,
     /// The preset's settings as request options (SPEC §14.5), for `to_request`.
@@ -190,12 +191,18 @@ pub(crate) struct PresetParts<'p> {
 }
 
 /// Renders a compiled preset: its evaluated nodes in order, then its setting templates, then
-/// its assembly plan (whose text indices point into `nodes`).
-pub(crate) fn preset<'c>(parts: &PresetParts<'_>, ctx: &'c Context) -> Rendered<'c> {
+/// its assembly plan (whose text indices point into `nodes`). `memo`: a chat's remembered
+/// token counts of `ctx`'s items.
+pub(crate) fn preset<'c>(
+    parts: &PresetParts<'_>,
+    ctx: &'c Context,
+    memo: Option<ItemMemo<'c>>,
+) -> Rendered<'c> {
     if ctx.lore.is_some() || ctx.char_depth_prompt.is_some() {
+        // Rendered from a copy of the context, whose texts are not the chat's items.
         return with_lore(parts, ctx);
     }
-    render_preset(parts, ctx, None)
+    render_preset(parts, ctx, None, memo)
 }
 
 /// SPEC §16 steps 2–4: the prompt pass on the host's items, activation on the history it
@@ -221,7 +228,8 @@ fn with_lore(parts: &PresetParts<'_>, ctx: &Context) -> Rendered<'static> {
         available,
         &mut early,
     );
-    let mut out = render_preset(parts, &placed.ctx, Some((placed.regexed, early))).into_owned();
+    let mut out =
+        render_preset(parts, &placed.ctx, Some((placed.regexed, early)), None).into_owned();
     // A render with a card's depth prompt but no lore has no state to keep.
     out.wi_state = ctx.lore.is_some().then_some(placed.state);
     out
@@ -233,6 +241,7 @@ fn render_preset<'c>(
     parts: &PresetParts<'_>,
     ctx: &'c Context,
     early: Option<(Vec<Option<crate::scripts::ItemText>>, Vec<Diagnostic>)>,
+    memo: Option<ItemMemo<'c>>,
 ) -> Rendered<'c> {
     // Which settings apply (SPEC §14.3); an edited template is compiled for this render.
     let applied = applied(parts.settings, ctx);
@@ -342,7 +351,7 @@ fn render_preset<'c>(
         ev.expanded,
         ctx,
         extras,
-        &budget,
+        (&budget, memo.map(ItemMemo::known).as_ref()),
         &mut diagnostics,
     );
     Rendered {
@@ -350,7 +359,7 @@ fn render_preset<'c>(
         diagnostics,
         variables: ev.variables,
         globals: ev.globals,
-        tokens,
+        tokens: tokens.map(|t| t.remembering(memo)),
         speakers: Speakers::of(ctx),
         preset_options: resolved.preset,
         effective: resolved.effective,
@@ -450,7 +459,7 @@ impl Rendered<'_> {
             diagnostics: self.diagnostics,
             variables: self.variables,
             globals: self.globals,
-            tokens: self.tokens,
+            tokens: self.tokens.map(|t| t.remembering(None)),
             speakers: self.speakers.into_owned(),
             preset_options: self.preset_options,
             effective: self.effective,

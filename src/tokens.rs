@@ -4,6 +4,9 @@
 
 #[cfg(feature = "tiktoken")]
 mod cache;
+mod items;
+
+pub(crate) use items::{ItemCounts, ItemMemo, Known};
 
 use std::borrow::Cow;
 use std::fmt;
@@ -183,7 +186,7 @@ pub(crate) struct Resolved {
     /// The process-wide count cache of a built-in tiktoken vocabulary. The estimates are
     /// cheaper than a lookup, and a host's counter may change its answers.
     #[cfg(feature = "tiktoken")]
-    cache: Option<&'static cache::CountCache>,
+    cache: Option<(Vocab, &'static cache::CountCache)>,
 }
 
 impl Resolved {
@@ -200,19 +203,32 @@ impl Resolved {
     /// Whether the count cache holds the text of `parts` (tests of what a walk counted).
     #[cfg(all(test, feature = "tiktoken"))]
     pub fn cached(&self, parts: &[Cow<'_, str>]) -> bool {
-        self.cache.is_some_and(|c| c.contains(parts))
+        self.cache.is_some_and(|(_, c)| c.contains(parts))
     }
 
     /// Tokens of the concatenation of `parts` (counted as one string).
     pub fn count_parts(&self, parts: &[Cow<'_, str>]) -> u32 {
         #[cfg(feature = "tiktoken")]
-        if let Some(cache) = self.cache {
+        if let Some((_, cache)) = self.cache {
             return cache.count(parts, &*self.counter);
         }
         match parts {
             [one] => self.counter.count(one),
             _ => self.counter.count(&parts.concat()),
         }
+    }
+
+    /// [`count_parts`](Self::count_parts), remembered per chat item when `known` is given
+    /// (a built-in vocabulary only: the estimates are cheaper than remembering, and a host's
+    /// counter may change its answers).
+    pub fn count_known(&self, parts: &[Cow<'_, str>], known: Option<&Known<'_>>) -> u32 {
+        #[cfg(feature = "tiktoken")]
+        if let (Some(known), Some((vocab, _))) = (known, self.cache) {
+            return known.count(parts, vocab, || self.count_parts(parts));
+        }
+        #[cfg(not(feature = "tiktoken"))]
+        let _ = known;
+        self.count_parts(parts)
     }
 }
 
@@ -263,7 +279,7 @@ fn vocab_counter(vocab: Vocab) -> Resolved {
     Resolved {
         counter: Arc::new(Tiktoken(vocab)),
         approximating: None,
-        cache: Some(cache::CountCache::of(vocab)),
+        cache: Some((vocab, cache::CountCache::of(vocab))),
     }
 }
 

@@ -117,3 +117,72 @@ proptest! {
         prop_assert_eq!(Template::compile(&src).render(&ctx()).text, src);
     }
 }
+
+/// One change a bot makes to its chat between turns.
+#[derive(Debug, Clone)]
+enum Turn {
+    /// Items from `at` (scaled to the chat), `delete` of them, replaced by these texts (with a
+    /// speaker name when the flag is set).
+    Splice(usize, usize, Vec<(String, bool)>),
+    /// The model: one of each vocabulary, and a host counter (`words`).
+    Model(usize),
+}
+
+fn turn() -> impl Strategy<Value = Turn> {
+    let long = "many words in a row ".repeat(30);
+    let text = prop::sample::select(vec!["hi", "hello there", "the same words", "", " ", "é 🎉"])
+        .prop_map(str::to_string);
+    prop_oneof![
+        (
+            0usize..40,
+            0usize..4,
+            prop::collection::vec((prop_oneof![text, Just(long)], any::<bool>()), 0..5)
+        )
+            .prop_map(|(at, delete, items)| Turn::Splice(at, delete, items)),
+        (0usize..3).prop_map(Turn::Model),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// A chat rendered turn after turn (`render_chat`, which remembers its items' token
+    /// counts) gives the document a render of the same context gives, whatever changed.
+    #[test]
+    fn a_chat_renders_as_its_context(max in 512u32..1500, turns in prop::collection::vec(turn(), 1..12)) {
+        let preset = stpreset::Preset::from_json(format!(
+            r#"{{"openai_max_context": {max}, "prompts": [{{"identifier": "main", "content": "Be brief."}},
+                {{"identifier": "chatHistory", "marker": true}},
+                {{"identifier": "note", "content": "Note", "injection_position": 1, "injection_depth": 1}}]}}"#
+        ).as_bytes()).unwrap().compile();
+        let mut chat = stpreset::Chat::from_json(br#"{"items": [
+            {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"},
+            {"tag": "DIALOGUE_HISTORY", "role": "model", "text": "hello there"}]}"#).unwrap();
+        for turn in turns {
+            match turn {
+                Turn::Splice(at, delete, items) => {
+                    let items: Vec<serde_json::Value> = items.iter().enumerate().map(|(i, (text, named))| {
+                        let role = if i % 2 == 0 { "user" } else { "model" };
+                        let mut item = serde_json::json!({"tag": "DIALOGUE_HISTORY", "role": role, "text": text});
+                        if *named {
+                            item["name"] = "Alice".into();
+                        }
+                        item
+                    }).collect();
+                    let at = at % (chat.len() + 1);
+                    chat.splice_json(at, delete, serde_json::to_string(&items).unwrap().as_bytes()).unwrap();
+                }
+                Turn::Model(m) => {
+                    let fields = [r#"{"model": "gpt-4o"}"#, r#"{"model": "gpt-4"}"#, r#"{"tokenizer": "words"}"#][m];
+                    chat.set_json(fields.as_bytes()).unwrap();
+                }
+            }
+            for _ in 0..2 {
+                let fast = preset.render_chat(&chat);
+                let plain = preset.render(chat.context());
+                prop_assert_eq!(fast.prompt_tokens(), plain.prompt_tokens());
+                prop_assert_eq!(fast.to_json(), plain.to_json());
+            }
+        }
+    }
+}

@@ -329,10 +329,21 @@ export declare class Chat {
   keep(result: { variables: Record<string, string>; globals: Record<string, string> }): void;
 }
 
+/**
+ * A message of `render(chat)`: read it, do not change it. A history item passed through
+ * unchanged is the same frozen object every turn, with the same `parts` array (left unfrozen:
+ * V8 iterates frozen arrays several times slower); copy a message to edit it.
+ */
+export interface SharedMessage {
+  readonly role: Role;
+  readonly parts: readonly string[];
+  readonly source: Source;
+}
+
 /** What `render(chat)` returns: `messages` at once, the rest read when first asked for. */
-export interface ChatRendered extends Rendered {
-  /** Messages' `source` objects are shared and frozen. */
-  readonly messages: Message[];
+export interface ChatRendered extends Omit<Rendered, 'messages'> {
+  /** Shared between turns (see `SharedMessage`); `source` objects are frozen. */
+  readonly messages: readonly SharedMessage[];
   toJSON(): Rendered;
 }
 

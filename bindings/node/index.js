@@ -199,6 +199,8 @@ class Chat {
     this._inner = fromObject(() => new native.Chat(JSON.stringify({ ...context, items })));
     this._items = given.slice();
     this._texts = items.map(itemText);
+    // Each item's message once a render built it (frozen: every turn hands back the same one).
+    this._messages = new Array(items.length);
     // The produced parts of the last render, which the next may hand back (src/chat.rs).
     this._prev = [];
     // Renders so far, as the native side counts them (`keepLast`), and the last one's rest.
@@ -233,6 +235,7 @@ class Chat {
     const copies = plainItems(items);
     fromObject(() => this._inner.splice(from, count, JSON.stringify(copies)));
     this._texts.splice(from, count, ...copies.map(itemText));
+    this._messages.splice(from, count, ...new Array(copies.length));
     return this._items.splice(from, count, ...items);
   }
   /** Replaces the given context fields (any but `items`), e.g. `{ variables, globals, now }`. */
@@ -286,6 +289,7 @@ function renderChat(inner, chat) {
 
 const SAME = 0x40000000;
 const SAME_REST = 0xffffffff;
+const ITEM = 0xffffffff;
 
 /**
  * A render of a `Chat`: `messages` now, the rest read from the engine when first asked for.
@@ -307,7 +311,23 @@ class ChatRender {
     // One frozen source object per (kind, string): a 200-message history shares one.
     const sources = new Array(table.length * 5 + 5);
     const messages = new Array(l[k++]);
+    const kept = chat._messages;
     for (let i = 0; i < messages.length; i++) {
+      if (l[k] === ITEM) {
+        // An item as given: its message is built once and kept until the item changes. The
+        // message is frozen, its parts array not: V8 iterates frozen arrays several times
+        // slower, and every bot reads every part every turn (index.d.ts types it readonly).
+        const item = l[k + 1];
+        let m = kept[item];
+        if (m === undefined) {
+          const src = Object.freeze(source(l[k + 3], table[l[k + 4]]));
+          m = Object.freeze({ parts: [texts[item]], role: ROLES[l[k + 2]], source: src });
+          kept[item] = m;
+        }
+        messages[i] = m;
+        k += 5;
+        continue;
+      }
       const role = ROLES[l[k++]];
       const kind = l[k++];
       const at = l[k++];

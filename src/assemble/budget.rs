@@ -11,7 +11,7 @@ use crate::context::{Role, Tag};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::limits::OutputBudget;
 use crate::options::Budget;
-use crate::tokens::Resolved;
+use crate::tokens::{ItemMemo, Known, Resolved};
 
 /// Reply priming SillyTavern reserves on every request.
 const PRIMING: i64 = 3;
@@ -19,21 +19,29 @@ const PRIMING: i64 = 3;
 const PER_MESSAGE: i64 = 4;
 
 fn is_history(m: &Message<'_>) -> bool {
-    m.source == Source::Tag(Some(Tag::DialogueHistory))
+    // A pattern, not `==` with a built `Source`: comparing and dropping one per message was
+    // a tenth of a 200-message render.
+    matches!(m.source, Source::Tag(Some(Tag::DialogueHistory)))
 }
 
 /// Costs of messages under one counter (SPEC §12.4): exact, or an upper bound.
-struct Costs<'r> {
+struct Costs<'r, 'k> {
     resolved: &'r Resolved,
     /// `system`, `user`, `assistant`.
     roles: [i64; 3],
+    /// A chat's remembered counts of its items, when a chat is rendered.
+    known: Option<&'r Known<'k>>,
 }
 
-impl<'r> Costs<'r> {
-    fn new(resolved: &'r Resolved) -> Costs<'r> {
+impl<'r, 'k> Costs<'r, 'k> {
+    fn new(resolved: &'r Resolved, known: Option<&'r Known<'k>>) -> Costs<'r, 'k> {
         let roles =
             ["system", "user", "assistant"].map(|w| resolved.count_parts(&[w.into()]) as i64);
-        Costs { resolved, roles }
+        Costs {
+            resolved,
+            roles,
+            known,
+        }
     }
 
     fn role(&self, m: &Message<'_>) -> i64 {
@@ -49,7 +57,7 @@ impl<'r> Costs<'r> {
         if m.is_empty() {
             return 0;
         }
-        PER_MESSAGE + self.role(m) + self.resolved.count_parts(m.parts()) as i64
+        PER_MESSAGE + self.role(m) + self.resolved.count_known(m.parts(), self.known) as i64
     }
 
     /// At least [`exact`](Self::exact) when the counter is bounded by bytes: the text's
@@ -65,12 +73,14 @@ impl<'r> Costs<'r> {
 /// A render's prompt tokens (SPEC §12.4: 3 + Σ cost of what is sent): known when the budget
 /// had to count exactly, else counted over the final messages when first asked.
 #[derive(Clone)]
-pub(crate) struct PromptTokens {
+pub(crate) struct PromptTokens<'c> {
     resolved: Resolved,
     known: OnceLock<u32>,
+    /// A rendered chat's remembered counts of its items.
+    memo: Option<ItemMemo<'c>>,
 }
 
-impl fmt::Debug for PromptTokens {
+impl fmt::Debug for PromptTokens<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PromptTokens")
             .field("known", &self.known.get())
@@ -78,11 +88,21 @@ impl fmt::Debug for PromptTokens {
     }
 }
 
-impl PromptTokens {
+impl<'c> PromptTokens<'c> {
+    /// The same count, with a chat's remembered counts of its items (`None`: without).
+    pub fn remembering<'m>(self, memo: Option<ItemMemo<'m>>) -> PromptTokens<'m> {
+        PromptTokens {
+            resolved: self.resolved,
+            known: self.known,
+            memo,
+        }
+    }
+
     /// The tokens of `messages`, the list the budget produced (counted once, then kept).
     pub fn get(&self, messages: &[Message<'_>]) -> u32 {
         *self.known.get_or_init(|| {
-            let costs = Costs::new(&self.resolved);
+            let known = self.memo.map(ItemMemo::known);
+            let costs = Costs::new(&self.resolved, known.as_ref());
             let used = PRIMING + messages.iter().map(|m| costs.exact(m)).sum::<i64>();
             clamp(used)
         })
@@ -106,7 +126,7 @@ impl Budget {
     /// ```
     pub fn costs(&self, messages: &[Message<'_>], model: &str) -> Vec<u32> {
         let resolved = self.counter.resolve(model);
-        let costs = Costs::new(&resolved);
+        let costs = Costs::new(&resolved, None);
         messages.iter().map(|m| clamp(costs.exact(m))).collect()
     }
 
@@ -131,7 +151,7 @@ impl Budget {
         model: &str,
         output_limit: usize,
     ) -> (Vec<Diagnostic>, Option<u32>) {
-        let (diags, tokens) = self.apply_lazy(messages, model, output_limit);
+        let (diags, tokens) = self.apply_lazy(messages, model, output_limit, None);
         (diags, tokens.map(|t| t.get(messages)))
     }
 
@@ -143,13 +163,15 @@ impl Budget {
     /// injects kilobytes into the newest history items, new text every turn), while a bound
     /// that fits proves the exact walk keeps the item too. The decisions are those of the
     /// exact walk: exact counting starts before the first decision a bound cannot prove, and
-    /// covers the diagnostics whenever the bounds exceed the budget.
+    /// covers the diagnostics whenever the bounds exceed the budget. `known`: a chat's
+    /// remembered counts of its items.
     pub(crate) fn apply_lazy(
         &self,
         messages: &mut Vec<Message<'_>>,
         model: &str,
         output_limit: usize,
-    ) -> (Vec<Diagnostic>, Option<PromptTokens>) {
+        known: Option<&Known<'_>>,
+    ) -> (Vec<Diagnostic>, Option<PromptTokens<'static>>) {
         let mut diags = Vec::new();
         let Some(&max) = self.max_context_tokens.value() else {
             diags.extend(limit_output(messages, output_limit).map(|cut| cut.diagnostic));
@@ -167,7 +189,7 @@ impl Budget {
                 ),
             ));
         }
-        let costs_of = Costs::new(&resolved);
+        let costs_of = Costs::new(&resolved, known);
         let mut exact = !resolved.bounded_by_bytes();
         let cost = |m: &Message<'_>, exact: bool| {
             if exact {
@@ -288,7 +310,12 @@ impl Budget {
         if exact {
             let _ = known.set(clamp(used));
         }
-        (diags, Some(PromptTokens { resolved, known }))
+        let tokens = PromptTokens {
+            resolved,
+            known,
+            memo: None,
+        };
+        (diags, Some(tokens))
     }
 }
 
@@ -559,7 +586,7 @@ mod tests {
             let (db, tb) = Budget::tokens(max)
                 .with_reserve(reserve)
                 .with_counter(Counter::Builtin(Tokenizer::O200k))
-                .apply_lazy(&mut b, "", limit);
+                .apply_lazy(&mut b, "", limit, None);
             assert_eq!(a, b, "case {case}");
             assert_eq!(messages(&da), messages(&db), "case {case}");
             assert_eq!(ta, tb.map(|t| t.get(&b)), "case {case}");
@@ -581,7 +608,7 @@ mod tests {
         let mut sent = list();
         let (_, tokens) = Budget::tokens(1_000_000)
             .with_counter(o200k.clone())
-            .apply_lazy(&mut sent, "", usize::MAX);
+            .apply_lazy(&mut sent, "", usize::MAX, None);
         assert!((0..4).all(|i| !cached(i)));
         let tokens = tokens.map(|t| t.get(&sent));
         assert!((0..4).all(cached));
@@ -596,11 +623,11 @@ mod tests {
         // newest; the third is counted to be dropped; the oldest is never counted.
         let texts: Vec<String> = (0..4).map(|i| format!("{unique} again {i}")).collect();
         // Counted here: the newest, which the walk counts anyway.
-        let each = Costs::new(&resolved).exact(&history(&[&texts[3]]));
+        let each = Costs::new(&resolved, None).exact(&history(&[&texts[3]]));
         let mut sent: Vec<Message<'_>> = texts.iter().map(|t| history(&[t])).collect();
         let (diags, _) = Budget::tokens(3 + 2 * each as u32 + 1)
             .with_counter(o200k)
-            .apply_lazy(&mut sent, "", usize::MAX);
+            .apply_lazy(&mut sent, "", usize::MAX, None);
         assert_eq!(diags[0].message, "dropped 2 of 4 history items");
         let cached = |i: usize| resolved.cached(&[texts[i].as_str().into()]);
         assert_eq!(

@@ -202,7 +202,8 @@ pub(crate) struct Extras {
 }
 
 /// Builds the message list: the stages in order. `texts` are the evaluated nodes' finished
-/// texts (moved into their messages); `budget` is the render's effective history budget.
+/// texts (moved into their messages); `budget` is the render's effective history budget,
+/// `known` a chat's remembered counts of its items.
 /// Returns the messages and, with a budget, the prompt's tokens (counted when asked for).
 pub(crate) fn assemble<'c>(
     plan: &Plan,
@@ -210,9 +211,9 @@ pub(crate) fn assemble<'c>(
     expanded: Expanded,
     ctx: &'c Context,
     mut extras: Extras,
-    budget: &crate::options::Budget,
+    (budget, known): (&crate::options::Budget, Option<&crate::tokens::Known<'_>>),
     diags: &mut Vec<Diagnostic>,
-) -> (Vec<Message<'c>>, Option<PromptTokens>) {
+) -> (Vec<Message<'c>>, Option<PromptTokens<'c>>) {
     let regexed = std::mem::take(&mut extras.regexed);
     let regexed = regexed.as_slice();
     let mut assembly = place::place(plan, texts, expanded, ctx, regexed, extras, diags);
@@ -221,7 +222,7 @@ pub(crate) fn assemble<'c>(
     let limit = ctx.options.limits.clamped().output_bytes;
     // The budget ends with the output limit, so its counts describe what is sent.
     let (budget_diags, prompt_tokens) =
-        budget.apply_lazy(&mut assembly.messages, &ctx.model, limit);
+        budget.apply_lazy(&mut assembly.messages, &ctx.model, limit, known);
     diags.extend(budget_diags);
     (assembly.messages, prompt_tokens)
 }

@@ -8,8 +8,8 @@
 //! preset produced crosses as one string, Latin-1 or UTF-16 so that V8 copies it rather than
 //! decoding UTF-8.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::HashMap;
 
 use napi::JsString;
 use napi::bindgen_prelude::*;
@@ -105,7 +105,7 @@ pub(crate) fn render<'env>(
     let previous = chat.last.borrow_mut().take();
     let (turn, rest) = encode(
         chat.inner.passthrough(),
-        preset.render(chat.inner.context()),
+        preset.render_chat(&chat.inner),
         &mut memo,
         previous.as_ref().map(|(_, rest)| rest),
     );
@@ -164,6 +164,22 @@ impl Turn {
 const PRODUCED: u32 = 1 << 31;
 const SAME: u32 = 1 << 30;
 
+/// A message's first entry when it is an item as it was given (its role, its tag as source,
+/// its text as the one part); the item's index, role and source follow.
+const ITEM: u32 = u32::MAX;
+
+/// The item `m` is, unchanged: one part that is the item's text (by address), the item's
+/// role, and its tag as source.
+fn whole_item(m: &Message<'_>, items: &mut Passthrough<'_>) -> Option<u32> {
+    let [Cow::Borrowed(part)] = m.parts() else {
+        return None;
+    };
+    let i = items.item_of(part)?;
+    let item = &items.context().items[i];
+    (m.role == item.role && matches!(m.source, Source::Tag(tag) if tag == item.tag))
+        .then_some(i as u32)
+}
+
 /// The layout's last entry when the rest is the chat's last render's.
 const SAME_REST: u32 = u32::MAX;
 
@@ -174,10 +190,12 @@ const UNTAGGED: u32 = 2;
 const SETTING: u32 = 3;
 const JSON_SOURCE: u32 = 4;
 
-/// Strings a render names (node identifiers, tags, settings), each once.
+/// Strings a render names (node identifiers, tags, settings). A node's identifier is added
+/// again when another message names it, unless the last one added is the same string (by
+/// address): identifiers seldom repeat, and hashing each one cost more than the bytes saved.
 #[derive(Default)]
 struct Table<'r> {
-    index: HashMap<&'r str, u32>,
+    last: Option<(&'r str, u32)>,
     /// Few distinct tags per render: a list beats hashing one per message.
     tags: Vec<(Tag, u32)>,
     text: String,
@@ -193,11 +211,13 @@ impl<'r> Table<'r> {
     }
 
     fn intern(&mut self, s: &'r str) -> u32 {
-        if let Some(&i) = self.index.get(s) {
+        if let Some((last, i)) = self.last
+            && std::ptr::eq(last, s)
+        {
             return i;
         }
         let i = self.add(s);
-        self.index.insert(s, i);
+        self.last = Some((s, i));
         i
     }
 
@@ -237,7 +257,8 @@ fn source<'r>(table: &mut Table<'r>, source: &'r Source) -> (u32, u32) {
     }
 }
 
-/// Layout: `[T, len × T, M, per message: role, source kind, source arg, P, part × P, R]`;
+/// Layout: `[T, len × T, M, per message: [ITEM, item index,] role, source kind, source arg,
+/// (P, part × P unless ITEM), R]`;
 /// text: the table's strings, the new produced parts in order, then the rest's JSON (`R`
 /// units; `SAME_REST`: the same as the chat's last render, whose JSON `index.js` kept), which
 /// `index.js` parses when first read. Inline, not a native handle per turn: handles for large
@@ -289,10 +310,21 @@ fn encode_message<'r>(
     body: &mut Vec<u32>,
 ) {
     let (kind, arg) = source(table, &m.source);
+    if let Some(i) = whole_item(m, items) {
+        // Most of a history: `index.js` keeps one frozen message per item and hands it back
+        // (building it from the role and source the first time).
+        body.extend_from_slice(&[ITEM, i, m.role as u32, kind, arg]);
+        return;
+    }
     // Roles by declaration order: system, user, model (`ROLES` in index.js).
     body.extend_from_slice(&[m.role as u32, kind, arg, m.parts().len() as u32]);
     for part in m.parts() {
-        match items.item_of(part) {
+        // Only a borrowed part can be an item's text.
+        let item = match part {
+            Cow::Borrowed(text) => items.item_of(text),
+            Cow::Owned(_) => None,
+        };
+        match item {
             Some(i) => body.push(i as u32),
             None => match memo.part(part) {
                 Some(k) => body.push(SAME | k),

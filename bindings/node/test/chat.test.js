@@ -67,6 +67,34 @@ test('history strings come back as given; produced text as it was rendered', () 
   assert.ok(Object.isFrozen(out.messages[0].source));
 });
 
+test('an unchanged item is the same frozen message every turn, until it changes', () => {
+  const compiled = Preset.fromJson(JSON.stringify({ prompts: [{ identifier: 'main', content: 'Hi' }, { identifier: 'chatHistory', marker: true }] })).compile();
+  const items = [
+    { tag: 'DIALOGUE_HISTORY', role: 'user', text: 'one' },
+    { tag: 'DIALOGUE_HISTORY', role: 'assistant', text: 'two' },
+    { tag: 'DIALOGUE_HISTORY', role: 'user', text: 'three', name: 'Alice' },
+  ];
+  const chat = new Chat({ items });
+  const a = compiled.render(chat).messages;
+  const b = compiled.render(chat).messages;
+  assert.strictEqual(b[1], a[1]);
+  assert.strictEqual(b[2], a[2]);
+  assert.deepStrictEqual(b[2], { parts: ['two'], role: 'model', source: { tag: 'DIALOGUE_HISTORY' } });
+  assert.ok(Object.isFrozen(b[1]) && Object.isFrozen(b[1].source));
+  assert.throws(() => {
+    b[1].role = 'system';
+  }, TypeError);
+  // A named item is not the item as given: built every turn.
+  assert.notStrictEqual(b[3], a[3]);
+  assert.deepStrictEqual(b[3].parts, ['Alice: three']);
+  // Spliced items get new messages; the others keep theirs, under their new indices.
+  chat.splice(0, 1, { tag: 'DIALOGUE_HISTORY', role: 'user', text: 'uno' }, { tag: 'DIALOGUE_HISTORY', role: 'system', text: 'dos' });
+  const c = compiled.render(chat).messages;
+  assert.deepStrictEqual(c.slice(1, 4).map((m) => [m.role, m.parts[0]]), [['user', 'uno'], ['system', 'dos'], ['model', 'two']]);
+  assert.strictEqual(c[3], a[2]);
+  assert.notStrictEqual(c[1], a[1]);
+});
+
 test('keep carries variables and globals, small or large', () => {
   const compiled = Preset.fromJson(PRESET).compile();
   for (const seed of ['s', 'x'.repeat(20000)]) {

@@ -11,3 +11,10 @@ export const c: ContextItem = { tag: 'DIALOGUE_HISTORY', text: 'x' };
 import type { Lorebook } from '..';
 // @ts-expect-error a book without a name
 export const d: Lorebook = { entries: {} };
+import type { ChatRendered } from '..';
+export function edit(out: ChatRendered): void {
+  // @ts-expect-error a shared message's parts are read-only (the next turn hands them back)
+  out.messages[0].parts.push('x');
+  // @ts-expect-error and so is the message
+  out.messages[0].role = 'user';
+}

@@ -196,7 +196,7 @@ pub fn render<'py>(
 ) -> PyResult<(Bound<'py, PyList>, Rest)> {
     let inner = &chat.inner;
     // The token count is counted here too, with the GIL released.
-    let (messages, rest) = py.detach(|| preset.render(inner.context()).into_parts());
+    let (messages, rest) = py.detach(|| preset.render_chat(inner).into_parts());
     let mut items = inner.passthrough();
     let memo = &mut chat.memo;
     let mut next: Vec<Py<PyString>> = Vec::new();
