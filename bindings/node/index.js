@@ -247,8 +247,9 @@ class Chat {
   }
   /** Carries a render's `variables` and `globals` into the next turn (SPEC §9: the bot keeps them). */
   keep(result) {
-    // The chat's own last render: carried natively, without parsing its variables.
-    if (result instanceof ChatRender && result._chat === this && this._inner.keepLast(result._render)) return;
+    // The chat's own last render, its maps never read: carried natively, without parsing
+    // them. Once read they may have been edited, and what the bot holds is what it keeps.
+    if (result instanceof ChatRender && result._chat === this && !result._mapsRead && this._inner.keepLast(result._render)) return;
     if (result === null || typeof result !== 'object' || typeof result.variables !== 'object' || typeof result.globals !== 'object') {
       throw new TypeError('keep takes a render result (with variables and globals)');
     }
@@ -319,7 +320,9 @@ class ChatRender {
         // slower, and every bot reads every part every turn (index.d.ts types it readonly).
         const item = l[k + 1];
         let m = kept[item];
-        if (m === undefined) {
+        // Built anew when a bot changed the parts it was handed (a message is frozen, its
+        // parts array not): what a render returns is always the item as given.
+        if (m === undefined || m.parts.length !== 1 || m.parts[0] !== texts[item]) {
           const src = Object.freeze(source(l[k + 3], table[l[k + 4]]));
           m = Object.freeze({ parts: [texts[item]], role: ROLES[l[k + 2]], source: src });
           kept[item] = m;
@@ -370,6 +373,8 @@ class ChatRender {
     this._restText = r === SAME_REST ? chat._restText : text.slice(pos, pos + r);
     chat._restText = this._restText;
     this._rest = undefined;
+    // Whether the bot was handed the variables or globals (which it may then edit).
+    this._mapsRead = false;
     this._chat = chat;
     chat._renders = (chat._renders + 1) >>> 0;
     this._render = chat._renders;
@@ -388,6 +393,7 @@ class ChatRender {
   }
   /** Global variables after the render: keep them for the next turn (`chat.keep(result)`). */
   get globals() {
+    this._mapsRead = true;
     return this._get().globals;
   }
   /** The prompt's tokens under the history budget, or `null` without one. */
@@ -396,6 +402,7 @@ class ChatRender {
   }
   /** Local variables after the render: keep them for the next turn (`chat.keep(result)`). */
   get variables() {
+    this._mapsRead = true;
     return this._get().variables;
   }
   /** The World Info state after the render (keep it as the next turn's `wi_state`), or `undefined` without lore. */
@@ -403,6 +410,7 @@ class ChatRender {
     return this._get().wi_state;
   }
   toJSON() {
+    this._mapsRead = true;
     const rest = this._get();
     const out = {
       diagnostics: rest.diagnostics,

@@ -93,6 +93,26 @@ test('an unchanged item is the same frozen message every turn, until it changes'
   assert.deepStrictEqual(c.slice(1, 4).map((m) => [m.role, m.parts[0]]), [['user', 'uno'], ['system', 'dos'], ['model', 'two']]);
   assert.strictEqual(c[3], a[2]);
   assert.notStrictEqual(c[1], a[1]);
+  // A bot that changes the parts it was handed changes no later render.
+  c[3].parts[0] = 'edited';
+  c[3].parts.push(' more');
+  const d = compiled.render(chat).messages;
+  assert.deepStrictEqual(d[3].parts, ['two']);
+  d[3].parts[0] = 'two';
+  d[3].parts.length = 1;
+  assert.deepStrictEqual(compiled.render(chat).messages[3].parts, ['two']);
+});
+
+test('keep carries the variables a bot edited, once it read them', () => {
+  const compiled = Preset.fromJson(JSON.stringify({ prompts: [{ identifier: 'main', content: '{{setvar::n::{{getvar::n}}x}}{{getvar::n}}' }] })).compile();
+  const chat = new Chat({});
+  let out = compiled.render(chat);
+  chat.keep(out);
+  out = compiled.render(chat);
+  assert.strictEqual(out.messages[0].parts[0], 'xx');
+  out.variables.n = 'EDITED';
+  chat.keep(out);
+  assert.strictEqual(compiled.render(chat).messages[0].parts[0], 'EDITEDx');
 });
 
 test('keep carries variables and globals, small or large', () => {

@@ -79,6 +79,19 @@ def test_keep_carries_variables_small_or_large():
         assert out["variables"]["turn"] == "3" and out["variables"]["big"] == seed
 
 
+def test_keep_carries_the_variables_a_bot_edited_once_it_read_them():
+    compiled = stpreset.Preset.from_json(
+        json.dumps({"prompts": [{"identifier": "main", "content": "{{setvar::n::{{getvar::n}}x}}{{getvar::n}}"}]})
+    ).compile()
+    chat = stpreset.Chat({})
+    chat.keep(compiled.render(chat))
+    out = compiled.render(chat)
+    assert out["messages"][0]["parts"] == ("xx",)
+    out["variables"]["n"] = "EDITED"
+    chat.keep(out)
+    assert compiled.render(chat)["messages"][0]["parts"] == ("EDITEDx",)
+
+
 def test_a_refused_change_changes_nothing():
     compiled = stpreset.Preset.from_json(PRESET).compile()
     chat = stpreset.Chat({"items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "a"}]})

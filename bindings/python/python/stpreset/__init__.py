@@ -233,7 +233,9 @@ class Chat:
 
     def keep(self, result) -> None:
         """Carries a render's ``variables`` and ``globals`` into the next turn (SPEC §9)."""
-        if isinstance(result, ChatRender):
+        # A render whose maps were never read carries its own, natively; once read they may
+        # have been edited, and what the bot holds is what it keeps.
+        if isinstance(result, ChatRender) and not result._maps_read:
             with self._lock:
                 self._inner.keep(result._rest)
         else:
@@ -259,19 +261,23 @@ class ChatRender(_Mapping):
     since the chat's last render is the same object. The other keys are read from the engine
     when first asked for. ``to_dict()`` gives exactly ``render(dict)``'s dict."""
 
-    __slots__ = ("_messages", "_rest", "_doc")
+    __slots__ = ("_messages", "_rest", "_doc", "_maps_read")
     _KEYS = ("diagnostics", "effective", "globals", "messages", "prompt_tokens", "variables")
 
     def __init__(self, messages, rest) -> None:
         self._messages = messages
         self._rest = rest
         self._doc = None
+        # Whether the bot was handed the variables or globals (which it may then edit).
+        self._maps_read = False
 
     def __getitem__(self, key):
         if key == "messages":
             return self._messages
         if key not in self._KEYS and key != "wi_state":
             raise KeyError(key)
+        if key in ("variables", "globals"):
+            self._maps_read = True
         return self._load()[key]
 
     def _load(self) -> dict:
