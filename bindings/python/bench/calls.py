@@ -35,5 +35,6 @@ timed("  native render_json(str) -> str", n, lambda: compiled._inner.render_json
 timed("  json.dumps(context)", n, lambda: json.dumps(ctx, ensure_ascii=False))
 out = compiled._inner.render_json(ctx_json)
 timed("  json.loads(result)", n, lambda: json.loads(out))
-timed("  native render(str) -> dict", n, lambda: compiled._inner.render(ctx_json))
+chat = stpreset.Chat(ctx)
+timed("render(chat), nothing read", n, lambda: compiled.render(chat))
 timed("request_body(dict) -> bytes (whole call)", n, lambda: compiled.request_body(ctx))
