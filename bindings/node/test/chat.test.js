@@ -103,6 +103,24 @@ test('an unchanged item is the same frozen message every turn, until it changes'
   assert.deepStrictEqual(compiled.render(chat).messages[3].parts, ['two']);
 });
 
+test('a rest that differs from the last render only in one variable or global is sent again', () => {
+  const compiled = Preset.fromJson(JSON.stringify({ prompts: [{ identifier: 'main', content: '{{setvar::v::{{getvar::w}}}}{{setglobalvar::g::{{getvar::w}}}}x' }] })).compile();
+  const chat = new Chat({ variables: { w: 'aaaa' } });
+  const seen = [];
+  for (const w of ['aaaa', 'aaab', 'aaab', 'ba', 'b', '']) {
+    chat.set({ variables: { w } });
+    const out = compiled.render(chat);
+    seen.push([out.variables.v, out.globals.g]);
+  }
+  assert.deepStrictEqual(seen, [['aaaa', 'aaaa'], ['aaab', 'aaab'], ['aaab', 'aaab'], ['ba', 'ba'], ['b', 'b'], ['', '']]);
+  // A key and a value that change places are not the same maps.
+  const swap = Preset.fromJson(JSON.stringify({ prompts: [{ identifier: 'main', content: '{{setvar::{{getvar::k}}::{{getvar::val}}}}x' }] })).compile();
+  const c = new Chat({ variables: { k: 'a', val: 'b' } });
+  const first = swap.render(c).variables;
+  c.set({ variables: { k: 'b', val: 'a' } });
+  assert.deepStrictEqual([first, swap.render(c).variables], [{ a: 'b', k: 'a', val: 'b' }, { b: 'a', k: 'b', val: 'a' }]);
+});
+
 test('keep carries the variables a bot edited, once it read them', () => {
   const compiled = Preset.fromJson(JSON.stringify({ prompts: [{ identifier: 'main', content: '{{setvar::n::{{getvar::n}}x}}{{getvar::n}}' }] })).compile();
   const chat = new Chat({});
