@@ -203,7 +203,6 @@ class Chat {
     this._messages = new Array(items.length);
     // The produced parts of the last render, which the next may hand back (src/chat.rs).
     this._prev = [];
-    this._owners = [];
     // Renders so far, as the native side counts them (`keepLast`), and the last one's rest.
     this._renders = 0;
     this._restText = undefined;
@@ -261,23 +260,6 @@ class Chat {
 const ROLES = ['system', 'user', 'model'];
 const PRODUCED = 0x80000000;
 
-// Whether a source object is the one `source(kind, s)` would build (JSON sources never are:
-// their messages are built every turn).
-function sourceIs(src, kind, s) {
-  switch (kind) {
-    case 0:
-      return src.node === s;
-    case 1:
-      return src.tag === s;
-    case 2:
-      return src.tag === null;
-    case 3:
-      return src.setting === s;
-    default:
-      return false;
-  }
-}
-
 function source(kind, s) {
   switch (kind) {
     case 0:
@@ -318,10 +300,7 @@ class ChatRender {
   constructor(text, l, chat) {
     const texts = chat._texts;
     const prev = chat._prev;
-    const owners = chat._owners;
     const next = [];
-    // The message each produced part was the one part of, frozen to be handed back next turn.
-    const nextOwners = [];
     let k = 1;
     let pos = 0;
     const table = new Array(l[k++]);
@@ -362,22 +341,7 @@ class ChatRender {
       }
       const count = l[k++];
       let parts;
-      // Whether the message is one part the preset produced (kept as an owner, below).
-      const single = count === 1 && l[k] >= SAME;
-      if (count === 1 && l[k] >= SAME && l[k] < PRODUCED) {
-        // One part the last render produced too: its message, when that had this one part,
-        // role and source (a preset's static nodes, every turn), is handed back whole.
-        const at0 = l[k++] - SAME;
-        const part = prev[at0];
-        const owner = owners[at0];
-        next.push(part);
-        if (owner !== undefined && owner.role === role && owner.parts.length === 1 && owner.parts[0] === part && sourceIs(owner.source, kind, table[at])) {
-          nextOwners[next.length - 1] = owner;
-          messages[i] = owner;
-          continue;
-        }
-        parts = [part];
-      } else if (count === 1 && l[k] < SAME) {
+      if (count === 1 && l[k] < SAME) {
         // The common message: one history text, the caller's own string.
         parts = [texts[l[k++]]];
       } else {
@@ -399,16 +363,9 @@ class ChatRender {
           }
         }
       }
-      const m = { parts, role, source: src };
-      if (single) {
-        // Frozen (not its parts array, as for items) to be handed back next turn.
-        Object.freeze(m);
-        nextOwners[next.length - 1] = m;
-      }
-      messages[i] = m;
+      messages[i] = { parts, role, source: src };
     }
     chat._prev = next;
-    chat._owners = nextOwners;
     /** The messages for the model provider, as `render(object)` gives them. */
     this.messages = messages;
     // The rest: its JSON at the end of the text (or the chat's last one), parsed when first read.
