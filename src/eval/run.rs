@@ -263,9 +263,7 @@ impl<'r, 'a> Run<'r, 'a> {
             args.push(text);
         }
         let raw = self.trim_content(call, &mut args);
-        // The key borrowed, the value taken when it is stored (moved, not copied).
-        let (head, tail) = args.split_at_mut(1);
-        let key = head[0].trim();
+        let key = args[0].trim();
         if key.is_empty() {
             self.diag(
                 DiagnosticKind::BadArguments,
@@ -276,12 +274,11 @@ impl<'r, 'a> Run<'r, 'a> {
             self.literal_from(call, &args, out);
             return;
         }
-        let value = tail.first_mut();
-        let value_len = value.as_ref().map_or(0, |v| v.len());
+        let value = args.get(1).map_or("", |v| v.as_ref());
         // Storing copies bytes: an `addvar` loop on a large value must spend the budget.
         let stored = match call.kind {
-            MacroKind::AddVar(scope) => self.eng.vars.get(scope, key).len() + value_len,
-            _ => value_len,
+            MacroKind::AddVar(scope) => self.eng.vars.get(scope, key).len() + value.len(),
+            _ => value.len(),
         };
         if !self.charge(key.len() + stored) {
             return;
@@ -291,18 +288,8 @@ impl<'r, 'a> Run<'r, 'a> {
                 self.eng.vars.delete(scope, key);
                 false
             }
-            MacroKind::SetVar(scope) => match value.map(std::mem::take) {
-                Some(Cow::Owned(v)) => self.eng.vars.set_owned(scope, key, v).is_err(),
-                v => self
-                    .eng
-                    .vars
-                    .set(scope, key, v.as_deref().unwrap_or(""))
-                    .is_err(),
-            },
-            MacroKind::AddVar(scope) => {
-                let value = value.map_or("", |v| &**v);
-                self.eng.vars.add(scope, key, value).is_err()
-            }
+            MacroKind::SetVar(scope) => self.eng.vars.set(scope, key, value).is_err(),
+            MacroKind::AddVar(scope) => self.eng.vars.add(scope, key, value).is_err(),
             MacroKind::IncVar(scope) | MacroKind::DecVar(scope) => {
                 let delta = if matches!(call.kind, MacroKind::IncVar(_)) {
                     1

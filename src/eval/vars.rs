@@ -1,7 +1,6 @@
 //! Variables (SPEC §3.2): one local map per render plus the host's globals, with SPEC numbers
 //! and the memory caps of SPEC §10.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::limits::fit;
@@ -192,38 +191,24 @@ impl Vars {
     /// Stores `value`, cut at a UTF-8 boundary if it would cross a cap. One map search:
     /// most writes declare a new variable, which needs the owned key anyway.
     pub fn set(&mut self, scope: Scope, key: &str, value: &str) -> Result<(), Capped> {
-        self.put(scope, key, Cow::Borrowed(value))
-    }
-
-    /// [`set`](Self::set) of a value the caller owns: moved in, not copied, when it fits
-    /// whole (a large preset stores tens of kilobytes of evaluated text per render).
-    pub fn set_owned(&mut self, scope: Scope, key: &str, value: String) -> Result<(), Capped> {
-        self.put(scope, key, Cow::Owned(value))
-    }
-
-    fn put(&mut self, scope: Scope, key: &str, value: Cow<'_, str>) -> Result<(), Capped> {
         let (total, max_value, max_total) = (self.total, self.max_value, self.max_total);
         let slot = self.map_mut(scope, key).entry(key.to_string()).or_default();
         let old = slot.len();
-        let room = room(max_value, max_total, total, old);
-        let whole = value.len();
-        match value {
-            Cow::Owned(value) if whole <= room => *slot = value,
-            value => {
-                // A cut value is copied, so no oversized buffer stays behind.
-                let kept = fit(&value, room);
-                if slot.capacity() >= kept.len() {
-                    slot.clear();
-                    slot.push_str(kept);
-                } else {
-                    // A fresh buffer: growing the old one would copy bytes about to go.
-                    *slot = kept.to_string();
-                }
-            }
+        let kept = fit(value, room(max_value, max_total, total, old));
+        if slot.capacity() >= kept.len() {
+            slot.clear();
+            slot.push_str(kept);
+        } else {
+            // A fresh buffer: growing the old one would copy bytes about to go.
+            *slot = kept.to_string();
         }
-        let kept = slot.len();
+        let kept = kept.len();
         self.total = self.total - old + kept;
-        if kept < whole { Err(Capped) } else { Ok(()) }
+        if kept < value.len() {
+            Err(Capped)
+        } else {
+            Ok(())
+        }
     }
 
     /// `addvar`: numeric sum when both are numbers, else string append (cut to the caps).
