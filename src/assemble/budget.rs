@@ -204,7 +204,7 @@ impl Budget {
         let mut costs = vec![0i64; messages.len()];
         let mut used = PRIMING;
         let mut size = 0usize;
-        let mut history = Vec::new();
+        let mut history = Vec::with_capacity(messages.len());
         for (i, m) in messages.iter().enumerate() {
             if is_history(m) {
                 history.push(i);
@@ -214,9 +214,15 @@ impl Budget {
                 size = size.saturating_add(m.len());
             }
         }
+        // One pass: the newest history item with text (the protected one) and how many have text.
+        let (mut protected, mut total) = (None, 0);
+        for (k, &i) in history.iter().enumerate() {
+            if !messages[i].is_empty() {
+                protected = Some(k);
+                total += 1;
+            }
+        }
         let non_empty = |i: &usize| !messages[*i].is_empty();
-        let protected = history.iter().rposition(non_empty);
-        let total = history.iter().filter(|i| non_empty(i)).count();
         // Walk newest to oldest; the first item that does not fit ends the walk.
         let mut keep_from = 0;
         for (k, &i) in history.iter().enumerate().rev() {
@@ -271,7 +277,13 @@ impl Budget {
         // The output limit cuts only when the fixed messages and the protected item exceed it
         // (the walk kept nothing else that would not fit); what it removes or cuts is not sent,
         // so the counts and the diagnostics follow what is left.
-        let cut = limit_output(messages, output_limit);
+        // The walk kept only what fits the limit, unless the fixed messages and the protected
+        // item alone exceed it: only then is there anything to cut.
+        let cut = if size <= output_limit {
+            None
+        } else {
+            limit_output(messages, output_limit)
+        };
         if let Some(cut) = &cut {
             dropped_count += cut.removed_history;
             costs.truncate(messages.len());
