@@ -291,6 +291,7 @@ function renderChat(inner, chat) {
 const SAME = 0x40000000;
 const SAME_REST = 0xffffffff;
 const ITEM = 0xffffffff;
+const RUN = 0xfffffffe;
 
 /**
  * A render of a `Chat`: `messages` now, the rest read from the engine when first asked for.
@@ -314,6 +315,24 @@ class ChatRender {
     const messages = new Array(l[k++]);
     const kept = chat._messages;
     for (let i = 0; i < messages.length; i++) {
+      if (l[k] === RUN) {
+        // Items as given whose messages this chat holds (sent as ITEM before), one run.
+        const first = l[k + 1];
+        const end = first + l[k + 2];
+        for (let item = first; item < end; item++) {
+          let m = kept[item];
+          // The engine marks an item built only for renders this constructor took.
+          if (m === undefined) throw new Error(`stpreset: internal: item ${item} has no message`);
+          if (m.parts.length !== 1 || m.parts[0] !== texts[item]) {
+            m = Object.freeze({ parts: [texts[item]], role: m.role, source: m.source });
+            kept[item] = m;
+          }
+          messages[i++] = m;
+        }
+        i--;
+        k += 3;
+        continue;
+      }
       if (l[k] === ITEM) {
         // An item as given: its message is built once and kept until the item changes. The
         // message is frozen, its parts array not: V8 iterates frozen arrays several times

@@ -36,6 +36,9 @@ pub struct Chat {
     last: RefCell<Option<(u32, Last)>>,
     /// Renders so far (`index.js` counts them too).
     renders: std::cell::Cell<u32>,
+    /// Per item: whether `index.js` holds its message (it was sent as [`ITEM`] in a render
+    /// `index.js` took), so a run of such items crosses as one [`RUN`] entry.
+    built: RefCell<Vec<bool>>,
 }
 
 #[napi]
@@ -45,6 +48,7 @@ impl Chat {
     pub fn new(context_json: String) -> Result<Chat> {
         stpreset::Chat::from_json(context_json.as_bytes())
             .map(|inner| Chat {
+                built: RefCell::new(vec![false; inner.len()]),
                 inner,
                 memo: RefCell::default(),
                 last: RefCell::default(),
@@ -57,9 +61,17 @@ impl Chat {
     /// nothing changes when an item is refused.
     #[napi]
     pub fn splice(&mut self, start: u32, delete_count: u32, items_json: String) -> Result<()> {
+        let len = self.inner.len();
+        let start = (start as usize).min(len);
+        let end = start.saturating_add(delete_count as usize).min(len);
         self.inner
-            .splice_json(start as usize, delete_count as usize, items_json.as_bytes())
-            .map_err(context_error)
+            .splice_json(start, end - start, items_json.as_bytes())
+            .map_err(context_error)?;
+        let added = self.inner.len() + (end - start) - len;
+        self.built
+            .get_mut()
+            .splice(start..end, std::iter::repeat_n(false, added));
+        Ok(())
     }
 
     /// Replaces the fields a JSON object has (any context field but `items`); nothing
@@ -107,14 +119,21 @@ pub(crate) fn render<'env>(
 ) -> Result<JsString<'env>> {
     let mut memo = chat.memo.borrow_mut();
     let mut previous = chat.last.borrow_mut().take();
+    let mut built = chat.built.borrow_mut();
     let (turn, last) = encode(
         chat.inner.passthrough(),
         preset.render_chat(&chat.inner),
         &mut memo,
+        &built,
         previous.as_mut().map(|(_, last)| last),
     );
     if turn.write(layout) {
         memo.commit();
+        for &i in &turn.items {
+            if let Some(b) = built.get_mut(i as usize) {
+                *b = true;
+            }
+        }
         let n = chat.renders.get().wrapping_add(1);
         chat.renders.set(n);
         *chat.last.borrow_mut() = Some((n, last));
@@ -129,6 +148,8 @@ pub(crate) fn render<'env>(
 pub(crate) struct Turn {
     text: Text,
     layout: Vec<u32>,
+    /// The items sent as [`ITEM`], whose messages `index.js` builds from this render.
+    items: Vec<u32>,
 }
 
 enum Text {
@@ -171,6 +192,11 @@ const SAME: u32 = 1 << 30;
 /// A message's first entry when it is an item as it was given (its role, its tag as source,
 /// its text as the one part); the item's index, role and source follow.
 const ITEM: u32 = u32::MAX;
+
+/// The first entry of consecutive messages that are consecutive items as given, whose
+/// messages `index.js` already holds; the first item's index and the count follow. A
+/// 200-message history crosses as one entry instead of 200.
+const RUN: u32 = u32::MAX - 1;
 
 /// The item `m` is, unchanged: one part that is the item's text (by address), the item's
 /// role, and its tag as source.
@@ -262,7 +288,7 @@ fn source<'r>(table: &mut Table<'r>, source: &'r Source) -> (u32, u32) {
 }
 
 /// Layout: `[T, len × T, M, per message: [ITEM, item index,] role, source kind, source arg,
-/// (P, part × P unless ITEM), R]`;
+/// (P, part × P unless ITEM); or per run of messages: RUN, first item, count; R]`;
 /// text: the table's strings, the new produced parts in order, then the rest's JSON (`R`
 /// units; `SAME_REST`: the same as the chat's last render, whose JSON `index.js` kept), which
 /// `index.js` parses when first read. Inline, not a native handle per turn: handles for large
@@ -273,6 +299,7 @@ fn encode(
     mut items: Passthrough<'_>,
     rendered: Rendered<'_>,
     memo: &mut PartMemo,
+    built: &[bool],
     previous: Option<&mut Last>,
 ) -> (Turn, Last) {
     let (messages, rest) = rendered.into_parts();
@@ -284,8 +311,36 @@ fn encode(
     let mut body: Vec<u32> = Vec::with_capacity(messages.len() * 6 + 1);
     body.push(messages.len() as u32);
     let mut table = Table::default();
+    let mut sent = Vec::new();
+    // Where the open run's count is in `body`, and the item it expects next.
+    let mut run: Option<(usize, u32)> = None;
     for m in &messages {
-        encode_message(m, &mut table, &mut items, memo, &mut produced, &mut body);
+        let item = whole_item(m, &mut items);
+        match item {
+            Some(i) if built.get(i as usize) == Some(&true) => match &mut run {
+                Some((count, next)) if *next == i => {
+                    body[*count] += 1;
+                    *next += 1;
+                }
+                _ => {
+                    body.extend_from_slice(&[RUN, i, 1]);
+                    run = Some((body.len() - 1, i + 1));
+                }
+            },
+            _ => {
+                run = None;
+                encode_message(
+                    m,
+                    item,
+                    &mut table,
+                    &mut items,
+                    memo,
+                    &mut produced,
+                    &mut body,
+                );
+                sent.extend(item);
+            }
+        }
     }
     let (lens, table_text) = (table.lens, table.text);
     if previous.is_some_and(|p| p.same(&mut last)) {
@@ -306,7 +361,14 @@ fn encode(
     } else {
         Text::Utf16(all.encode_utf16().collect())
     };
-    (Turn { text, layout }, last)
+    (
+        Turn {
+            text,
+            layout,
+            items: sent,
+        },
+        last,
+    )
 }
 
 /// A render's rest as the chat keeps it, with its maps' hash.
@@ -357,8 +419,10 @@ fn maps_hash(rest: &RenderDetails) -> u128 {
     h.digest128()
 }
 
+/// One message's entries; `item`: the item it is as given ([`whole_item`]).
 fn encode_message<'r>(
     m: &'r Message<'_>,
+    item: Option<u32>,
     table: &mut Table<'r>,
     items: &mut Passthrough<'_>,
     memo: &mut PartMemo,
@@ -366,7 +430,7 @@ fn encode_message<'r>(
     body: &mut Vec<u32>,
 ) {
     let (kind, arg) = source(table, &m.source);
-    if let Some(i) = whole_item(m, items) {
+    if let Some(i) = item {
         // Most of a history: `index.js` keeps one frozen message per item and hands it back
         // (building it from the role and source the first time).
         body.extend_from_slice(&[ITEM, i, m.role as u32, kind, arg]);

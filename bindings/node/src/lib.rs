@@ -243,6 +243,8 @@ impl CompiledPreset {
 
     /// Renders a chat, encoded for `index.js` (texts the chat holds are referred to by
     /// index): returns the text and writes the layout into `layout` (see `chat::encode`).
+    /// Only `index.js` calls it, and takes every render it completes (`ChatRender`): the
+    /// chat then counts on `index.js` holding the messages of the items it sent.
     #[napi(ts_return_type = "string")]
     pub fn render_chat<'env>(
         &self,
