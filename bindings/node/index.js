@@ -203,6 +203,9 @@ class Chat {
     this._messages = new Array(items.length);
     // The produced parts of the last render, which the next may hand back (src/chat.rs).
     this._prev = [];
+    // Source strings and objects the engine numbers (see ChatRender).
+    this._names = [];
+    this._sources = [];
     // Renders so far, as the native side counts them (`keepLast`), and the last one's rest.
     this._renders = 0;
     this._restText = undefined;
@@ -292,6 +295,7 @@ const SAME = 0x40000000;
 const SAME_REST = 0xffffffff;
 const ITEM = 0xffffffff;
 const RUN = 0xfffffffe;
+const RESET_NAMES = 0x80000000;
 
 /**
  * A render of a `Chat`: `messages` now, the rest read from the engine when first asked for.
@@ -304,14 +308,21 @@ class ChatRender {
     const next = [];
     let k = 1;
     let pos = 0;
-    const table = new Array(l[k++]);
-    for (let i = 0; i < table.length; i++) {
+    // The chat's source strings, numbered by the engine, and one frozen source object per
+    // (kind, string), both kept between renders (src/chat.rs, `Names`).
+    let added = l[k++];
+    if (added >= RESET_NAMES) {
+      added -= RESET_NAMES;
+      chat._names = [];
+      chat._sources = [];
+    }
+    const table = chat._names;
+    const sources = chat._sources;
+    for (let i = 0; i < added; i++) {
       const n = l[k++];
-      table[i] = text.slice(pos, pos + n);
+      table.push(text.slice(pos, pos + n));
       pos += n;
     }
-    // One frozen source object per (kind, string): a 200-message history shares one.
-    const sources = new Array(table.length * 5 + 5);
     const messages = new Array(l[k++]);
     const kept = chat._messages;
     for (let i = 0; i < messages.length; i++) {

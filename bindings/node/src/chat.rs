@@ -10,6 +10,7 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::OnceLock;
 
@@ -39,6 +40,8 @@ pub struct Chat {
     /// Per item: whether `index.js` holds its message (it was sent as [`ITEM`] in a render
     /// `index.js` took), so a run of such items crosses as one [`RUN`] entry.
     built: RefCell<Vec<bool>>,
+    /// The source strings `index.js` holds.
+    names: RefCell<Names>,
 }
 
 #[napi]
@@ -53,6 +56,7 @@ impl Chat {
                 memo: RefCell::default(),
                 last: RefCell::default(),
                 renders: Default::default(),
+                names: RefCell::default(),
             })
             .map_err(context_error)
     }
@@ -120,11 +124,13 @@ pub(crate) fn render<'env>(
     let mut memo = chat.memo.borrow_mut();
     let mut previous = chat.last.borrow_mut().take();
     let mut built = chat.built.borrow_mut();
+    let mut names = chat.names.borrow_mut();
     let (turn, last) = encode(
         chat.inner.passthrough(),
         preset.render_chat(&chat.inner),
         &mut memo,
         &built,
+        &mut names,
         previous.as_mut().map(|(_, last)| last),
     );
     if turn.write(layout) {
@@ -139,6 +145,8 @@ pub(crate) fn render<'env>(
         *chat.last.borrow_mut() = Some((n, last));
     } else {
         memo.abandon();
+        // Names it added never reached `index.js`.
+        names.stale = true;
         *chat.last.borrow_mut() = previous;
     }
     turn.text(env)
@@ -210,6 +218,10 @@ fn whole_item(m: &Message<'_>, items: &mut Passthrough<'_>) -> Option<u32> {
         .then_some(i as u32)
 }
 
+/// Set on the layout's first entry (the count of new names) when `index.js` must forget the
+/// names it holds first.
+const RESET_NAMES: u32 = 1 << 31;
+
 /// The layout's last entry when the rest is the chat's last render's.
 const SAME_REST: u32 = u32::MAX;
 
@@ -220,34 +232,68 @@ const UNTAGGED: u32 = 2;
 const SETTING: u32 = 3;
 const JSON_SOURCE: u32 = 4;
 
-/// Strings a render names (node identifiers, tags, settings). A node's identifier is added
-/// again when another message names it, unless the last one added is the same string (by
-/// address): identifiers seldom repeat, and hashing each one cost more than the bytes saved.
+/// The strings `index.js` holds for sources (node identifiers, tag names, setting keys, JSON
+/// sources), numbered, kept between renders: a source crosses as its number, and `index.js`
+/// keeps one frozen source object per number, instead of slicing and freezing a new one per
+/// produced message every turn.
 #[derive(Default)]
-struct Table<'r> {
-    last: Option<(&'r str, u32)>,
+pub(crate) struct Names {
+    index: HashMap<Box<str>, u32>,
+    /// Set when a render that may have added names was not taken: the next one starts over.
+    stale: bool,
+}
+
+/// More names than this (JSON sources that change every turn, say): start over.
+const NAMES: usize = 4096;
+
+/// A render's view of the chat's [`Names`]: the names it adds, to send.
+struct Table<'n> {
+    names: &'n mut Names,
+    /// Whether `index.js` must forget its names first.
+    reset: bool,
+    /// The last string interned, by address: a node's messages come together.
+    last: Option<(usize, usize, u32)>,
     /// Few distinct tags per render: a list beats hashing one per message.
     tags: Vec<(Tag, u32)>,
     text: String,
     lens: Vec<u32>,
 }
 
-impl<'r> Table<'r> {
-    fn add(&mut self, s: &str) -> u32 {
-        let i = self.lens.len() as u32;
-        self.text.push_str(s);
-        self.lens.push(utf16_len(s));
-        i
+impl<'n> Table<'n> {
+    fn new(names: &'n mut Names) -> Table<'n> {
+        let reset = names.stale || names.index.len() > NAMES;
+        if reset {
+            names.index.clear();
+            names.stale = false;
+        }
+        Table {
+            names,
+            reset,
+            last: None,
+            tags: Vec::new(),
+            text: String::new(),
+            lens: Vec::new(),
+        }
     }
 
-    fn intern(&mut self, s: &'r str) -> u32 {
-        if let Some((last, i)) = self.last
-            && std::ptr::eq(last, s)
+    fn intern(&mut self, s: &str) -> u32 {
+        let at = (s.as_ptr() as usize, s.len());
+        if let Some((ptr, len, i)) = self.last
+            && (ptr, len) == at
         {
             return i;
         }
-        let i = self.add(s);
-        self.last = Some((s, i));
+        let i = match self.names.index.get(s) {
+            Some(&i) => i,
+            None => {
+                let i = self.names.index.len() as u32;
+                self.names.index.insert(s.into(), i);
+                self.text.push_str(s);
+                self.lens.push(utf16_len(s));
+                i
+            }
+        };
+        self.last = Some((at.0, at.1, i));
         i
     }
 
@@ -259,7 +305,7 @@ impl<'r> Table<'r> {
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned))
             .unwrap_or_default();
-        let i = self.add(&name);
+        let i = self.intern(&name);
         self.tags.push((tag, i));
         i
     }
@@ -273,7 +319,7 @@ fn utf16_len(s: &str) -> u32 {
     }
 }
 
-fn source<'r>(table: &mut Table<'r>, source: &'r Source) -> (u32, u32) {
+fn source(table: &mut Table<'_>, source: &Source) -> (u32, u32) {
     match source {
         Source::Node(id) => (NODE, table.intern(id)),
         Source::Tag(None) => (UNTAGGED, 0),
@@ -282,14 +328,14 @@ fn source<'r>(table: &mut Table<'r>, source: &'r Source) -> (u32, u32) {
         // The sample separator and joined injections: their JSON, as `render` gives it.
         other => (
             JSON_SOURCE,
-            table.add(&serde_json::to_string(other).unwrap_or_default()),
+            table.intern(&serde_json::to_string(other).unwrap_or_default()),
         ),
     }
 }
 
-/// Layout: `[T, len × T, M, per message: [ITEM, item index,] role, source kind, source arg,
+/// Layout: `[T (new names; RESET_NAMES: forget the old ones first), len × T, M, per message: [ITEM, item index,] role, source kind, source arg,
 /// (P, part × P unless ITEM); or per run of messages: RUN, first item, count; R]`;
-/// text: the table's strings, the new produced parts in order, then the rest's JSON (`R`
+/// text: the new names, the new produced parts in order, then the rest's JSON (`R`
 /// units; `SAME_REST`: the same as the chat's last render, whose JSON `index.js` kept), which
 /// `index.js` parses when first read. Inline, not a native handle per turn: handles for large
 /// rests waited for finalizers that Node runs only when the event loop turns (a synchronous
@@ -300,6 +346,7 @@ fn encode(
     rendered: Rendered<'_>,
     memo: &mut PartMemo,
     built: &[bool],
+    names: &mut Names,
     previous: Option<&mut Last>,
 ) -> (Turn, Last) {
     let (messages, rest) = rendered.into_parts();
@@ -310,7 +357,7 @@ fn encode(
     let mut produced = String::new();
     let mut body: Vec<u32> = Vec::with_capacity(messages.len() * 6 + 1);
     body.push(messages.len() as u32);
-    let mut table = Table::default();
+    let mut table = Table::new(names);
     let mut sent = Vec::new();
     // Where the open run's count is in `body`, and the item it expects next.
     let mut run: Option<(usize, u32)> = None;
@@ -342,7 +389,7 @@ fn encode(
             }
         }
     }
-    let (lens, table_text) = (table.lens, table.text);
+    let (lens, table_text, reset) = (table.lens, table.text, table.reset);
     if previous.is_some_and(|p| p.same(&mut last)) {
         body.push(SAME_REST);
     } else {
@@ -351,7 +398,7 @@ fn encode(
         produced.push_str(&json);
     }
     let mut layout = Vec::with_capacity(1 + lens.len() + body.len());
-    layout.push(lens.len() as u32);
+    layout.push(lens.len() as u32 | if reset { RESET_NAMES } else { 0 });
     layout.extend_from_slice(&lens);
     layout.extend_from_slice(&body);
     let mut all = table_text;
@@ -420,10 +467,10 @@ fn maps_hash(rest: &RenderDetails) -> u128 {
 }
 
 /// One message's entries; `item`: the item it is as given ([`whole_item`]).
-fn encode_message<'r>(
-    m: &'r Message<'_>,
+fn encode_message(
+    m: &Message<'_>,
     item: Option<u32>,
-    table: &mut Table<'r>,
+    table: &mut Table<'_>,
     items: &mut Passthrough<'_>,
     memo: &mut PartMemo,
     produced: &mut String,

@@ -133,6 +133,17 @@ test('keep carries the variables a bot edited, once it read them', () => {
   assert.strictEqual(compiled.render(chat).messages[0].parts[0], 'EDITEDx');
 });
 
+test('source names the chat keeps start over past their cap, and after a render that was not taken', () => {
+  const preset = (tag, n) => Preset.fromJson(JSON.stringify({ prompts: Array.from({ length: n }, (_, i) => ({ identifier: `${tag}${i}`, content: `${tag} ${i}` })) })).compile();
+  const [big, other] = [preset('a', 5000), preset('b', 300)];
+  const items = Array.from({ length: 3000 }, (_, i) => ({ tag: 'DIALOGUE_HISTORY', role: 'user', text: `m${i}` }));
+  const chat = new Chat({ items });
+  for (const p of [other, big, other, big, big, other]) {
+    const out = p.render(chat);
+    assert.strictEqual(JSON.stringify(out), JSON.stringify(p.render({ items })));
+  }
+});
+
 test('keep carries variables and globals, small or large', () => {
   const compiled = Preset.fromJson(PRESET).compile();
   for (const seed of ['s', 'x'.repeat(20000)]) {
