@@ -219,13 +219,21 @@ impl Resolved {
     }
 
     /// [`count_parts`](Self::count_parts), remembered per chat item when `known` is given
+    /// (`item`: the item the message says it is, [`Message::item`](crate::Message::item))
     /// (a built-in vocabulary only: the estimates are cheaper than remembering, and a host's
     /// counter may change its answers).
-    pub fn count_known(&self, parts: &[Cow<'_, str>], known: Option<&Known<'_>>) -> u32 {
+    pub fn count_known(
+        &self,
+        parts: &[Cow<'_, str>],
+        item: Option<usize>,
+        known: Option<&Known<'_>>,
+    ) -> u32 {
         #[cfg(feature = "tiktoken")]
         if let (Some(known), Some((vocab, _))) = (known, self.cache) {
-            return known.count(parts, vocab, || self.count_parts(parts));
+            return known.count(parts, item, vocab, || self.count_parts(parts));
         }
+        #[cfg(not(feature = "tiktoken"))]
+        let _ = item;
         #[cfg(not(feature = "tiktoken"))]
         let _ = known;
         self.count_parts(parts)

@@ -57,7 +57,9 @@ impl<'r, 'k> Costs<'r, 'k> {
         if m.is_empty() {
             return 0;
         }
-        PER_MESSAGE + self.role(m) + self.resolved.count_known(m.parts(), self.known) as i64
+        PER_MESSAGE
+            + self.role(m)
+            + self.resolved.count_known(m.parts(), m.item(), self.known) as i64
     }
 
     /// At least [`exact`](Self::exact) when the counter is bounded by bytes: the text's
@@ -346,6 +348,14 @@ pub(crate) struct Cut {
 /// part, and no message without parts. When the newest history item with text is cut or
 /// removed, the diagnostic says so: a bot would otherwise answer a message it never sent.
 pub(crate) fn limit_output(messages: &mut Vec<Message<'_>>, limit: usize) -> Option<Cut> {
+    // Nothing crosses the limit: leave every message as it is (its parts untouched, so a
+    // message that is an item as given stays one, `Message::item`).
+    let total = messages
+        .iter()
+        .fold(0usize, |n, m| n.saturating_add(m.len()));
+    if total <= limit {
+        return None;
+    }
     // Before any part is cut: the newest history item with text (one pass; the cut changes
     // the emptiness this reads).
     let newest = messages

@@ -58,7 +58,7 @@ impl<'a> Parts<'a> {
 
 /// One message for a model provider. Flattening concatenates its parts; the parts borrow
 /// from the rendered context where they are its text unchanged.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
 pub struct Message<'a> {
     // Fields in byte order of their names: the JSON keys are sorted (SPEC §16).
@@ -69,7 +69,20 @@ pub struct Message<'a> {
     pub role: Role,
     /// What produced the message.
     pub source: Source,
+    /// The context item whose text is the one part, borrowed ([`Message::item`]).
+    #[serde(skip)]
+    item: Option<u32>,
 }
+
+/// Equal in what they say (parts, role, source): [`Message::item`] is where the text was
+/// found, not part of the message.
+impl PartialEq for Message<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts == other.parts && self.role == other.role && self.source == other.source
+    }
+}
+
+impl Eq for Message<'_> {}
 
 fn parts_seq<S: Serializer>(parts: &Parts<'_>, s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(parts.as_slice())
@@ -122,12 +135,32 @@ impl<'a> Message<'a> {
             role,
             parts,
             source,
+            item: None,
         }
+    }
+
+    /// The index of the context item whose text is this message's one part, unchanged and
+    /// borrowed from the rendered context (chat history passes through so): a front end that
+    /// holds the item's text can hand it back instead of a copy. `None` for any other message,
+    /// and once its parts change.
+    ///
+    /// ```
+    /// use stpreset::{Context, ContextItem, Preset, Role, Tag};
+    /// let p = Preset::from_json(br#"{"prompts": [{"identifier": "main", "content": "Hi"},
+    ///     {"identifier": "chatHistory", "marker": true}]}"#).unwrap();
+    /// let mut ctx = Context::default();
+    /// ctx.items.push(ContextItem::new(Some(Tag::DialogueHistory), Role::User, "hello"));
+    /// let out = p.compile().render(&ctx);
+    /// assert_eq!(out.messages.iter().map(|m| m.item()).collect::<Vec<_>>(), [None, Some(0)]);
+    /// ```
+    pub fn item(&self) -> Option<usize> {
+        self.item.map(|i| i as usize)
     }
 
     /// The message with every part owned, free of the context it borrowed from.
     pub fn into_owned(self) -> Message<'static> {
         Message {
+            item: None,
             role: self.role,
             parts: match self.parts {
                 Parts::One(one) => Parts::One(Cow::Owned(one.into_owned())),
@@ -146,10 +179,21 @@ impl<'a> Message<'a> {
             role,
             parts: Parts::One(text.into()),
             source,
+            item: None,
         }
     }
 
+    /// Marks the message as item `i` as given (its text, borrowed, is the one part).
+    pub(crate) fn item_as_given(mut self, i: usize) -> Message<'a> {
+        if let Parts::One(Cow::Borrowed(_)) = self.parts {
+            self.item = u32::try_from(i).ok();
+        }
+        self
+    }
+
+    /// The parts to change: the message is no longer an item as given.
     pub(crate) fn parts_mut(&mut self) -> &mut Parts<'a> {
+        self.item = None;
         &mut self.parts
     }
 }

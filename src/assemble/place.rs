@@ -180,7 +180,7 @@ pub(super) fn host_message<'c>(
     i: usize,
 ) -> Message<'c> {
     let item = &ctx.items[i];
-    Message::new(item.role, host_text(ctx, regexed, i), Source::Tag(item.tag))
+    Message::new(item.role, host_text(ctx, regexed, i), Source::Tag(item.tag)).item_as_given(i)
 }
 
 /// Whether the prompt pass dropped item `i` (a lore item a script emptied, SPEC §13.2.3).

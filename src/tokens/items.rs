@@ -110,9 +110,27 @@ impl<'c> Known<'c> {
     #[cfg_attr(not(feature = "tiktoken"), allow(dead_code))]
     /// The count of the text of `parts` under `vocab`: remembered when it is one item's
     /// whole text, else (and the first time) `count()`.
-    pub fn count(&self, parts: &[Cow<'_, str>], vocab: Vocab, count: impl FnOnce() -> u32) -> u32 {
-        let item = match parts {
-            [Cow::Borrowed(one)] => self.items.borrow_mut().item_of(one),
+    pub fn count(
+        &self,
+        parts: &[Cow<'_, str>],
+        item: Option<usize>,
+        vocab: Vocab,
+        count: impl FnOnce() -> u32,
+    ) -> u32 {
+        let item = match (parts, item) {
+            // The item a message says it is (`Message::item`), checked by address.
+            ([Cow::Borrowed(one)], Some(i)) => {
+                let it = self
+                    .items
+                    .borrow()
+                    .context()
+                    .items
+                    .get(i)
+                    .map(|it| it.text.as_str());
+                it.filter(|t| t.as_ptr() == one.as_ptr() && t.len() == one.len())
+                    .map(|_| i)
+            }
+            ([Cow::Borrowed(one)], None) => self.items.borrow_mut().item_of(one),
             _ => None,
         };
         let Some(item) = item else {
@@ -148,7 +166,7 @@ mod tests {
         let calls = std::cell::Cell::new(0);
         let count = |parts: &[Cow<'_, str>], vocab| {
             let known = Known::new(Passthrough::new(&ctx), &counts);
-            known.count(parts, vocab, || {
+            known.count(parts, None, vocab, || {
                 calls.set(calls.get() + 1);
                 7
             })

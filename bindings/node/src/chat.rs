@@ -206,14 +206,17 @@ const ITEM: u32 = u32::MAX;
 /// 200-message history crosses as one entry instead of 200.
 const RUN: u32 = u32::MAX - 1;
 
-/// The item `m` is, unchanged: one part that is the item's text (by address), the item's
-/// role, and its tag as source.
-fn whole_item(m: &Message<'_>, items: &mut Passthrough<'_>) -> Option<u32> {
+/// The item `m` is, unchanged: one part that is the item's text (`Message::item`, checked
+/// by address), the item's role, and its tag as source.
+fn whole_item(m: &Message<'_>, items: &Passthrough<'_>) -> Option<u32> {
     let [Cow::Borrowed(part)] = m.parts() else {
         return None;
     };
-    let i = items.item_of(part)?;
-    let item = &items.context().items[i];
+    let i = m.item()?;
+    let item = items.context().items.get(i)?;
+    if item.text.as_ptr() != part.as_ptr() || item.text.len() != part.len() {
+        return None;
+    }
     (m.role == item.role && matches!(m.source, Source::Tag(tag) if tag == item.tag))
         .then_some(i as u32)
 }
@@ -362,7 +365,7 @@ fn encode(
     // Where the open run's count is in `body`, and the item it expects next.
     let mut run: Option<(usize, u32)> = None;
     for m in &messages {
-        let item = whole_item(m, &mut items);
+        let item = whole_item(m, &items);
         match item {
             Some(i) if built.get(i as usize) == Some(&true) => match &mut run {
                 Some((count, next)) if *next == i => {
