@@ -188,6 +188,20 @@ mod tests {
     }
 
     #[test]
+    fn a_message_that_names_an_item_is_checked_by_address() {
+        let ctx = ctx(&["one", "two"]);
+        let counts = ItemCounts::unknown(2);
+        counts.put(1, Vocab::O200k, 7);
+        let known = Known::new(Passthrough::new(&ctx), &counts);
+        let two = [Cow::Borrowed(ctx.items[1].text.as_str())];
+        assert_eq!(known.count(&two, Some(1), Vocab::O200k, || 0), 7);
+        // Naming another item, or none that exists, is never that item's count.
+        assert_eq!(known.count(&two, Some(0), Vocab::O200k, || 3), 3);
+        assert_eq!(known.count(&two, Some(9), Vocab::O200k, || 4), 4);
+        assert_eq!(counts.get(0, Vocab::O200k), None);
+    }
+
+    #[test]
     fn splicing_forgets_only_the_replaced_items() {
         let ctx = ctx(&["a", "b", "c"]);
         let mut counts = ItemCounts::unknown(3);
