@@ -216,7 +216,7 @@ class Chat {
   }
   /** Adds items at the end (read now: later changes to the objects are not seen); returns the new length. */
   push(...items) {
-    this.splice(this._texts.length, 0, ...items);
+    this._splice(this._texts.length, 0, items);
     return this._texts.length;
   }
   /**
@@ -235,11 +235,17 @@ class Chat {
     if (arguments.length === 0) count = 0;
     else if (arguments.length === 1) count = len - from;
     else count = Math.min(Math.max(Math.trunc(Number(deleteCount)) || 0, 0), len - from);
+    return this._splice(from, count, items);
+  }
+  // `splice` with `from` and `count` clamped: the engine's chat first (it may refuse the items),
+  // then the arrays kept beside it, by steps that cannot fail.
+  _splice(from, count, items) {
     const copies = plainItems(items);
+    const texts = copies.map(itemText);
     fromObject(() => this._inner.splice(from, count, JSON.stringify(copies)));
-    this._texts.splice(from, count, ...copies.map(itemText));
-    this._messages.splice(from, count, ...new Array(copies.length));
-    return this._items.splice(from, count, ...items);
+    spliceArray(this._texts, from, count, texts);
+    spliceArray(this._messages, from, count, new Array(copies.length));
+    return spliceArray(this._items, from, count, items);
   }
   /** Replaces the given context fields (any but `items`), e.g. `{ variables, globals, now }`. */
   set(fields) {
@@ -258,6 +264,18 @@ class Chat {
     }
     this.set({ variables: result.variables, globals: result.globals });
   }
+}
+
+// `a.splice(from, count, ...added)` without spreading a long `added` into arguments, which
+// overflows the stack (about 40,000 items) after the engine's chat has already changed.
+function spliceArray(a, from, count, added) {
+  if (added.length <= 4096) return a.splice(from, count, ...added);
+  const removed = a.slice(from, from + count);
+  const tail = a.slice(from + count);
+  a.length = from;
+  for (let i = 0; i < added.length; i++) a.push(added[i]);
+  for (let i = 0; i < tail.length; i++) a.push(tail[i]);
+  return removed;
 }
 
 const ROLES = ['system', 'user', 'model'];

@@ -254,8 +254,6 @@ struct Table<'n> {
     names: &'n mut Names,
     /// Whether `index.js` must forget its names first.
     reset: bool,
-    /// The last string interned, by address: a node's messages come together.
-    last: Option<(usize, usize, u32)>,
     /// Few distinct tags per render: a list beats hashing one per message.
     tags: Vec<(Tag, u32)>,
     text: String,
@@ -272,31 +270,23 @@ impl<'n> Table<'n> {
         Table {
             names,
             reset,
-            last: None,
             tags: Vec::new(),
             text: String::new(),
             lens: Vec::new(),
         }
     }
 
+    /// The number of `s`, by its text. (Not by address: a JSON source's string is freed at
+    /// once, and the next one may be allocated where it was; a hostile review found every
+    /// joined injection named after the first of its length.)
     fn intern(&mut self, s: &str) -> u32 {
-        let at = (s.as_ptr() as usize, s.len());
-        if let Some((ptr, len, i)) = self.last
-            && (ptr, len) == at
-        {
+        if let Some(&i) = self.names.index.get(s) {
             return i;
         }
-        let i = match self.names.index.get(s) {
-            Some(&i) => i,
-            None => {
-                let i = self.names.index.len() as u32;
-                self.names.index.insert(s.into(), i);
-                self.text.push_str(s);
-                self.lens.push(utf16_len(s));
-                i
-            }
-        };
-        self.last = Some((at.0, at.1, i));
+        let i = self.names.index.len() as u32;
+        self.names.index.insert(s.into(), i);
+        self.text.push_str(s);
+        self.lens.push(utf16_len(s));
         i
     }
 

@@ -144,6 +144,35 @@ test('source names the chat keeps start over past their cap, and after a render 
   }
 });
 
+test('joined injections keep their own sources (names are numbered by text, not address)', () => {
+  const inject = (id, depth) => ({ identifier: id, content: `inject ${id}`, injection_position: 1, injection_depth: depth });
+  const compiled = Preset.fromJson(JSON.stringify({
+    prompts: [{ identifier: 'main', content: 'Main.' }, { identifier: 'chatHistory', marker: true }, inject('aa', 1), inject('bb', 3), inject('cc', 5)],
+  })).compile();
+  const items = Array.from({ length: 8 }, (_, i) => ({ tag: 'DIALOGUE_HISTORY', role: i % 2 ? 'model' : 'user', text: `m${i}` }));
+  const ctx = { injection: 'separate', items };
+  const chat = new Chat(ctx);
+  for (let turn = 0; turn < 2; turn++) {
+    const sources = compiled.render(chat).messages.map((m) => m.source.injection).filter(Boolean);
+    assert.deepStrictEqual(sources, [[{ node: 'cc' }], [{ node: 'bb' }], [{ node: 'aa' }]]);
+    assert.strictEqual(JSON.stringify(compiled.render(chat)), JSON.stringify(compiled.render(ctx)));
+  }
+});
+
+test('pushing or splicing tens of thousands of items at once keeps the chat whole', () => {
+  const compiled = Preset.fromJson(JSON.stringify({ prompts: [{ identifier: 'chatHistory', marker: true }] })).compile();
+  const chat = new Chat({});
+  const many = (n, p) => Array.from({ length: n }, (_, i) => ({ tag: 'DIALOGUE_HISTORY', role: 'user', text: `${p}${i}` }));
+  assert.strictEqual(chat.push(...many(60000, 't')), 60000);
+  const removed = chat.splice(10, 50000, ...many(45000, 'u'));
+  assert.strictEqual(removed.length, 50000);
+  assert.strictEqual(removed[0].text, 't10');
+  chat.push({ tag: 'DIALOGUE_HISTORY', role: 'user', text: 'last' });
+  const out = compiled.render(chat).messages;
+  assert.strictEqual(out.length, 55001);
+  assert.deepStrictEqual([out[9].parts, out[10].parts, out[45010].parts, out[55000].parts], [['t9'], ['u0'], ['t50010'], ['last']]);
+});
+
 test('keep carries variables and globals, small or large', () => {
   const compiled = Preset.fromJson(PRESET).compile();
   for (const seed of ['s', 'x'.repeat(20000)]) {
