@@ -326,8 +326,9 @@ fn source(table: &mut Table<'_>, source: &Source) -> (u32, u32) {
     }
 }
 
-/// Layout: `[T (new names; RESET_NAMES: forget the old ones first), len × T, M, per message: [ITEM, item index,] role, source kind, source arg,
-/// (P, part × P unless ITEM); or per run of messages: RUN, first item, count; R]`;
+/// Layout: `[T (new names; RESET_NAMES: forget the old ones first), len × T, M, per message:
+/// [ITEM, item index,] role, source kind, source arg, (P, part × P unless ITEM); or per run
+/// of messages: RUN, first item, count; R]`;
 /// text: the new names, the new produced parts in order, then the rest's JSON (`R`
 /// units; `SAME_REST`: the same as the chat's last render, whose JSON `index.js` kept), which
 /// `index.js` parses when first read. Inline, not a native handle per turn: handles for large
