@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 use crate::context::{Context, ContextItem, UTF8_BOM};
 use crate::error::ContextError;
 use crate::passthrough::{Addresses, Passthrough};
-use crate::tokens::{ItemCounts, ItemMemo};
+use crate::tokens::{ItemCounts, Known};
 
 /// A [`Context`] built from context-file JSON (SPEC §9) and changed in place: fields replaced
 /// by [`Chat::set_json`], items spliced by [`Chat::splice_json`]. Every change is checked as a
@@ -110,10 +110,9 @@ impl Chat {
     }
 
     /// What a render of this chat may remember between renders (its items' token counts).
-    pub(crate) fn memo(&self) -> ItemMemo<'_> {
-        ItemMemo {
-            ctx: &self.ctx,
-            addresses: &self.addresses,
+    pub(crate) fn known(&self) -> Known<'_> {
+        Known {
+            items: &self.ctx.items,
             counts: &self.counts,
         }
     }

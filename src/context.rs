@@ -504,6 +504,19 @@ fn tokenizer_field(v: Option<&serde_json::Value>) -> Result<Tokenizer, ContextEr
     }
 }
 
+#[cfg(test)]
+impl Context {
+    /// A context of `DIALOGUE_HISTORY` user items with these texts (unit tests).
+    pub(crate) fn with_history(texts: &[&str]) -> Context {
+        let mut ctx = Context::default();
+        for t in texts {
+            ctx.items
+                .push(ContextItem::new(Some(Tag::DialogueHistory), Role::User, *t));
+        }
+        ctx
+    }
+}
+
 impl Context {
     /// Reads a context file (SPEC §9). Unknown fields and unknown tags are errors that name them.
     ///

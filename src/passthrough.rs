@@ -16,7 +16,7 @@ use crate::keyhash::{KeyHasher, text_hash};
 /// [`Chat::passthrough`](crate::Chat::passthrough) gives one that keeps its table between renders.
 ///
 /// Parts come mostly in item order (history), so the item after the last one found is tried
-/// first, then the one before it (a walk the other way); a miss builds a sorted address table once, so any order costs `O(log n)` a part.
+/// first; a miss builds a sorted address table once, so any order costs `O(log n)` a part.
 ///
 /// ```
 /// use stpreset::{Context, ContextItem, Passthrough, Preset, Role, Tag};
@@ -79,11 +79,6 @@ impl<'c> Passthrough<'c> {
         }
     }
 
-    /// The context whose items it finds.
-    pub fn context(&self) -> &'c Context {
-        self.ctx
-    }
-
     /// The index of the item whose whole text `part` is, if any: a part borrowed from it, by
     /// address (an owned copy lives elsewhere, so equal text is not enough). Empty parts never
     /// match (empty strings share one address).
@@ -97,12 +92,8 @@ impl<'c> Passthrough<'c> {
                 .get(i)
                 .is_some_and(|it| it.text.as_ptr() == part.as_ptr() && it.text.len() == part.len())
         };
-        // The next item, then the one before the last found (a walk from newest to oldest).
-        let before = self.next.wrapping_sub(2);
         let found = if is(self.next) {
             Some(self.next)
-        } else if is(before) {
-            Some(before)
         } else {
             let sorted = match &self.sorted {
                 Table::Own(cell) => cell.get_or_init(|| addresses(ctx)),
@@ -169,15 +160,9 @@ impl PartMemo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::{ContextItem, Role, Tag};
 
     fn ctx(texts: &[&str]) -> Context {
-        let mut ctx = Context::default();
-        for t in texts {
-            ctx.items
-                .push(ContextItem::new(Some(Tag::DialogueHistory), Role::User, *t));
-        }
-        ctx
+        Context::with_history(texts)
     }
 
     #[test]

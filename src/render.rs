@@ -18,7 +18,7 @@ use crate::scripts::Scripts;
 use crate::settings::resolve::{self, EffectiveOptions};
 use crate::settings::{PresetSettings, PresetSettingsUse, TEMPLATES};
 use crate::syntax::{self, Tree};
-use crate::tokens::ItemMemo;
+use crate::tokens::Known;
 
 /// One template compiled: its tree and parse findings, under the identifier it renders as.
 #[derive(Debug)]
@@ -191,18 +191,18 @@ pub(crate) struct PresetParts<'p> {
 }
 
 /// Renders a compiled preset: its evaluated nodes in order, then its setting templates, then
-/// its assembly plan (whose text indices point into `nodes`). `memo`: a chat's remembered
+/// its assembly plan (whose text indices point into `nodes`). `known`: a chat's remembered
 /// token counts of `ctx`'s items.
 pub(crate) fn preset<'c>(
     parts: &PresetParts<'_>,
     ctx: &'c Context,
-    memo: Option<ItemMemo<'c>>,
+    known: Option<Known<'c>>,
 ) -> Rendered<'c> {
     if ctx.lore.is_some() || ctx.char_depth_prompt.is_some() {
         // Rendered from a copy of the context, whose texts are not the chat's items.
         return with_lore(parts, ctx);
     }
-    render_preset(parts, ctx, None, memo)
+    render_preset(parts, ctx, None, known)
 }
 
 /// SPEC §16 steps 2–4: the prompt pass on the host's items, activation on the history it
@@ -241,7 +241,7 @@ fn render_preset<'c>(
     parts: &PresetParts<'_>,
     ctx: &'c Context,
     early: Option<(Vec<Option<crate::scripts::ItemText>>, Vec<Diagnostic>)>,
-    memo: Option<ItemMemo<'c>>,
+    known: Option<Known<'c>>,
 ) -> Rendered<'c> {
     // Which settings apply (SPEC §14.3); an edited template is compiled for this render.
     let applied = applied(parts.settings, ctx);
@@ -351,7 +351,7 @@ fn render_preset<'c>(
         ev.expanded,
         ctx,
         extras,
-        (&budget, memo.map(ItemMemo::known).as_ref()),
+        (&budget, known),
         &mut diagnostics,
     );
     Rendered {
@@ -359,7 +359,7 @@ fn render_preset<'c>(
         diagnostics,
         variables: ev.variables,
         globals: ev.globals,
-        tokens: tokens.map(|t| t.remembering(memo)),
+        tokens,
         speakers: Speakers::of(ctx),
         preset_options: resolved.preset,
         effective: resolved.effective,
@@ -459,7 +459,7 @@ impl Rendered<'_> {
             diagnostics: self.diagnostics,
             variables: self.variables,
             globals: self.globals,
-            tokens: self.tokens.map(|t| t.remembering(None)),
+            tokens: self.tokens.map(PromptTokens::into_owned),
             speakers: self.speakers.into_owned(),
             preset_options: self.preset_options,
             effective: self.effective,

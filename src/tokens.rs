@@ -6,7 +6,7 @@
 mod cache;
 mod items;
 
-pub(crate) use items::{ItemCounts, ItemMemo, Known};
+pub(crate) use items::{ItemCounts, Known};
 
 use std::borrow::Cow;
 use std::fmt;
@@ -226,7 +226,7 @@ impl Resolved {
         &self,
         parts: &[Cow<'_, str>],
         item: Option<usize>,
-        known: Option<&Known<'_>>,
+        known: Option<Known<'_>>,
     ) -> u32 {
         #[cfg(feature = "tiktoken")]
         if let (Some(known), Some((vocab, _))) = (known, self.cache) {

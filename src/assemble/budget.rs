@@ -11,7 +11,7 @@ use crate::context::{Role, Tag};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::limits::OutputBudget;
 use crate::options::Budget;
-use crate::tokens::{ItemMemo, Known, Resolved};
+use crate::tokens::{Known, Resolved};
 
 /// Reply priming SillyTavern reserves on every request.
 const PRIMING: i64 = 3;
@@ -30,11 +30,11 @@ struct Costs<'r, 'k> {
     /// `system`, `user`, `assistant`.
     roles: [i64; 3],
     /// A chat's remembered counts of its items, when a chat is rendered.
-    known: Option<&'r Known<'k>>,
+    known: Option<Known<'k>>,
 }
 
 impl<'r, 'k> Costs<'r, 'k> {
-    fn new(resolved: &'r Resolved, known: Option<&'r Known<'k>>) -> Costs<'r, 'k> {
+    fn new(resolved: &'r Resolved, known: Option<Known<'k>>) -> Costs<'r, 'k> {
         let roles =
             ["system", "user", "assistant"].map(|w| resolved.count_parts(&[w.into()]) as i64);
         Costs {
@@ -79,7 +79,7 @@ pub(crate) struct PromptTokens<'c> {
     resolved: Resolved,
     known: OnceLock<u32>,
     /// A rendered chat's remembered counts of its items.
-    memo: Option<ItemMemo<'c>>,
+    items: Option<Known<'c>>,
 }
 
 impl fmt::Debug for PromptTokens<'_> {
@@ -91,20 +91,19 @@ impl fmt::Debug for PromptTokens<'_> {
 }
 
 impl<'c> PromptTokens<'c> {
-    /// The same count, with a chat's remembered counts of its items (`None`: without).
-    pub fn remembering<'m>(self, memo: Option<ItemMemo<'m>>) -> PromptTokens<'m> {
+    /// The same count, free of the chat it rendered (counted without its memory).
+    pub fn into_owned(self) -> PromptTokens<'static> {
         PromptTokens {
             resolved: self.resolved,
             known: self.known,
-            memo,
+            items: None,
         }
     }
 
     /// The tokens of `messages`, the list the budget produced (counted once, then kept).
     pub fn get(&self, messages: &[Message<'_>]) -> u32 {
         *self.known.get_or_init(|| {
-            let known = self.memo.map(ItemMemo::known);
-            let costs = Costs::new(&self.resolved, known.as_ref());
+            let costs = Costs::new(&self.resolved, self.items);
             let used = PRIMING + messages.iter().map(|m| costs.exact(m)).sum::<i64>();
             clamp(used)
         })
@@ -165,15 +164,15 @@ impl Budget {
     /// injects kilobytes into the newest history items, new text every turn), while a bound
     /// that fits proves the exact walk keeps the item too. The decisions are those of the
     /// exact walk: exact counting starts before the first decision a bound cannot prove, and
-    /// covers the diagnostics whenever the bounds exceed the budget. `known`: a chat's
-    /// remembered counts of its items.
-    pub(crate) fn apply_lazy(
+    /// covers the diagnostics whenever the bounds exceed the budget. `items`: a chat's
+    /// remembered counts of its items (kept for the prompt tokens).
+    pub(crate) fn apply_lazy<'c>(
         &self,
         messages: &mut Vec<Message<'_>>,
         model: &str,
         output_limit: usize,
-        known: Option<&Known<'_>>,
-    ) -> (Vec<Diagnostic>, Option<PromptTokens<'static>>) {
+        items: Option<Known<'c>>,
+    ) -> (Vec<Diagnostic>, Option<PromptTokens<'c>>) {
         let mut diags = Vec::new();
         let Some(&max) = self.max_context_tokens.value() else {
             diags.extend(limit_output(messages, output_limit).map(|cut| cut.diagnostic));
@@ -191,7 +190,7 @@ impl Budget {
                 ),
             ));
         }
-        let costs_of = Costs::new(&resolved, known);
+        let costs_of = Costs::new(&resolved, items);
         let mut exact = !resolved.bounded_by_bytes();
         let cost = |m: &Message<'_>, exact: bool| {
             if exact {
@@ -279,13 +278,7 @@ impl Budget {
         // The output limit cuts only when the fixed messages and the protected item exceed it
         // (the walk kept nothing else that would not fit); what it removes or cuts is not sent,
         // so the counts and the diagnostics follow what is left.
-        // The walk kept only what fits the limit, unless the fixed messages and the protected
-        // item alone exceed it: only then is there anything to cut.
-        let cut = if size <= output_limit {
-            None
-        } else {
-            limit_output(messages, output_limit)
-        };
+        let cut = limit_output(messages, output_limit);
         if let Some(cut) = &cut {
             dropped_count += cut.removed_history;
             costs.truncate(messages.len());
@@ -327,7 +320,7 @@ impl Budget {
         let tokens = PromptTokens {
             resolved,
             known,
-            memo: None,
+            items,
         };
         (diags, Some(tokens))
     }

@@ -211,7 +211,7 @@ pub(crate) fn assemble<'c>(
     expanded: Expanded,
     ctx: &'c Context,
     mut extras: Extras,
-    (budget, known): (&crate::options::Budget, Option<&crate::tokens::Known<'_>>),
+    (budget, known): (&crate::options::Budget, Option<crate::tokens::Known<'c>>),
     diags: &mut Vec<Diagnostic>,
 ) -> (Vec<Message<'c>>, Option<PromptTokens<'c>>) {
     let regexed = std::mem::take(&mut extras.regexed);

@@ -142,7 +142,7 @@ impl CompiledPreset {
     /// ```
     pub fn render_chat<'c>(&self, chat: &'c Chat) -> Rendered<'c> {
         let parts = self.parts(chat.context());
-        render::preset(&parts, chat.context(), Some(chat.memo()))
+        render::preset(&parts, chat.context(), Some(chat.known()))
     }
 
     /// Whether scripts run with `ctx`: the context allows them and so does the store.

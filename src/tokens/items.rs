@@ -7,17 +7,14 @@
 //! and a render reads it back for the price of an address comparison.
 //!
 //! Still keyed by the whole flattened text, never by part (SPEC §12.4): a count is used only
-//! for a message whose one part is an item's whole text, recognised by address (see
-//! [`Passthrough`]), so the message's text *is* the item's.
+//! for a message whose one part is an item's whole text (`Message::item`, checked by
+//! address), so the message's text *is* the item's.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::Vocab;
-use crate::context::Context;
-use crate::passthrough::{Addresses, Passthrough};
+use crate::context::ContextItem;
 
 /// Each item's count under one vocabulary: `(vocabulary code << 32) | count`, 0 for none.
 /// One word, so relaxed loads and stores can never pair a count with the wrong vocabulary.
@@ -72,69 +69,34 @@ impl ItemCounts {
     }
 }
 
-/// A chat's items and their counts as a render borrows them: kept by the render's result
-/// too, whose prompt tokens are counted when first asked for.
+/// A chat's items and their remembered counts, as a render borrows them: kept by the
+/// render's result too, whose prompt tokens are counted when first asked for.
 #[derive(Clone, Copy)]
-pub(crate) struct ItemMemo<'c> {
-    pub ctx: &'c Context,
-    pub addresses: &'c OnceLock<Addresses>,
+pub(crate) struct Known<'c> {
+    pub items: &'c [ContextItem],
     pub counts: &'c ItemCounts,
 }
 
-impl<'c> ItemMemo<'c> {
-    /// A finder for one walk over a render's messages.
-    pub fn known(self) -> Known<'c> {
-        Known {
-            items: RefCell::new(Passthrough::kept(self.ctx, self.addresses)),
-            counts: self.counts,
-        }
-    }
-}
-
-/// What one walk over a render of a chat knows: which parts are an item's whole text, and
-/// their counts.
-pub(crate) struct Known<'c> {
-    items: RefCell<Passthrough<'c>>,
-    counts: &'c ItemCounts,
-}
-
-impl<'c> Known<'c> {
-    #[cfg(test)]
-    fn new(items: Passthrough<'c>, counts: &'c ItemCounts) -> Known<'c> {
-        Known {
-            items: RefCell::new(items),
-            counts,
-        }
-    }
-
+impl Known<'_> {
+    /// The count of the text of `parts` under `vocab`: remembered when the message is item
+    /// `item` as given (`Message::item`, checked here by address: its one part is that
+    /// item's text), else (and the first time) `count()`.
     #[cfg_attr(not(feature = "tiktoken"), allow(dead_code))]
-    /// The count of the text of `parts` under `vocab`: remembered when it is one item's
-    /// whole text, else (and the first time) `count()`.
     pub fn count(
-        &self,
+        self,
         parts: &[Cow<'_, str>],
         item: Option<usize>,
         vocab: Vocab,
         count: impl FnOnce() -> u32,
     ) -> u32 {
-        let item = match (parts, item) {
-            // The item a message says it is (`Message::item`), checked by address.
-            ([Cow::Borrowed(one)], Some(i)) => {
-                let it = self
-                    .items
-                    .borrow()
-                    .context()
-                    .items
-                    .get(i)
-                    .map(|it| it.text.as_str());
-                it.filter(|t| t.as_ptr() == one.as_ptr() && t.len() == one.len())
-                    .map(|_| i)
-            }
-            ([Cow::Borrowed(one)], None) => self.items.borrow_mut().item_of(one),
-            _ => None,
+        let is_item = |i: usize, one: &str| {
+            self.items
+                .get(i)
+                .is_some_and(|it| it.text.as_ptr() == one.as_ptr() && it.text.len() == one.len())
         };
-        let Some(item) = item else {
-            return count();
+        let item = match (parts, item) {
+            ([Cow::Borrowed(one)], Some(i)) if is_item(i, one) => i,
+            _ => return count(),
         };
         if let Some(n) = self.counts.get(item, vocab) {
             return n;
@@ -148,25 +110,19 @@ impl<'c> Known<'c> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::{Context, ContextItem, Role, Tag};
-
-    fn ctx(texts: &[&str]) -> Context {
-        let mut ctx = Context::default();
-        for t in texts {
-            ctx.items
-                .push(ContextItem::new(Some(Tag::DialogueHistory), Role::User, *t));
-        }
-        ctx
-    }
+    use crate::context::Context;
 
     #[test]
     fn an_items_count_is_counted_once_per_vocabulary() {
-        let ctx = ctx(&["one", "two"]);
+        let ctx = Context::with_history(&["one", "two"]);
         let counts = ItemCounts::unknown(2);
+        let known = Known {
+            items: &ctx.items,
+            counts: &counts,
+        };
         let calls = std::cell::Cell::new(0);
         let count = |parts: &[Cow<'_, str>], vocab| {
-            let known = Known::new(Passthrough::new(&ctx), &counts);
-            known.count(parts, None, vocab, || {
+            known.count(parts, Some(1), vocab, || {
                 calls.set(calls.get() + 1);
                 7
             })
@@ -189,21 +145,24 @@ mod tests {
 
     #[test]
     fn a_message_that_names_an_item_is_checked_by_address() {
-        let ctx = ctx(&["one", "two"]);
+        let ctx = Context::with_history(&["one", "two"]);
         let counts = ItemCounts::unknown(2);
         counts.put(1, Vocab::O200k, 7);
-        let known = Known::new(Passthrough::new(&ctx), &counts);
+        let known = Known {
+            items: &ctx.items,
+            counts: &counts,
+        };
         let two = [Cow::Borrowed(ctx.items[1].text.as_str())];
         assert_eq!(known.count(&two, Some(1), Vocab::O200k, || 0), 7);
-        // Naming another item, or none that exists, is never that item's count.
+        // Naming another item, none that exists, or none at all is never that item's count.
         assert_eq!(known.count(&two, Some(0), Vocab::O200k, || 3), 3);
         assert_eq!(known.count(&two, Some(9), Vocab::O200k, || 4), 4);
+        assert_eq!(known.count(&two, None, Vocab::O200k, || 5), 5);
         assert_eq!(counts.get(0, Vocab::O200k), None);
     }
 
     #[test]
     fn splicing_forgets_only_the_replaced_items() {
-        let ctx = ctx(&["a", "b", "c"]);
         let mut counts = ItemCounts::unknown(3);
         for i in 0..3 {
             counts.put(i, Vocab::O200k, i as u32 + 10);
@@ -211,6 +170,5 @@ mod tests {
         counts.splice(1, 2, 2);
         let got: Vec<Option<u32>> = (0..4).map(|i| counts.get(i, Vocab::O200k)).collect();
         assert_eq!(got, [Some(10), None, None, Some(12)]);
-        assert_eq!(ctx.items.len(), 3);
     }
 }

@@ -19,7 +19,7 @@ use xxhash_rust::xxh3::Xxh3;
 use napi::JsString;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use stpreset::{Message, PartMemo, Passthrough, RenderDetails, Rendered, Source, Tag};
+use stpreset::{ContextItem, Message, PartMemo, Passthrough, RenderDetails, Rendered, Source, Tag};
 
 use crate::error;
 
@@ -126,7 +126,7 @@ pub(crate) fn render<'env>(
     let mut built = chat.built.borrow_mut();
     let mut names = chat.names.borrow_mut();
     let (turn, last) = encode(
-        chat.inner.passthrough(),
+        &chat.inner,
         preset.render_chat(&chat.inner),
         &mut memo,
         &built,
@@ -208,12 +208,12 @@ const RUN: u32 = u32::MAX - 1;
 
 /// The item `m` is, unchanged: one part that is the item's text (`Message::item`, checked
 /// by address), the item's role, and its tag as source.
-fn whole_item(m: &Message<'_>, items: &Passthrough<'_>) -> Option<u32> {
+fn whole_item(m: &Message<'_>, items: &[ContextItem]) -> Option<u32> {
     let [Cow::Borrowed(part)] = m.parts() else {
         return None;
     };
     let i = m.item()?;
-    let item = items.context().items.get(i)?;
+    let item = items.get(i)?;
     if item.text.as_ptr() != part.as_ptr() || item.text.len() != part.len() {
         return None;
     }
@@ -336,7 +336,7 @@ fn source(table: &mut Table<'_>, source: &Source) -> (u32, u32) {
 /// burst of turns grew by 80 KB a turn). A preset's diagnostics and variables seldom change
 /// between turns, so comparing with the last render's ([`Last::same`]) usually saves the JSON.
 fn encode(
-    mut items: Passthrough<'_>,
+    chat: &stpreset::Chat,
     rendered: Rendered<'_>,
     memo: &mut PartMemo,
     built: &[bool],
@@ -344,6 +344,8 @@ fn encode(
     previous: Option<&mut Last>,
 ) -> (Turn, Last) {
     let (messages, rest) = rendered.into_parts();
+    // For the parts of other messages (history items with injections merged into them).
+    let mut items = chat.passthrough();
     let mut last = Last {
         maps: maps_hash(&rest),
         rest,
@@ -356,7 +358,7 @@ fn encode(
     // Where the open run's count is in `body`, and the item it expects next.
     let mut run: Option<(usize, u32)> = None;
     for m in &messages {
-        let item = whole_item(m, &items);
+        let item = whole_item(m, &chat.context().items);
         match item {
             Some(i) if built.get(i as usize) == Some(&true) => match &mut run {
                 Some((count, next)) if *next == i => {
