@@ -243,7 +243,9 @@ pub fn regex(data: &[u8]) {
 /// A chat changed turn after turn (`Chat`, issue 20): `\0`-separated segments, the first the
 /// context file, each next one an operation: `s` + start + count + items JSON (splice), `f` +
 /// fields JSON (set), `k` (keep the last render's variables), `r` (render). After every
-/// operation each item's text is found as that item, and a render does not panic.
+/// operation each item's text is found as that item; a render of the chat (which remembers
+/// its items' token counts) is the render of its context, and a message that says it is an
+/// item (`Message::item`) has that item's text as its one part.
 pub fn chat(data: &[u8]) {
     let mut segments = data.split(|&b| b == 0);
     let Some(first) = segments.next() else {
@@ -253,7 +255,7 @@ pub fn chat(data: &[u8]) {
         return;
     };
     let preset = Preset::from_json(
-        br#"{"prompts": [{"identifier": "main", "content": "{{user}} {{lastMessage}}{{setvar::n::{{getvar::n}}x}}"},
+        br#"{"openai_max_context": 600, "prompts": [{"identifier": "main", "content": "{{user}} {{lastMessage}}{{setvar::n::{{getvar::n}}x}}"},
             {"identifier": "chatHistory", "marker": true},
             {"identifier": "jb", "content": "j", "injection_position": 1, "injection_depth": 1}]}"#,
     )
@@ -275,7 +277,22 @@ pub fn chat(data: &[u8]) {
             }
             Some((b'k', _)) => chat.keep(kept.0.clone(), kept.1.clone()),
             Some((b'r', _)) => {
-                let out = preset.render(chat.context());
+                let out = preset.render_chat(&chat);
+                assert_eq!(
+                    out.to_json(),
+                    preset.render(chat.context()).to_json(),
+                    "a chat's render differs from its context's"
+                );
+                let items = &chat.context().items;
+                for m in &out.messages {
+                    if let Some(i) = m.item() {
+                        assert_eq!(
+                            m.parts(),
+                            [items[i].text.as_str()],
+                            "message {i} is not its item"
+                        );
+                    }
+                }
                 kept = (out.variables, out.globals);
             }
             _ => {}
