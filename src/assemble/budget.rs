@@ -165,7 +165,8 @@ impl Budget {
     /// that fits proves the exact walk keeps the item too. The decisions are those of the
     /// exact walk: exact counting starts before the first decision a bound cannot prove, and
     /// covers the diagnostics whenever the bounds exceed the budget. `items`: a chat's
-    /// remembered counts of its items (kept for the prompt tokens).
+    /// remembered counts of its items (kept for the prompt tokens); with them the walk counts
+    /// exactly from the start.
     pub(crate) fn apply_lazy<'c>(
         &self,
         messages: &mut Vec<Message<'_>>,
@@ -191,7 +192,10 @@ impl Budget {
             ));
         }
         let costs_of = Costs::new(&resolved, items);
-        let mut exact = !resolved.bounded_by_bytes();
+        // A chat's render counts exactly from the start: its history's counts are remembered
+        // (as cheap as bounds), and the front ends that render chats report the prompt tokens
+        // every turn, which a bounded walk would count in a pass of their own afterwards.
+        let mut exact = !resolved.bounded_by_bytes() || items.is_some();
         let cost = |m: &Message<'_>, exact: bool| {
             if exact {
                 costs_of.exact(m)
@@ -259,7 +263,13 @@ impl Budget {
         }
         let dropped = &history[..keep_from];
         let mut dropped_count = dropped.iter().filter(|i| non_empty(i)).count();
-        if !dropped.is_empty() {
+        if let (Some(&first), Some(&last)) = (dropped.first(), dropped.last())
+            && last - first + 1 == dropped.len()
+        {
+            // The usual shape: the oldest items, with no fixed message among them.
+            messages.drain(first..=last);
+            costs.drain(first..=last);
+        } else if !dropped.is_empty() {
             // `dropped` is ascending: one cursor walks it beside the retain (of the messages
             // and, in step, of their costs).
             let mut next = 0;
@@ -278,7 +288,13 @@ impl Budget {
         // The output limit cuts only when the fixed messages and the protected item exceed it
         // (the walk kept nothing else that would not fit); what it removes or cuts is not sent,
         // so the counts and the diagnostics follow what is left.
-        let cut = limit_output(messages, output_limit);
+        // `size` is what is left (fixed and kept items): within the limit, nothing to cut and
+        // no pass over the messages to find that out.
+        let cut = if size <= output_limit {
+            None
+        } else {
+            limit_output(messages, output_limit)
+        };
         if let Some(cut) = &cut {
             dropped_count += cut.removed_history;
             costs.truncate(messages.len());
