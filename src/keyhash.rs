@@ -40,5 +40,5 @@ pub(crate) fn text_hash(bytes: &[u8]) -> u128 {
     let seed = *SEED.get_or_init(|| {
         std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), 0u8)
     });
-    xxhash_rust::xxh3::xxh3_128_with_seed(bytes, seed)
+    twox_hash::XxHash3_128::oneshot_with_seed(seed, bytes)
 }

@@ -371,11 +371,10 @@ impl Scripts {
 /// A hash of every context value a script's template can read besides the history (which
 /// impure templates read; they are never cached).
 fn context_fingerprint(ctx: &Context) -> u128 {
-    use xxhash_rust::xxh3::Xxh3;
-    let mut h = Xxh3::new();
+    let mut h = twox_hash::XxHash3_128::new();
     let mut put = |s: &str| {
-        h.update(&(s.len() as u64).to_le_bytes());
-        h.update(s.as_bytes());
+        h.write(&(s.len() as u64).to_le_bytes());
+        h.write(s.as_bytes());
     };
     for s in [
         &ctx.user,
@@ -406,7 +405,7 @@ fn context_fingerprint(ctx: &Context) -> u128 {
         }
     }
     put(&format!("{:?}", ctx.options.limits));
-    h.digest128()
+    h.finish_128()
 }
 
 /// A prompt pass at `WORLD_INFO` that texts are fed to one by one (`Scripts::lore_pass`).
@@ -575,7 +574,7 @@ impl<'a> PassRun<'a> {
         let env = |parts: &[u64]| {
             let mut buf = [0u8; 16 + 8 * 8];
             buf[..16].copy_from_slice(&fingerprint.to_le_bytes());
-            let mut h = xxhash_rust::xxh3::xxh3_128(&buf[..16]) ^ placement.number() as u128;
+            let mut h = twox_hash::XxHash3_128::oneshot(&buf[..16]) ^ placement.number() as u128;
             for chunk in parts.chunks(8) {
                 let mut n = 16;
                 for p in chunk {
@@ -583,7 +582,7 @@ impl<'a> PassRun<'a> {
                     n += 8;
                 }
                 buf[..16].copy_from_slice(&h.to_le_bytes());
-                h = xxhash_rust::xxh3::xxh3_128(&buf[..n]);
+                h = twox_hash::XxHash3_128::oneshot(&buf[..n]);
             }
             h
         };

@@ -26,7 +26,8 @@ use std::hash::{BuildHasher, RandomState};
 use crate::keyhash::KeyHasher;
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
-use xxhash_rust::xxh3::{Xxh3, xxh3_128_with_secret};
+use twox_hash::XxHash3_128;
+use twox_hash::xxhash3_128::SECRET_MINIMUM_LENGTH;
 
 use super::{TokenCounter, Vocab};
 
@@ -35,6 +36,7 @@ const GENERATION: usize = 1 << 16;
 
 /// Bytes of an XXH3 secret (the size of its default secret).
 const SECRET: usize = 192;
+const _: () = assert!(SECRET >= SECRET_MINIMUM_LENGTH);
 
 /// Counts of one vocabulary.
 pub(crate) struct CountCache {
@@ -92,32 +94,39 @@ impl CountCache {
     /// `counter`'s count of the concatenation of `parts`, from the cache when it was counted
     /// before. The lock is never held while counting.
     pub fn count(&self, parts: &[Cow<'_, str>], counter: &dyn TokenCounter) -> u32 {
-        let key = self.key(parts);
+        let joined;
+        let text = match parts {
+            [one] => one.as_ref(),
+            _ => {
+                joined = parts.concat();
+                joined.as_str()
+            }
+        };
+        let key = self.key_of(text);
         if let Some(count) = self.get(key) {
             return count;
         }
-        let count = match parts {
-            [one] => counter.count(one),
-            _ => counter.count(&parts.concat()),
-        };
+        let count = counter.count(text);
         self.lock().put(key, count);
         count
     }
 
-    /// The key of the concatenated text, hashed part by part without concatenating.
+    /// The key of the concatenated text.
+    #[cfg(test)]
     fn key(&self, parts: &[Cow<'_, str>]) -> Key {
-        let len = parts.iter().map(|p| p.len()).sum();
-        let hash = match parts {
-            [one] => xxh3_128_with_secret(one.as_bytes(), &self.secret),
-            _ => {
-                let mut h = Xxh3::with_secret(self.secret);
-                for p in parts {
-                    h.update(p.as_bytes());
-                }
-                h.digest128()
-            }
-        };
-        Key { hash, len }
+        self.key_of(&parts.concat())
+    }
+
+    /// The key of `text`. One-shot: twox-hash's streaming hasher has no secret-only mode (its
+    /// short inputs would be keyed by the seed alone), so texts in parts are joined first, as
+    /// counting them needs anyway.
+    fn key_of(&self, text: &str) -> Key {
+        let hash = XxHash3_128::oneshot_with_secret(&self.secret, text.as_bytes());
+        // Never refused: the secret is long enough (asserted where `SECRET` is declared).
+        Key {
+            hash: hash.unwrap_or_default(),
+            len: text.len(),
+        }
     }
 
     fn get(&self, key: Key) -> Option<u32> {

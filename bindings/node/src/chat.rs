@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::OnceLock;
 
-use xxhash_rust::xxh3::Xxh3;
+use twox_hash::XxHash3_128;
 
 use napi::JsString;
 use napi::bindgen_prelude::*;
@@ -449,17 +449,17 @@ impl Last {
 fn maps_hash(rest: &RenderDetails) -> u128 {
     static SEED: OnceLock<u64> = OnceLock::new();
     let seed = *SEED.get_or_init(|| RandomState::new().hash_one(0u8));
-    let mut h = Xxh3::with_seed(seed);
+    let mut h = XxHash3_128::with_seed(seed);
     for map in [&rest.variables, &rest.globals] {
-        h.update(&(map.len() as u64).to_le_bytes());
+        h.write(&(map.len() as u64).to_le_bytes());
         for (k, v) in map {
-            h.update(&(k.len() as u64).to_le_bytes());
-            h.update(k.as_bytes());
-            h.update(&(v.len() as u64).to_le_bytes());
-            h.update(v.as_bytes());
+            h.write(&(k.len() as u64).to_le_bytes());
+            h.write(k.as_bytes());
+            h.write(&(v.len() as u64).to_le_bytes());
+            h.write(v.as_bytes());
         }
     }
-    h.digest128()
+    h.finish_128()
 }
 
 /// One message's entries; `item`: the item it is as given ([`whole_item`]).
