@@ -26,26 +26,35 @@ function read(result) {
   }
 }
 
-// Median of `rounds` batches, each long enough to be measured (µs per call), after 300 ms of
-// warm-up (the first render may load a tokenizer's vocabulary: tens of milliseconds).
-function time(f, rounds = 15) {
+// Per function: warmed up for 300 ms (the first render may load a tokenizer's vocabulary: tens
+// of milliseconds), then a batch size `n` found that runs at least 20 ms.
+function calibrate(f) {
   const warm = process.hrtime.bigint();
   while (Number(process.hrtime.bigint() - warm) < 300e6) read(f());
   let n = 1;
   for (;;) {
     const t0 = process.hrtime.bigint();
     for (let i = 0; i < n; i++) read(f());
-    if (Number(process.hrtime.bigint() - t0) > 20e6) break;
+    if (Number(process.hrtime.bigint() - t0) > 20e6) return n;
     n *= 2;
   }
-  const samples = [];
+}
+
+// Median µs per call of each function over `rounds` batches, the functions taking turns batch
+// by batch: a burst of load on a shared machine then costs every function one batch, rather
+// than every batch of whichever function was being timed.
+function time(fns, rounds = 21) {
+  const ns = fns.map(calibrate);
+  const samples = fns.map(() => []);
   for (let r = 0; r < rounds; r++) {
-    const t0 = process.hrtime.bigint();
-    for (let i = 0; i < n; i++) read(f());
-    samples.push(Number(process.hrtime.bigint() - t0) / n / 1000);
+    fns.forEach((f, j) => {
+      const n = ns[j];
+      const t0 = process.hrtime.bigint();
+      for (let i = 0; i < n; i++) read(f());
+      samples[j].push(Number(process.hrtime.bigint() - t0) / n / 1000);
+    });
   }
-  samples.sort((a, b) => a - b);
-  return samples[samples.length >> 1];
+  return samples.map((s) => s.sort((a, b) => a - b)[s.length >> 1]);
 }
 
 // TomoriBot's own turn (`reassembleWithPreset`) on these presets, measured on a quiet machine of
@@ -61,16 +70,18 @@ const ctx = context(200);
 console.log(`node ${process.version}; 200-message history; µs per turn (median), every part read`);
 console.log(`${'preset'.padEnd(48)} ${'turn()'.padStart(9)} ${'render(obj)'.padStart(12)} ${'TomoriBot'.padStart(10)} ${'ratio'.padStart(6)}`);
 // Every preset's turn first, then every `render(object)`: the plain calls leave megabytes of
-// garbage whose collection would otherwise land in the next preset's turns.
+// garbage whose collection would otherwise land in the turns.
 const files = fs.readdirSync(dir).sort();
-const rows = files.map((file) => {
-  const bytes = fs.readFileSync(path.join(dir, file));
-  return { file, fast: time(setup(bytes, ctx)) };
-});
-for (const row of rows) {
-  const compiled = Preset.fromJson(fs.readFileSync(path.join(dir, row.file))).compile();
-  row.plain = time(() => compiled.render(ctx));
-}
+const read_ = (file) => fs.readFileSync(path.join(dir, file));
+const fast = time(files.map((file) => setup(read_(file), ctx)));
+const plain = time(
+  files.map((file) => {
+    const compiled = Preset.fromJson(read_(file)).compile();
+    return () => compiled.render(ctx);
+  }),
+  7,
+);
+const rows = files.map((file, j) => ({ file, fast: fast[j], plain: plain[j] }));
 for (const { file, fast, plain } of rows) {
   const ref = TOMORIBOT[file];
   const vs = ref ? `${String(ref).padStart(10)} ${(ref / fast).toFixed(1).padStart(5)}×` : '';
