@@ -19,7 +19,11 @@ use crate::context::{Role, Tag};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Parts<'a> {
     One(Cow<'a, str>),
-    Many(Vec<Cow<'a, str>>),
+    // Boxed, not a `Vec`: 16 bytes fit beside `One`'s niche, so `Parts` takes 24 bytes and a
+    // message 56, not 32 and 72. Every render writes and reads a message per history item;
+    // a fifth less memory to move showed in 200-message renders. Few messages have several
+    // parts, and they seldom change.
+    Many(Box<[Cow<'a, str>]>),
 }
 
 impl<'a> Parts<'a> {
@@ -41,20 +45,32 @@ impl<'a> Parts<'a> {
         match self {
             Parts::One(one) => {
                 let first = std::mem::take(one);
-                *self = Parts::Many(vec![first, part]);
+                *self = Parts::Many(Box::new([first, part]));
             }
-            Parts::Many(many) => many.push(part),
+            Parts::Many(many) => {
+                let mut all = std::mem::take(many).into_vec();
+                all.push(part);
+                *many = all.into_boxed_slice();
+            }
         }
     }
 
     /// Keeps the first `len` parts (a single part stays: a message without parts is dropped
     /// by whoever cut it to none).
     pub fn truncate(&mut self, len: usize) {
-        if let Parts::Many(many) = self {
-            many.truncate(len);
+        if let Parts::Many(many) = self
+            && len < many.len()
+        {
+            let mut kept = std::mem::take(many).into_vec();
+            kept.truncate(len);
+            *many = kept.into_boxed_slice();
         }
     }
 }
+
+/// `Message::item` of a message that is no item as given (a plain `u32`, not an `Option`,
+/// keeps a message at 56 bytes).
+const NO_ITEM: u32 = u32::MAX;
 
 /// One message for a model provider. Flattening concatenates its parts; the parts borrow
 /// from the rendered context where they are its text unchanged.
@@ -71,7 +87,7 @@ pub struct Message<'a> {
     pub source: Source,
     /// The context item whose text is the one part, borrowed ([`Message::item`]).
     #[serde(skip)]
-    item: Option<u32>,
+    item: u32,
 }
 
 /// Equal in what they say (parts, role, source): [`Message::item`] is where the text was
@@ -129,13 +145,13 @@ impl<'a> Message<'a> {
         let mut parts: Vec<Cow<'a, str>> = parts.into_iter().map(Into::into).collect();
         let parts = match parts.len() {
             1 => Parts::One(parts.pop().unwrap_or_default()),
-            _ => Parts::Many(parts),
+            _ => Parts::Many(parts.into_boxed_slice()),
         };
         Message {
             role,
             parts,
             source,
-            item: None,
+            item: NO_ITEM,
         }
     }
 
@@ -154,13 +170,13 @@ impl<'a> Message<'a> {
     /// assert_eq!(out.messages.iter().map(|m| m.item()).collect::<Vec<_>>(), [None, Some(0)]);
     /// ```
     pub fn item(&self) -> Option<usize> {
-        self.item.map(|i| i as usize)
+        (self.item != NO_ITEM).then_some(self.item as usize)
     }
 
     /// The message with every part owned, free of the context it borrowed from.
     pub fn into_owned(self) -> Message<'static> {
         Message {
-            item: None,
+            item: NO_ITEM,
             role: self.role,
             parts: match self.parts {
                 Parts::One(one) => Parts::One(Cow::Owned(one.into_owned())),
@@ -179,21 +195,21 @@ impl<'a> Message<'a> {
             role,
             parts: Parts::One(text.into()),
             source,
-            item: None,
+            item: NO_ITEM,
         }
     }
 
     /// Marks the message as item `i` as given (its text, borrowed, is the one part).
     pub(crate) fn item_as_given(mut self, i: usize) -> Message<'a> {
         if let Parts::One(Cow::Borrowed(_)) = self.parts {
-            self.item = u32::try_from(i).ok();
+            self.item = u32::try_from(i).unwrap_or(NO_ITEM);
         }
         self
     }
 
     /// The parts to change: the message is no longer an item as given.
     pub(crate) fn parts_mut(&mut self) -> &mut Parts<'a> {
-        self.item = None;
+        self.item = NO_ITEM;
         &mut self.parts
     }
 }
