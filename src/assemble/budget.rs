@@ -210,21 +210,20 @@ impl Budget {
         let mut used = PRIMING;
         let mut size = 0usize;
         let mut history = Vec::with_capacity(messages.len());
+        // In the same pass: the newest history item with text (the protected one) and how
+        // many have text.
+        let (mut protected, mut total) = (None, 0);
         for (i, m) in messages.iter().enumerate() {
             if is_history(m) {
+                if !m.is_empty() {
+                    protected = Some(history.len());
+                    total += 1;
+                }
                 history.push(i);
             } else {
                 costs[i] = cost(m, exact);
                 used += costs[i];
                 size = size.saturating_add(m.len());
-            }
-        }
-        // One pass: the newest history item with text (the protected one) and how many have text.
-        let (mut protected, mut total) = (None, 0);
-        for (k, &i) in history.iter().enumerate() {
-            if !messages[i].is_empty() {
-                protected = Some(k);
-                total += 1;
             }
         }
         let non_empty = |i: &usize| !messages[*i].is_empty();

@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use twox_hash::XxHash3_128;
 
@@ -242,6 +242,10 @@ const JSON_SOURCE: u32 = 4;
 #[derive(Default)]
 pub(crate) struct Names {
     index: HashMap<Box<str>, u32>,
+    /// Per position among the last render's node-sourced messages: the identifier (kept
+    /// alive here, so its address cannot be another's) and its number. A preset's messages
+    /// come in the same order every turn: comparing addresses spares hashing each identifier.
+    recent: Vec<(Arc<str>, u32)>,
     /// Set when a render that may have added names was not taken: the next one starts over.
     stale: bool,
 }
@@ -256,6 +260,8 @@ struct Table<'n> {
     reset: bool,
     /// Few distinct tags per render: a list beats hashing one per message.
     tags: Vec<(Tag, u32)>,
+    /// The next node-sourced message's position (`Names::recent`).
+    at: usize,
     text: String,
     lens: Vec<u32>,
 }
@@ -265,12 +271,14 @@ impl<'n> Table<'n> {
         let reset = names.stale || names.index.len() > NAMES;
         if reset {
             names.index.clear();
+            names.recent.clear();
             names.stale = false;
         }
         Table {
             names,
             reset,
             tags: Vec::new(),
+            at: 0,
             text: String::new(),
             lens: Vec::new(),
         }
@@ -287,6 +295,27 @@ impl<'n> Table<'n> {
         self.names.index.insert(s.into(), i);
         self.text.push_str(s);
         self.lens.push(utf16_len(s));
+        i
+    }
+
+    /// The number of a node identifier: the one at this position last render when it is the
+    /// same identifier (by address), else by its text.
+    fn node(&mut self, id: &Arc<str>) -> u32 {
+        let at = self.at;
+        self.at += 1;
+        let recent = &self.names.recent;
+        if let Some((last, i)) = recent.get(at)
+            && Arc::ptr_eq(last, id)
+        {
+            return *i;
+        }
+        let i = self.intern(id);
+        let recent = &mut self.names.recent;
+        if let Some(slot) = recent.get_mut(at) {
+            *slot = (Arc::clone(id), i);
+        } else if at == recent.len() && at < NAMES {
+            recent.push((Arc::clone(id), i));
+        }
         i
     }
 
@@ -314,7 +343,7 @@ fn utf16_len(s: &str) -> u32 {
 
 fn source(table: &mut Table<'_>, source: &Source) -> (u32, u32) {
     match source {
-        Source::Node(id) => (NODE, table.intern(id)),
+        Source::Node(id) => (NODE, table.node(id)),
         Source::Tag(None) => (UNTAGGED, 0),
         Source::Tag(Some(tag)) => (TAG, table.tag(*tag)),
         Source::Setting(key) => (SETTING, table.intern(key)),
