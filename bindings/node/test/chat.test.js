@@ -144,6 +144,27 @@ test('source names the chat keeps start over past their cap, and after a render 
   }
 });
 
+test('node sources stay right when presets take turns at the same positions', () => {
+  // Each produced message's identifier is checked against the one at its position in the
+  // last render (by address): other identifiers there, the same texts from another compile,
+  // swapped orders and more positions than the chat remembers must all name the right node.
+  const json = (ids) => JSON.stringify({ prompts: ids.map((id, i) => ({ identifier: id, content: `node ${i}` })) });
+  const ids = Array.from({ length: 40 }, (_, i) => `n${i}`);
+  const presets = [
+    json(ids),
+    json(ids),
+    json([...ids].reverse()),
+    json(ids.map((id) => `${id}x`)),
+    json(Array.from({ length: 5000 }, (_, i) => `w${i % 4500}`)),
+  ].map((bytes) => Preset.fromJson(bytes).compile());
+  const items = Array.from({ length: 20 }, (_, i) => ({ tag: 'DIALOGUE_HISTORY', role: 'user', text: `m${i}` }));
+  const chat = new Chat({ items });
+  for (const k of [0, 0, 1, 0, 2, 1, 3, 4, 0, 4, 4, 2, 3]) {
+    const out = presets[k].render(chat);
+    assert.strictEqual(JSON.stringify(out), JSON.stringify(presets[k].render({ items })), `preset ${k}`);
+  }
+});
+
 test('joined injections keep their own sources (names are numbered by text, not address)', () => {
   const inject = (id, depth) => ({ identifier: id, content: `inject ${id}`, injection_position: 1, injection_depth: depth });
   const compiled = Preset.fromJson(JSON.stringify({
