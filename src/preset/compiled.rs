@@ -131,7 +131,9 @@ impl CompiledPreset {
 
     /// Renders a [`Chat`]: the same result as [`render`](Self::render) of its context, and
     /// faster turn after turn, since the chat remembers what depends on its items alone (the
-    /// token count of each history text, SPEC §12.4) until they change.
+    /// token count of each history text, SPEC §12.4) until they change. Made for front ends
+    /// that report the prompt's tokens every turn: with a history budget its walk counts
+    /// exactly from the start (`render` bounds first and counts `prompt_tokens` when asked).
     ///
     /// ```
     /// let p = stpreset::Preset::from_json(br#"{"prompts": [{"identifier": "chatHistory", "marker": true}],
