@@ -385,11 +385,14 @@ pub(crate) fn limit_output(messages: &mut Vec<Message<'_>>, limit: usize) -> Opt
         } else {
             pi + 1
         };
+        // Kept only with text: a cut just after an empty part (an empty history item before
+        // its merged injection) would otherwise leave a message of one empty part.
+        let kept = parts.as_slice()[..keep].iter().any(|p| !p.is_empty());
         parts.truncate(keep);
-        let left = if keep > 0 { mi + 1 } else { mi };
+        let left = if kept { mi + 1 } else { mi };
         let removed = messages.split_off(left);
         // The crossing message, when removed, had text (it crossed the limit) but is cut empty.
-        let crossing_removed = keep == 0;
+        let crossing_removed = !kept;
         let removed_history = removed
             .iter()
             .enumerate()
@@ -406,7 +409,7 @@ pub(crate) fn limit_output(messages: &mut Vec<Message<'_>>, limit: usize) -> Opt
         return Some(Cut {
             diagnostic: Diagnostic::new(DiagnosticKind::LimitReached, None, message),
             removed_history,
-            shortened: keep > 0,
+            shortened: kept,
         });
     }
     None
@@ -545,6 +548,23 @@ mod tests {
             diags[0].message,
             "rendered output cut at the limit of 12 bytes"
         );
+    }
+
+    #[test]
+    fn a_cut_after_an_empty_part_leaves_no_empty_message() {
+        // An empty history item with a merged injection, cut where the injection starts.
+        let mut list = vec![fixed("0123456789"), history(&["", "\n[System: note]"])];
+        let (diags, _) = Budget::default().apply(&mut list, "", 10);
+        assert_eq!(texts(&list), ["0123456789"]);
+        assert!(
+            diags[0]
+                .message
+                .ends_with("the newest history message was dropped")
+        );
+        // Some text before the cut keeps the message, cut.
+        let mut list = vec![fixed("0123456789"), history(&["ab", "\n[System: note]"])];
+        Budget::default().apply(&mut list, "", 12);
+        assert_eq!(texts(&list), ["0123456789", "ab"]);
     }
 
     /// The walk with upper bounds (o200k, cached) decides exactly as the exact walk (the same

@@ -42,6 +42,18 @@ pub struct Chat {
     built: RefCell<Vec<bool>>,
     /// The source strings `index.js` holds.
     names: RefCell<Names>,
+    /// This copy of the module ([`MODULE`]).
+    module: usize,
+}
+
+/// A mark per copy of the native module. Two copies of the package in one process (a package
+/// duplicated in `node_modules`) each have their own allocator (mimalloc, per `.node` file):
+/// one copy's chat handed to the other copy's preset through private fields would be grown
+/// and freed by the wrong allocator, so a render refuses it ([`Chat::check`]).
+static MODULE: u8 = 0;
+
+fn this_module() -> usize {
+    std::ptr::addr_of!(MODULE) as usize
 }
 
 #[napi]
@@ -57,6 +69,7 @@ impl Chat {
                 last: RefCell::default(),
                 renders: Default::default(),
                 names: RefCell::default(),
+                module: this_module(),
             })
             .map_err(context_error)
     }
@@ -106,6 +119,19 @@ impl Chat {
         }
     }
 
+    /// Refuses a chat made by another copy of this module (see [`MODULE`]).
+    pub(crate) fn check(&self) -> Result<&Self> {
+        if self.module == this_module() {
+            Ok(self)
+        } else {
+            Err(error(
+                "ContextError",
+                "NotAnObject",
+                "the chat was made by another copy of the stpreset package: use one copy",
+            ))
+        }
+    }
+
     /// How many items the chat has.
     #[napi(getter)]
     pub fn length(&self) -> u32 {
@@ -121,6 +147,7 @@ pub(crate) fn render<'env>(
     chat: &Chat,
     layout: &mut [u32],
 ) -> Result<JsString<'env>> {
+    let chat = chat.check()?;
     let mut memo = chat.memo.borrow_mut();
     let mut previous = chat.last.borrow_mut().take();
     let mut built = chat.built.borrow_mut();

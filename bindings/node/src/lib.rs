@@ -33,7 +33,7 @@ type ContextArg<'a> = Either<String, ClassInstance<'a, chat::Chat>>;
 fn with_context<R>(arg: ContextArg<'_>, f: impl FnOnce(&stpreset::Context) -> R) -> Result<R> {
     match arg {
         Either::A(json) => Ok(f(&context(&json)?)),
-        Either::B(chat) => Ok(f(chat.inner.context())),
+        Either::B(chat) => Ok(f(chat.check()?.inner.context())),
     }
 }
 

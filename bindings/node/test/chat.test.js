@@ -165,6 +165,23 @@ test('node sources stay right when presets take turns at the same positions', ()
   }
 });
 
+test("another copy of the package's chat is refused, even through private fields", () => {
+  // Two copies of the native module each have their own allocator: a chat grown by one and
+  // freed by the other would crash the process.
+  const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'stpreset-copy-'));
+  const root = path.join(__dirname, '..');
+  for (const f of fs.readdirSync(root)) {
+    if (f === 'index.js' || f === 'native.js' || f.endsWith('.node')) fs.copyFileSync(path.join(root, f), path.join(dir, f));
+  }
+  const other = require(path.join(dir, 'index.js'));
+  const compiled = Preset.fromJson(JSON.stringify({ prompts: [{ identifier: 'main', content: 'hi' }] })).compile();
+  const chat = new other.Chat({ items: [{ tag: 'DIALOGUE_HISTORY', role: 'user', text: 'hello' }] });
+  assert.throws(() => compiled.render(chat), ContextError);
+  assert.throws(() => compiled._inner.renderChat(chat._inner, new Uint32Array(4096)), /another copy/);
+  assert.throws(() => compiled._inner.requestJson(chat._inner));
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
 test('joined injections keep their own sources (names are numbered by text, not address)', () => {
   const inject = (id, depth) => ({ identifier: id, content: `inject ${id}`, injection_position: 1, injection_depth: depth });
   const compiled = Preset.fromJson(JSON.stringify({
