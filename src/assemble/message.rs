@@ -41,6 +41,8 @@ impl<'a> Parts<'a> {
         }
     }
 
+    /// Adds a part. Copies the boxed parts: made for the one merged injection a history item
+    /// takes (`inject`), not for building a message part by part (`Message::with_parts`).
     pub fn push(&mut self, part: Cow<'a, str>) {
         match self {
             Parts::One(one) => {
