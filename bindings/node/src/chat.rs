@@ -273,6 +273,9 @@ pub(crate) struct Names {
     /// alive here, so its address cannot be another's) and its number. A preset's messages
     /// come in the same order every turn: comparing addresses spares hashing each identifier.
     recent: Vec<(Arc<str>, u32)>,
+    /// The tags numbered so far (few: a list beats hashing), each named once per generation
+    /// rather than serialised every render.
+    tags: Vec<(Tag, u32)>,
     /// Set when a render that may have added names was not taken: the next one starts over.
     stale: bool,
 }
@@ -285,8 +288,6 @@ struct Table<'n> {
     names: &'n mut Names,
     /// Whether `index.js` must forget its names first.
     reset: bool,
-    /// Few distinct tags per render: a list beats hashing one per message.
-    tags: Vec<(Tag, u32)>,
     /// The next node-sourced message's position (`Names::recent`).
     at: usize,
     text: String,
@@ -299,12 +300,12 @@ impl<'n> Table<'n> {
         if reset {
             names.index.clear();
             names.recent.clear();
+            names.tags.clear();
             names.stale = false;
         }
         Table {
             names,
             reset,
-            tags: Vec::new(),
             at: 0,
             text: String::new(),
             lens: Vec::new(),
@@ -347,7 +348,7 @@ impl<'n> Table<'n> {
     }
 
     fn tag(&mut self, tag: Tag) -> u32 {
-        if let Some(&(_, i)) = self.tags.iter().find(|(t, _)| *t == tag) {
+        if let Some(&(_, i)) = self.names.tags.iter().find(|(t, _)| *t == tag) {
             return i;
         }
         let name = serde_json::to_value(tag)
@@ -355,7 +356,7 @@ impl<'n> Table<'n> {
             .and_then(|v| v.as_str().map(str::to_owned))
             .unwrap_or_default();
         let i = self.intern(&name);
-        self.tags.push((tag, i));
+        self.names.tags.push((tag, i));
         i
     }
 }
