@@ -218,6 +218,16 @@ impl Resolved {
         }
     }
 
+    /// The counts of the role words `system`, `user`, `assistant` (SPEC §12.4's per-message
+    /// cost), counted once per built-in vocabulary.
+    pub fn roles(&self) -> [u32; 3] {
+        #[cfg(feature = "tiktoken")]
+        if let Some((_, cache)) = self.cache {
+            return cache.roles(&*self.counter);
+        }
+        ["system", "user", "assistant"].map(|w| self.counter.count(w))
+    }
+
     /// [`count_parts`](Self::count_parts), remembered per chat item when `known` is given
     /// (`item`: the item the message says it is, [`Message::item`](crate::Message::item))
     /// (a built-in vocabulary only: the estimates are cheaper than remembering, and a host's

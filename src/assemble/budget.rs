@@ -35,8 +35,7 @@ struct Costs<'r, 'k> {
 
 impl<'r, 'k> Costs<'r, 'k> {
     fn new(resolved: &'r Resolved, known: Option<Known<'k>>) -> Costs<'r, 'k> {
-        let roles =
-            ["system", "user", "assistant"].map(|w| resolved.count_parts(&[w.into()]) as i64);
+        let roles = resolved.roles().map(i64::from);
         Costs {
             resolved,
             roles,

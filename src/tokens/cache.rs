@@ -42,6 +42,9 @@ const _: () = assert!(SECRET >= SECRET_MINIMUM_LENGTH);
 pub(crate) struct CountCache {
     secret: [u8; SECRET],
     maps: Mutex<Generations>,
+    /// The role words' counts (`system`, `user`, `assistant`), which every budgeted render
+    /// asks for: counted once, not looked up three times a render.
+    roles: OnceLock<[u32; 3]>,
 }
 
 #[derive(Default)]
@@ -78,6 +81,7 @@ impl CountCache {
         CountCache {
             secret,
             maps: Mutex::default(),
+            roles: OnceLock::new(),
         }
     }
 
@@ -151,6 +155,14 @@ impl CountCache {
         let key = self.key(parts);
         let maps = self.lock();
         maps.young.contains_key(&key) || maps.old.contains_key(&key)
+    }
+
+    /// The counts of the role words `system`, `user`, `assistant` under `counter` (this
+    /// cache's vocabulary).
+    pub fn roles(&self, counter: &dyn TokenCounter) -> [u32; 3] {
+        *self
+            .roles
+            .get_or_init(|| ["system", "user", "assistant"].map(|w| counter.count(w)))
     }
 
     /// Forgets every count.
