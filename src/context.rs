@@ -234,6 +234,20 @@ pub struct ContextItem {
 }
 
 impl ContextItem {
+    /// Whether `text` is this item's text itself, borrowed (the same address and length), not
+    /// an equal copy: how a front end or a cache knows a message part *is* the item.
+    ///
+    /// ```
+    /// use stpreset::{ContextItem, Role};
+    /// let item = ContextItem::new(None, Role::User, "hello");
+    /// assert!(item.is_own_text(&item.text));
+    /// assert!(!item.is_own_text(&String::from("hello")) && !item.is_own_text(&item.text[1..]));
+    /// ```
+    pub fn is_own_text(&self, text: &str) -> bool {
+        // `*const str` compares address and length.
+        std::ptr::eq(self.text.as_str(), text)
+    }
+
     /// An item with a tag, a role and text.
     pub fn new(tag: Option<Tag>, role: Role, text: impl Into<String>) -> Self {
         ContextItem {

@@ -87,11 +87,7 @@ impl<'c> Passthrough<'c> {
             return None;
         }
         let ctx = self.ctx;
-        let is = |i: usize| {
-            ctx.items
-                .get(i)
-                .is_some_and(|it| it.text.as_ptr() == part.as_ptr() && it.text.len() == part.len())
-        };
+        let is = |i: usize| ctx.items.get(i).is_some_and(|it| it.is_own_text(part));
         let found = if is(self.next) {
             Some(self.next)
         } else {

@@ -6,6 +6,9 @@
 mod cache;
 mod items;
 
+/// The words a message's role costs in its token count (SPEC §12.4), by `Role` order.
+const ROLE_WORDS: [&str; 3] = ["system", "user", "assistant"];
+
 pub(crate) use items::{ItemCounts, Known};
 
 use std::borrow::Cow;
@@ -225,7 +228,7 @@ impl Resolved {
         if let Some((_, cache)) = self.cache {
             return cache.roles(&*self.counter);
         }
-        ["system", "user", "assistant"].map(|w| self.counter.count(w))
+        ROLE_WORDS.map(|w| self.counter.count(w))
     }
 
     /// [`count_parts`](Self::count_parts), remembered per chat item when `known` is given

@@ -89,11 +89,7 @@ impl Known<'_> {
         vocab: Vocab,
         count: impl FnOnce() -> u32,
     ) -> u32 {
-        let is_item = |i: usize, one: &str| {
-            self.items
-                .get(i)
-                .is_some_and(|it| it.text.as_ptr() == one.as_ptr() && it.text.len() == one.len())
-        };
+        let is_item = |i: usize, one: &str| self.items.get(i).is_some_and(|it| it.is_own_text(one));
         let item = match (parts, item) {
             ([Cow::Borrowed(one)], Some(i)) if is_item(i, one) => i,
             _ => return count(),

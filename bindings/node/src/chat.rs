@@ -241,7 +241,7 @@ fn whole_item(m: &Message<'_>, items: &[ContextItem]) -> Option<u32> {
     };
     let i = m.item()?;
     let item = items.get(i)?;
-    if item.text.as_ptr() != part.as_ptr() || item.text.len() != part.len() {
+    if !item.is_own_text(part) {
         return None;
     }
     (m.role == item.role && matches!(m.source, Source::Tag(tag) if tag == item.tag))
