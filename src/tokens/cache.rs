@@ -38,6 +38,9 @@ const GENERATION: usize = 1 << 16;
 const SECRET: usize = 192;
 const _: () = assert!(SECRET >= SECRET_MINIMUM_LENGTH);
 
+/// Inputs up to this length XXH3 hashes with its short-input paths.
+const SHORT: usize = 240;
+
 /// Counts of one vocabulary.
 pub(crate) struct CountCache {
     secret: [u8; SECRET],
@@ -98,38 +101,42 @@ impl CountCache {
     /// `counter`'s count of the concatenation of `parts`, from the cache when it was counted
     /// before. The lock is never held while counting.
     pub fn count(&self, parts: &[Cow<'_, str>], counter: &dyn TokenCounter) -> u32 {
-        let joined;
-        let text = match parts {
-            [one] => one.as_ref(),
-            _ => {
-                joined = parts.concat();
-                joined.as_str()
-            }
-        };
-        let key = self.key_of(text);
+        let key = self.key(parts);
         if let Some(count) = self.get(key) {
             return count;
         }
-        let count = counter.count(text);
+        let count = match parts {
+            [one] => counter.count(one),
+            _ => counter.count(&parts.concat()),
+        };
         self.lock().put(key, count);
         count
     }
 
-    /// The key of the concatenated text.
-    #[cfg(test)]
+    /// The key of the concatenated text. A long text in parts (a history item with merged
+    /// injections: tens of kilobytes every turn) is hashed part by part; a short one is joined
+    /// first, because twox-hash's streaming hasher keys inputs of at most 240 bytes by its
+    /// seed, not its secret (beyond that, seed 0 and the secret give the one-shot hash).
     fn key(&self, parts: &[Cow<'_, str>]) -> Key {
-        self.key_of(&parts.concat())
-    }
-
-    /// The key of `text`. One-shot: twox-hash's streaming hasher has no secret-only mode (its
-    /// short inputs would be keyed by the seed alone), so texts in parts are joined first, as
-    /// counting them needs anyway.
-    fn key_of(&self, text: &str) -> Key {
-        let hash = XxHash3_128::oneshot_with_secret(&self.secret, text.as_bytes());
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let hash = match parts {
+            [one] => XxHash3_128::oneshot_with_secret(&self.secret, one.as_bytes()).ok(),
+            _ if len <= SHORT => {
+                XxHash3_128::oneshot_with_secret(&self.secret, parts.concat().as_bytes()).ok()
+            }
+            _ => XxHash3_128::with_seed_and_secret(0, self.secret)
+                .ok()
+                .map(|mut h| {
+                    for p in parts {
+                        h.write(p.as_bytes());
+                    }
+                    h.finish_128()
+                }),
+        };
         // Never refused: the secret is long enough (asserted where `SECRET` is declared).
         Key {
             hash: hash.unwrap_or_default(),
-            len: text.len(),
+            len,
         }
     }
 
@@ -162,7 +169,7 @@ impl CountCache {
     pub fn roles(&self, counter: &dyn TokenCounter) -> [u32; 3] {
         *self
             .roles
-            .get_or_init(|| ["system", "user", "assistant"].map(|w| counter.count(w)))
+            .get_or_init(|| super::ROLE_WORDS.map(|w| counter.count(w)))
     }
 
     /// Forgets every count.
@@ -199,6 +206,7 @@ mod tests {
             "".to_string(),
             "short".into(),
             "a".repeat(239),
+            "c".repeat(240),
             "b".repeat(241),
             long.clone(),
         ];
