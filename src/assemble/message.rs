@@ -201,12 +201,19 @@ impl<'a> Message<'a> {
         }
     }
 
-    /// Marks the message as item `i` as given (its text, borrowed, is the one part).
-    pub(crate) fn item_as_given(mut self, i: usize) -> Message<'a> {
-        if let Parts::One(Cow::Borrowed(_)) = self.parts {
-            self.item = u32::try_from(i).unwrap_or(NO_ITEM);
+    /// Context item `i` as a message: item `i` as given when `text`, borrowed, is its text.
+    #[inline]
+    pub(crate) fn of_item(role: Role, text: Cow<'a, str>, source: Source, i: usize) -> Message<'a> {
+        let item = match text {
+            Cow::Borrowed(_) => u32::try_from(i).unwrap_or(NO_ITEM),
+            Cow::Owned(_) => NO_ITEM,
+        };
+        Message {
+            role,
+            parts: Parts::One(text),
+            source,
+            item,
         }
-        self
     }
 
     /// The parts to change: the message is no longer an item as given.
