@@ -243,6 +243,7 @@ impl ContextItem {
     /// assert!(item.is_own_text(&item.text));
     /// assert!(!item.is_own_text(&String::from("hello")) && !item.is_own_text(&item.text[1..]));
     /// ```
+    #[inline]
     pub fn is_own_text(&self, text: &str) -> bool {
         // `*const str` compares address and length.
         std::ptr::eq(self.text.as_str(), text)

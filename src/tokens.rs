@@ -173,11 +173,38 @@ impl Vocab {
             "gpt-4.1",
             "gpt-4.5",
         ];
-        if model == "o1" || O200K.iter().any(|m| model.contains(m)) {
-            Vocab::O200k
-        } else {
-            Vocab::Cl100k
+        // Every render resolves its model: ten substring searches cost about as much as
+        // placing a small preset's nodes. The last answer is kept per thread (a bot renders
+        // one model turn after turn); one entry of at most 256 bytes, so nothing grows.
+        thread_local! {
+            static LAST: std::cell::RefCell<(String, Option<Vocab>)> =
+                const { std::cell::RefCell::new((String::new(), None)) };
         }
+        let search = || {
+            if model == "o1" || O200K.iter().any(|m| model.contains(m)) {
+                Vocab::O200k
+            } else {
+                Vocab::Cl100k
+            }
+        };
+        if model.len() > 256 {
+            return search();
+        }
+        LAST.with(|last| {
+            let Ok(mut last) = last.try_borrow_mut() else {
+                return search();
+            };
+            match &*last {
+                (m, Some(vocab)) if m == model => *vocab,
+                _ => {
+                    let vocab = search();
+                    last.0.clear();
+                    last.0.push_str(model);
+                    last.1 = Some(vocab);
+                    vocab
+                }
+            }
+        })
     }
 }
 
@@ -235,6 +262,7 @@ impl Resolved {
     /// (`item`: the item the message says it is, [`Message::item`](crate::Message::item))
     /// (a built-in vocabulary only: the estimates are cheaper than remembering, and a host's
     /// counter may change its answers).
+    #[inline]
     pub fn count_known(
         &self,
         parts: &[Cow<'_, str>],
@@ -297,8 +325,15 @@ fn uncached(counter: Arc<dyn TokenCounter>) -> Resolved {
 
 #[cfg(feature = "tiktoken")]
 fn vocab_counter(vocab: Vocab) -> Resolved {
+    // One counter per vocabulary for the process, not one allocated per render.
+    static COUNTERS: [std::sync::OnceLock<Arc<dyn TokenCounter>>; 2] =
+        [std::sync::OnceLock::new(), std::sync::OnceLock::new()];
+    let slot = match vocab {
+        Vocab::O200k => &COUNTERS[0],
+        Vocab::Cl100k => &COUNTERS[1],
+    };
     Resolved {
-        counter: Arc::new(Tiktoken(vocab)),
+        counter: slot.get_or_init(|| Arc::new(Tiktoken(vocab))).clone(),
         approximating: None,
         cache: Some((vocab, cache::CountCache::of(vocab))),
     }
@@ -403,6 +438,27 @@ mod tests {
         assert_eq!(Vocab::for_model("o1"), Vocab::O200k);
         assert_eq!(Vocab::for_model("GPT-4o"), Vocab::Cl100k);
         assert_eq!(Vocab::for_model("claude-sonnet-4-6"), Vocab::Cl100k);
+    }
+
+    #[test]
+    fn the_remembered_model_answers_only_for_itself() {
+        // Alternating models, each asked twice: the per-thread memo never answers for
+        // another model, nor for a longer one it does not keep.
+        let long = format!("{}gpt-4o", "x".repeat(300));
+        for _ in 0..2 {
+            for (model, vocab) in [
+                ("gpt-4o", Vocab::O200k),
+                ("gpt-4o", Vocab::O200k),
+                ("gpt-4", Vocab::Cl100k),
+                ("gpt-4", Vocab::Cl100k),
+                ("", Vocab::Cl100k),
+                ("o1", Vocab::O200k),
+                (long.as_str(), Vocab::O200k),
+                (&long[..300], Vocab::Cl100k),
+            ] {
+                assert_eq!(Vocab::for_model(model), vocab, "{model}");
+            }
+        }
     }
 
     #[test]

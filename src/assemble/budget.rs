@@ -53,7 +53,14 @@ impl<'r, 'k> Costs<'r, 'k> {
 
     /// 0 for an empty text, else 4 + role word + text (counted once, as one string).
     fn exact(&self, m: &Message<'_>) -> i64 {
-        if m.is_empty() {
+        self.exact_sized(m, m.len())
+    }
+
+    /// [`exact`](Self::exact) of `m`, whose text is `len` bytes (the walk has the length
+    /// already: a history's messages are measured once, not twice).
+    #[inline]
+    fn exact_sized(&self, m: &Message<'_>, len: usize) -> i64 {
+        if len == 0 {
             return 0;
         }
         PER_MESSAGE
@@ -62,12 +69,13 @@ impl<'r, 'k> Costs<'r, 'k> {
     }
 
     /// At least [`exact`](Self::exact) when the counter is bounded by bytes: the text's
-    /// length stands for its count. Positive exactly when the text is not empty.
-    fn bound(&self, m: &Message<'_>) -> i64 {
-        if m.is_empty() {
+    /// length (`len`) stands for its count. Positive exactly when the text is not empty.
+    #[inline]
+    fn bound_sized(&self, m: &Message<'_>, len: usize) -> i64 {
+        if len == 0 {
             return 0;
         }
-        PER_MESSAGE + self.role(m) + m.len().min(i64::MAX as usize / 2) as i64
+        PER_MESSAGE + self.role(m) + len.min(i64::MAX as usize / 2) as i64
     }
 }
 
@@ -195,11 +203,11 @@ impl Budget {
         // (as cheap as bounds), and the front ends that render chats report the prompt tokens
         // every turn, which a bounded walk would count in a pass of their own afterwards.
         let mut exact = !resolved.bounded_by_bytes() || items.is_some();
-        let cost = |m: &Message<'_>, exact: bool| {
+        let cost = |m: &Message<'_>, len: usize, exact: bool| {
             if exact {
-                costs_of.exact(m)
+                costs_of.exact_sized(m, len)
             } else {
-                costs_of.bound(m)
+                costs_of.bound_sized(m, len)
             }
         };
         let available = max as i64 - reserve as i64;
@@ -220,9 +228,10 @@ impl Budget {
                 }
                 history.push(i);
             } else {
-                costs[i] = cost(m, exact);
+                let len = m.len();
+                costs[i] = cost(m, len, exact);
                 used += costs[i];
-                size = size.saturating_add(m.len());
+                size = size.saturating_add(len);
             }
         }
         let non_empty = |i: &usize| !messages[*i].is_empty();
@@ -233,7 +242,7 @@ impl Budget {
             let b = m.len();
             let shielded = protected.is_some_and(|p| k >= p);
             let size_fits = size.checked_add(b).is_some_and(|s| s <= output_limit);
-            let mut c = cost(m, exact);
+            let mut c = cost(m, b, exact);
             if !shielded && size_fits && !exact && used + c > available {
                 // The bounds prove no more: count what is kept so far, exactly, once.
                 exact = true;
@@ -248,7 +257,7 @@ impl Budget {
                     costs[j] = costs_of.exact(&messages[j]);
                     used += costs[j];
                 }
-                c = costs_of.exact(m);
+                c = costs_of.exact_sized(m, b);
             }
             if shielded || (size_fits && used + c <= available) {
                 costs[i] = c;
@@ -300,7 +309,7 @@ impl Budget {
                 && let (Some(last), Some(m)) = (costs.last_mut(), messages.last())
             {
                 let was_sent = *last > 0;
-                *last = cost(m, exact);
+                *last = cost(m, m.len(), exact);
                 // Cut to nothing: nothing of the item is sent.
                 dropped_count += (was_sent && m.is_empty() && is_history(m)) as usize;
             }

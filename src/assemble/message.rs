@@ -27,6 +27,7 @@ pub(crate) enum Parts<'a> {
 }
 
 impl<'a> Parts<'a> {
+    #[inline]
     pub fn as_slice(&self) -> &[Cow<'a, str>] {
         match self {
             Parts::One(one) => std::slice::from_ref(one),
@@ -124,16 +125,19 @@ impl<'a> Message<'a> {
     }
 
     /// The text's parts, in order.
+    #[inline]
     pub fn parts(&self) -> &[Cow<'a, str>] {
         self.parts.as_slice()
     }
 
     /// The text's length in bytes (all parts).
+    #[inline]
     pub fn len(&self) -> usize {
         self.parts().iter().map(|p| p.len()).sum()
     }
 
     /// Whether every part is empty.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.parts().iter().all(|p| p.is_empty())
     }
@@ -171,6 +175,7 @@ impl<'a> Message<'a> {
     /// let out = p.compile().render(&ctx);
     /// assert_eq!(out.messages.iter().map(|m| m.item()).collect::<Vec<_>>(), [None, Some(0)]);
     /// ```
+    #[inline]
     pub fn item(&self) -> Option<usize> {
         (self.item != NO_ITEM).then_some(self.item as usize)
     }

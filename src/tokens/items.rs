@@ -82,6 +82,7 @@ impl Known<'_> {
     /// `item` as given (`Message::item`, checked here by address: its one part is that
     /// item's text), else (and the first time) `count()`.
     #[cfg_attr(not(feature = "tiktoken"), allow(dead_code))]
+    #[inline]
     pub fn count(
         self,
         parts: &[Cow<'_, str>],
