@@ -101,6 +101,10 @@ pub struct Context {
     pub alternate_greetings: Vec<String>,
     /// A card's depth prompt: a system tail item at its depth (SPEC §15.2, §15.7).
     pub char_depth_prompt: Option<crate::lore::DepthPrompt>,
+    /// Which request the render builds (SPEC §17.1): the seed layout or SillyTavern's.
+    pub layout: crate::layout::Layout,
+    /// SillyTavern's prompt-changing user state (SPEC §17.2), read by the SillyTavern layout.
+    pub user_settings: crate::layout::UserSettings,
     /// The World Info outlets of this render (`{{outlet::NAME}}`), set by the render itself.
     pub(crate) outlets: BTreeMap<String, String>,
 }
@@ -143,6 +147,8 @@ impl Default for Context {
             first_mes: String::new(),
             alternate_greetings: Vec::new(),
             char_depth_prompt: None,
+            layout: crate::layout::Layout::Seed,
+            user_settings: crate::layout::UserSettings::default(),
             outlets: BTreeMap::new(),
         }
     }
@@ -429,6 +435,24 @@ struct ContextFile {
     first_mes: String,
     alternate_greetings: Vec<String>,
     char_depth_prompt: Option<DepthPromptFile>,
+    // SPEC §17: read as JSON values so that every refusal names its field.
+    #[serde(deserialize_with = "present")]
+    layout: Option<serde_json::Value>,
+    #[serde(deserialize_with = "present")]
+    random: Option<serde_json::Value>,
+    persona_position: Option<serde_json::Value>,
+    persona_depth: Option<serde_json::Value>,
+    persona_role: Option<serde_json::Value>,
+    author_note: Option<serde_json::Value>,
+    char_note_depth: Option<serde_json::Value>,
+    char_note_role: Option<serde_json::Value>,
+    chat_scenario: Option<String>,
+    chat_mes_example: Option<String>,
+    chat_system_prompt: Option<String>,
+    start_reply_with: Option<String>,
+    pin_examples: Option<bool>,
+    chat_id_hash: Option<serde_json::Value>,
+    pick_reroll_seed: Option<serde_json::Value>,
 }
 
 /// `char_depth_prompt` in a context file: `{"text", "depth" (default 4), "role" (default
@@ -506,6 +530,175 @@ fn tokens_field(field: &str, v: Option<&serde_json::Value>) -> Result<Tri<u32>, 
                 ),
             }),
     }
+}
+
+fn field_error(field: &str, problem: impl Into<String>) -> ContextError {
+    ContextError::Field {
+        field: field.into(),
+        problem: problem.into(),
+    }
+}
+
+fn found(v: &serde_json::Value) -> String {
+    crate::diagnostic::excerpt(&v.to_string()).to_string()
+}
+
+/// `layout` (SPEC §17.1): `"seed"`, `"sillytavern"` or `null`.
+fn layout_field(v: Option<&serde_json::Value>) -> Result<crate::layout::Layout, ContextError> {
+    use crate::layout::Layout;
+    match v {
+        None | Some(serde_json::Value::Null) => Ok(Layout::Seed),
+        Some(serde_json::Value::String(s)) if s == "seed" => Ok(Layout::Seed),
+        Some(serde_json::Value::String(s)) if s == "sillytavern" => Ok(Layout::SillyTavern),
+        Some(v) => Err(field_error(
+            "layout",
+            format!("expected \"seed\" or \"sillytavern\", found {}", found(v)),
+        )),
+    }
+}
+
+/// `random` (SPEC §17.3.1): `{"constant": X}` with 0 <= X < 1, or `null`.
+fn random_field(v: Option<&serde_json::Value>) -> Result<Option<f64>, ContextError> {
+    let bad = |v: &serde_json::Value| {
+        field_error(
+            "random",
+            format!(
+                "expected {{\"constant\": X}} with 0 <= X < 1, found {}",
+                found(v)
+            ),
+        )
+    };
+    match v {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(v @ serde_json::Value::Object(map)) => match (map.len(), map.get("constant")) {
+            (1, Some(x)) => match x.as_f64() {
+                Some(x) if (0.0..1.0).contains(&x) => Ok(Some(x)),
+                _ => Err(bad(v)),
+            },
+            _ => Err(bad(v)),
+        },
+        Some(v) => Err(bad(v)),
+    }
+}
+
+fn role_field(field: &str, v: Option<&serde_json::Value>) -> Result<Option<Role>, ContextError> {
+    match v {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(s)) if s == "system" => Ok(Some(Role::System)),
+        Some(serde_json::Value::String(s)) if s == "user" => Ok(Some(Role::User)),
+        Some(serde_json::Value::String(s)) if s == "assistant" => Ok(Some(Role::Model)),
+        Some(v) => Err(field_error(
+            field,
+            format!(
+                "expected \"system\", \"user\" or \"assistant\", found {}",
+                found(v)
+            ),
+        )),
+    }
+}
+
+fn count_field(field: &str, v: Option<&serde_json::Value>, max: u64) -> Result<Option<u64>, ContextError> {
+    match v {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .filter(|n| *n <= max)
+            .map(Some)
+            .ok_or_else(|| {
+                field_error(
+                    field,
+                    format!("expected an integer from 0 to {max}, found {}", found(v)),
+                )
+            }),
+    }
+}
+
+/// The SillyTavern user state of SPEC §17.2.
+fn user_settings(file: &ContextFile) -> Result<crate::layout::UserSettings, ContextError> {
+    use crate::layout::{AuthorsNote, PersonaPosition, UserSettings};
+    let mut st = UserSettings::default();
+    if let Some(v) = file.persona_position.as_ref().filter(|v| !v.is_null()) {
+        st.persona_position = v
+            .as_i64()
+            .and_then(PersonaPosition::from_number)
+            .ok_or_else(|| {
+                field_error(
+                    "persona_position",
+                    format!("expected 0, 2, 3, 4 or 9, found {}", found(v)),
+                )
+            })?;
+    }
+    const DEPTH: u64 = 10_000;
+    if let Some(d) = count_field("persona_depth", file.persona_depth.as_ref(), DEPTH)? {
+        st.persona_depth = d;
+    }
+    if let Some(r) = role_field("persona_role", file.persona_role.as_ref())? {
+        st.persona_role = r;
+    }
+    if let Some(d) = count_field("char_note_depth", file.char_note_depth.as_ref(), DEPTH)? {
+        st.char_note_depth = d;
+    }
+    if let Some(r) = role_field("char_note_role", file.char_note_role.as_ref())? {
+        st.char_note_role = r;
+    }
+    match file.author_note.as_ref() {
+        None | Some(serde_json::Value::Null) => {}
+        Some(serde_json::Value::Object(map)) => {
+            let mut note = AuthorsNote::default();
+            for (key, v) in map {
+                let field = format!("author_note.{}", crate::diagnostic::excerpt(key));
+                match key.as_str() {
+                    "text" => {
+                        note.text = v
+                            .as_str()
+                            .ok_or_else(|| field_error(&field, format!("expected a string, found {}", found(v))))?
+                            .to_string();
+                    }
+                    "interval" => note.interval = count_field(&field, Some(v), u64::from(u32::MAX))?.unwrap_or(1),
+                    "position" => {
+                        note.position = match v.as_u64() {
+                            Some(p @ 0..=2) => p as u8,
+                            _ => return Err(field_error(&field, format!("expected 0, 1 or 2, found {}", found(v)))),
+                        }
+                    }
+                    "depth" => note.depth = count_field(&field, Some(v), DEPTH)?.unwrap_or(4),
+                    "role" => note.role = role_field(&field, Some(v))?.unwrap_or(Role::System),
+                    _ => return Err(field_error(&field, "unknown field (expected text, interval, position, depth, role)")),
+                }
+            }
+            st.author_note = note;
+        }
+        Some(v) => {
+            return Err(field_error(
+                "author_note",
+                format!("expected an object, found {}", found(v)),
+            ));
+        }
+    }
+    for (slot, value) in [
+        (&mut st.chat_scenario, &file.chat_scenario),
+        (&mut st.chat_mes_example, &file.chat_mes_example),
+        (&mut st.chat_system_prompt, &file.chat_system_prompt),
+        (&mut st.start_reply_with, &file.start_reply_with),
+    ] {
+        if let Some(v) = value {
+            slot.clone_from(v);
+        }
+    }
+    st.pin_examples = file.pin_examples.unwrap_or(false);
+    st.chat_id_hash = count_field("chat_id_hash", file.chat_id_hash.as_ref(), 9_007_199_254_740_991)?;
+    st.pick_reroll_seed = match file.pick_reroll_seed.as_ref() {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(s)) => Some(s.clone()),
+        Some(v @ serde_json::Value::Number(n)) if n.is_i64() || n.is_u64() => Some(v.to_string()),
+        Some(v) => {
+            return Err(field_error(
+                "pick_reroll_seed",
+                format!("expected a string or an integer, found {}", found(v)),
+            ));
+        }
+    };
+    Ok(st)
 }
 
 fn tokenizer_field(v: Option<&serde_json::Value>) -> Result<Tokenizer, ContextError> {
@@ -587,6 +780,9 @@ impl Context {
         })?;
         de.end().map_err(json_error)?;
         let lore = lore_fields(&mut file)?;
+        let layout = layout_field(file.layout.as_ref())?;
+        let random = random_field(file.random.as_ref())?;
+        let user_settings = user_settings(&file)?;
         let mut host = MapHost::default();
         for (k, v) in &file.capabilities {
             host.set_capability(k, *v);
@@ -637,6 +833,7 @@ impl Context {
                     reserve_tokens: tokens_field("reserve_tokens", file.reserve_tokens.as_ref())?,
                     counter: Counter::Builtin(tokenizer_field(file.tokenizer.as_ref())?),
                 },
+                random,
                 ..RenderOptions::default().with_injection(file.injection.unwrap_or_default())
             },
             provider_options: match &file.provider_options {
@@ -664,6 +861,8 @@ impl Context {
                 depth: d.depth.unwrap_or(4),
                 role: d.role.unwrap_or(Role::System),
             }),
+            layout,
+            user_settings,
             outlets: BTreeMap::new(),
         })
     }

@@ -28,6 +28,7 @@ mod eval;
 mod identity;
 mod json;
 mod keyhash;
+mod layout;
 mod limits;
 mod lore;
 mod number;
@@ -55,6 +56,7 @@ pub use diagnostic::{Diagnostic, DiagnosticKind, LoreAt, Severity, terminal_line
 pub use error::{ContextError, TemplateError};
 pub use eval::Expanded;
 pub use json::RenderDetails;
+pub use layout::{AuthorsNote, Layout, PersonaPosition, UserSettings};
 pub use limits::Limits;
 pub use lore::{
     Card, CardFormat, DepthLore, DepthPrompt, Effect, EffectKind, ExampleLore, GenerationType,

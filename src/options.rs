@@ -116,6 +116,10 @@ pub struct RenderOptions {
     pub budget: Budget,
     /// Where regex scripts' `random` draws come from (SPEC §13.5.5).
     pub regex_random: RandomSource,
+    /// Every random draw of the render returns this number in `[0, 1)` (SPEC §17.3.1):
+    /// `{{roll}}` dice are `1 + ⌊x·sides⌋`, `{{random}}` takes item `⌊x·n⌋`, World Info rolls
+    /// draw `x`. `None`: the seeded streams.
+    pub random: Option<f64>,
 }
 
 /// A source of `random` draws for one stream (SPEC §16 "Randomness").
@@ -137,6 +141,7 @@ impl Default for RenderOptions {
             clock: Utc::now,
             budget: Budget::default(),
             regex_random: RandomSource::Seeded,
+            random: None,
         }
     }
 }

@@ -124,6 +124,9 @@ impl Run<'_, '_> {
                 if !items.is_empty() {
                     let i = if call.kind == Random && self.eng.first_random {
                         0
+                    } else if let (Random, Some(x)) = (call.kind, ctx.options.random) {
+                        // SPEC §17.3.1: item ⌊x·n⌋, as ST's arithmetic over a constant draw.
+                        ((x * items.len() as f64) as usize).min(items.len() - 1)
                     } else if call.kind == Random {
                         self.eng.rng.random_range(0..items.len())
                     } else {
@@ -145,7 +148,11 @@ impl Run<'_, '_> {
                         .ok_or(Bad::Empty)?;
                 let mut sum = dice.modifier;
                 for _ in 0..dice.count {
-                    sum += self.eng.rng.random_range(1..=dice.sides) as i64;
+                    sum += match ctx.options.random {
+                        // droll: `1 + floor(Math.random() * sides)` per die (SPEC §17.3.1).
+                        Some(x) => (1 + (x * dice.sides as f64) as u64).min(dice.sides as u64) as i64,
+                        None => self.eng.rng.random_range(1..=dice.sides) as i64,
+                    };
                 }
                 out.push_str(&sum.to_string());
             }

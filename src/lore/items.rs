@@ -17,6 +17,15 @@ use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::role::Role;
 use crate::scripts::{ItemText, Scripts};
 
+/// Every draw the same number (`random: {"constant": X}`, SPEC §17.3.1).
+struct Constant(f64);
+
+impl activate::WiRandom for Constant {
+    fn draw(&mut self) -> f64 {
+        self.0
+    }
+}
+
 /// A render's context with its lore placed.
 pub(crate) struct Placed {
     pub ctx: Context,
@@ -66,7 +75,12 @@ fn run_for(
     // one, else SillyTavern's default (SPEC §15.4).
     input.max_context = available;
     let position = input.position.unwrap_or(input.history.len() as u64);
-    let mut random = SeededRandom::new(ctx.seed, position);
+    let mut seeded = SeededRandom::new(ctx.seed, position);
+    let mut constant = Constant(ctx.options.random.unwrap_or_default());
+    let random: &mut dyn activate::WiRandom = match ctx.options.random {
+        Some(_) => &mut constant,
+        None => &mut seeded,
+    };
     let counter = ctx.options.budget.counter.for_model(&ctx.model);
     let limits = ctx.options.limits.clamped();
     activate::run(
@@ -74,13 +88,15 @@ fn run_for(
         &input,
         &lore.settings,
         &lore.state,
-        &mut random,
+        random,
         &*counter,
         &limits,
     )
 }
 
-pub(crate) fn place(
+/// Activates `lore` for `ctx` and places each entry's text by position (`WiResult`), through
+/// the `WORLD_INFO` scripts when they run; the state is in the result. Both layouts read it.
+pub(crate) fn activate_for(
     ctx: &Context,
     lore: &LoreInput,
     regexed: &[Option<ItemText>],
@@ -88,7 +104,7 @@ pub(crate) fn place(
     allowed: bool,
     available: Option<u64>,
     diagnostics: &mut Vec<Diagnostic>,
-) -> Placed {
+) -> super::WiResult {
     let (activated, state, mut notes) = run_for(ctx, lore, regexed, available, diagnostics);
     // One `WORLD_INFO` pass over every entry (SPEC §15.7): they share its step total and work
     // budget. Placed text stops at the render's output limit, which no more lore could reach.
@@ -96,7 +112,7 @@ pub(crate) fn place(
     let cap = ctx.options.limits.clamped().output_bytes;
     let mut placed_bytes = 0usize;
     let mut over = false;
-    let result = activate::place(
+    let mut result = activate::place(
         activated,
         |a| {
             if over {
@@ -130,7 +146,21 @@ pub(crate) fn place(
         ));
     }
     diagnostics.append(&mut notes);
+    result.state = state;
+    result
+}
 
+pub(crate) fn place(
+    ctx: &Context,
+    lore: &LoreInput,
+    regexed: &[Option<ItemText>],
+    scripts: &Scripts,
+    allowed: bool,
+    available: Option<u64>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Placed {
+    let mut result = activate_for(ctx, lore, regexed, scripts, allowed, available, diagnostics);
+    let state = std::mem::take(&mut result.state);
     let item = |tag: Tag, text: String, depth: Option<i64>| {
         let mut it = ContextItem::new(Some(tag), Role::System, text);
         it.depth = depth;
@@ -177,7 +207,9 @@ pub(crate) fn place(
         let depth = i64::try_from(dp.depth).unwrap_or(i64::MAX);
         back.push(item(
             Tag::KnowledgeLoreActivated,
-            dp.text.clone(),
+            // Card text is host text (SPEC §15.2, §2.3.2): its identity placeholders are
+            // converted here, since tail items carry final text that no host pass reads.
+            crate::identity::convert_identities(&dp.text, &ctx.user, &ctx.char).into_owned(),
             Some(depth),
         ));
     }

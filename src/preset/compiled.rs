@@ -63,7 +63,10 @@ impl Preset {
                 .then(|| CompiledNode::compile(&n.identifier, &n.content, limits));
             comment_only.push(compiled.as_ref().map(|c| c.tree.comment_only));
             let is_main = compiled.is_some() && n.identifier == "main";
-            let text = compiled.filter(|c| !c.tree.comment_only).map(|c| {
+            // `main` and `jailbreak` are kept even when they hold only comments: a card's
+            // system prompt and post-history instructions replace their text (SPEC §15.2).
+            let card_slot = matches!(n.identifier.as_str(), "main" | "jailbreak");
+            let text = compiled.filter(|c| card_slot || !c.tree.comment_only).map(|c| {
                 nodes.push(c);
                 nodes.len() - 1
             });
