@@ -41,6 +41,7 @@ mod report;
 mod role;
 mod scripts;
 mod settings;
+mod sillytavern;
 mod span;
 #[cfg(feature = "store")]
 mod store;

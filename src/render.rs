@@ -38,13 +38,14 @@ impl CompiledNode {
         }
     }
 
-    fn eval(&self) -> EvalNode<'_> {
+    pub(crate) fn eval(&self) -> EvalNode<'_> {
         EvalNode {
             id: &self.id,
             tree: &self.tree,
             findings: &self.findings,
             personality: None,
             suppresses: true,
+            keeps_blank: false,
         }
     }
 
@@ -88,6 +89,9 @@ pub struct Rendered<'c> {
     pub(crate) effective: EffectiveOptions,
     /// The World Info state after the render's activation (SPEC §15.9), when it had lore.
     pub(crate) wi_state: Option<crate::lore::WiState>,
+    /// What the SillyTavern layout's request needs beside the messages (SPEC §17); `None` in
+    /// the seed layout.
+    pub(crate) st: Option<Box<crate::sillytavern::StExtra>>,
 }
 
 /// The context's names and model, as a request needs them.
@@ -188,6 +192,8 @@ pub(crate) struct PresetParts<'p> {
     pub scripts: &'p Scripts,
     /// Whether the preset's regex scripts run (SPEC §13.6.1).
     pub regex_allowed: bool,
+    /// The prompt list SillyTavern reads (SPEC §17.1.2), when the context asks for its layout.
+    pub st_plan: Option<&'p crate::sillytavern::StPlan>,
 }
 
 /// Renders a compiled preset: its evaluated nodes in order, then its setting templates, then
@@ -198,6 +204,10 @@ pub(crate) fn preset<'c>(
     ctx: &'c Context,
     known: Option<Known<'c>>,
 ) -> Rendered<'c> {
+    // The one place the layout is chosen (SPEC §17.1).
+    if let Some(plan) = parts.st_plan {
+        return crate::sillytavern::render(parts, plan, ctx);
+    }
     if ctx.lore.is_some() || ctx.char_depth_prompt.is_some() {
         // Rendered from a copy of the context, whose texts are not the chat's items.
         return with_lore(parts, ctx);
@@ -307,7 +317,7 @@ fn render_preset<'c>(
     diagnostics.extend(ev.diagnostics);
     if !(ctx.char_prompt.is_empty() && ctx.char_instruction.is_empty()) {
         let ids: Vec<&str> = parts.nodes.iter().map(|n| &*n.id).collect();
-        crate::lore::items::card_prompts(&ids, &mut ev.texts[..parts.nodes.len()], ctx);
+        card_prompts(&ids, &mut ev.texts[..parts.nodes.len()], ctx);
     }
     let template_texts = ev.texts.split_off(parts.nodes.len());
     let mut rendered: Vec<(&str, String)> = templates
@@ -364,6 +374,35 @@ fn render_preset<'c>(
         preset_options: resolved.preset,
         effective: resolved.effective,
         wi_state: None,
+        st: None,
+    }
+}
+
+/// A render result around messages another layout built (SPEC §17): the context's names and
+/// model, and the options the preset's settings give.
+pub(crate) fn finish_layout(
+    parts: &PresetParts<'_>,
+    ctx: &Context,
+    messages: Vec<Message<'static>>,
+    diagnostics: Vec<Diagnostic>,
+    variables: BTreeMap<String, String>,
+    globals: BTreeMap<String, String>,
+) -> Rendered<'static> {
+    let applied = applied(parts.settings, ctx);
+    let settings = applied.as_deref();
+    let prefill = settings.and_then(|s| s.assistant_prefill.clone());
+    let resolved = resolve_with(settings, prefill, ctx);
+    Rendered {
+        messages,
+        diagnostics,
+        variables,
+        globals,
+        tokens: None,
+        speakers: Speakers::of(ctx).into_owned(),
+        preset_options: resolved.preset,
+        effective: resolved.effective,
+        wi_state: None,
+        st: None,
     }
 }
 
@@ -405,7 +444,7 @@ pub fn request_options(
 
 /// The settings that apply with `ctx` (SPEC §14.3): the preset's, none, or the preset's with
 /// the context's edits.
-fn applied<'s>(settings: &'s PresetSettings, ctx: &Context) -> Option<Cow<'s, PresetSettings>> {
+pub(crate) fn applied<'s>(settings: &'s PresetSettings, ctx: &Context) -> Option<Cow<'s, PresetSettings>> {
     match &ctx.preset_settings {
         PresetSettingsUse::Ignore => None,
         PresetSettingsUse::Edit(edit) => {
@@ -439,6 +478,57 @@ fn resolve_with(
     }
 }
 
+/// SPEC §15.2 "Card prompts": a non-empty `char_prompt` (`char_instruction`) is the text of the
+/// enabled `main` (`jailbreak`) node, rendered as a template in which `{{original}}` is the
+/// node's own rendered text. `nodes` are the evaluated nodes' identifiers, `texts` their texts.
+pub(crate) fn card_prompts(nodes: &[&str], texts: &mut [String], ctx: &Context) {
+    for (id, prompt, prefer) in [
+        ("main", &ctx.char_prompt, ctx.prefer_char_prompt),
+        (
+            "jailbreak",
+            &ctx.char_instruction,
+            ctx.prefer_char_instruction,
+        ),
+    ] {
+        if !prefer || prompt.trim().is_empty() {
+            continue;
+        }
+        let Some(k) = nodes.iter().position(|n| *n == id) else {
+            continue;
+        };
+        let original = std::mem::take(&mut texts[k]);
+        texts[k] = with_original(id, prompt, original, ctx, false);
+    }
+}
+
+/// `template` expanded with every `{{original}}` (ASCII case-insensitive) standing for
+/// `original`, which is data: it is never parsed again.
+/// `once`: only the first `{{original}}` has the value, later ones are empty (SillyTavern's
+/// macro engine, SPEC §17.3.6).
+pub(crate) fn with_original(
+    id: &str,
+    template: &str,
+    original: String,
+    ctx: &Context,
+    once: bool,
+) -> String {
+    use crate::syntax::catalog::SCRIPT_VALUE;
+    // The value token is a macro's output: `original` is data, never parsed again.
+    let token = format!("{{{{{SCRIPT_VALUE}::0}}}}");
+    let pieces = crate::lore::split_ascii_ci(template, "{{original}}");
+    let rewritten = if once && pieces.len() > 2 {
+        format!("{}{token}{}", pieces[0], pieces[1..].concat())
+    } else {
+        pieces.join(&token)
+    };
+    let limits = ctx.options.limits.clamped();
+    let (tree, _) = crate::syntax::parse(rewritten.into(), &limits);
+    let seed = crate::eval::stream_seed(ctx.seed, "nodes");
+    let mut engine = crate::eval::ScriptEngine::new(ctx, seed, false);
+    let mut notes = Vec::new();
+    engine.expand(id, &tree, vec![original], false, None, &mut notes)
+}
+
 /// The `SYSTEM_PERSONALITY` items' texts as placed, joined with `\n`.
 fn personality_items(ctx: &Context) -> String {
     let texts: Vec<std::borrow::Cow<'_, str>> = ctx
@@ -464,6 +554,7 @@ impl Rendered<'_> {
             preset_options: self.preset_options,
             effective: self.effective,
             wi_state: self.wi_state,
+            st: self.st,
         }
     }
 
@@ -496,10 +587,38 @@ impl Rendered<'_> {
         &self.effective
     }
 
+    /// The names the request's prefixes use (the rendered context's `user`, `char`, `group`).
+    pub(crate) fn names(&self) -> Names {
+        Names {
+            user: self.speakers.user.to_string(),
+            char: self.speakers.char.to_string(),
+            group: self.speakers.group.to_vec(),
+        }
+    }
+
+    /// The rendered context's model.
+    pub(crate) fn model(&self) -> &str {
+        &self.speakers.model
+    }
+
+    /// The preset's settings as request options.
+    pub(crate) fn preset_options(&self) -> &ProviderOptions {
+        &self.preset_options
+    }
+
+    /// The `name` of message `i` (the SillyTavern layout's example lines, and history items
+    /// in `names_behavior` 1; SPEC §17.1.3). `None` in the seed layout.
+    pub fn message_name(&self, i: usize) -> Option<&str> {
+        self.st.as_ref()?.names.get(i)?.as_deref()
+    }
+
     /// The whole provider request body for these messages (SPEC §12.6, §14.4), with the
     /// request's diagnostics: `options` (usually the context's `provider_options`) over the
     /// preset's settings. Names and model are the rendered context's.
     pub fn to_request(&self, options: &ProviderOptions) -> (serde_json::Value, Vec<Diagnostic>) {
+        if let Some(st) = &self.st {
+            return crate::sillytavern::request::body(self, st, options);
+        }
         let messages: Vec<ChatMessage> = self
             .messages
             .iter()

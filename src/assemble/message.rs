@@ -245,6 +245,18 @@ pub enum Source {
     /// A preset setting (SPEC §14.6): a format's wrapping of a marker's contents, or a
     /// new-chat, example-chat, `send_if_empty` or group-nudge message, by key.
     Setting(&'static str),
+    /// An example-dialogue line, by its position among the render's example lines (the
+    /// SillyTavern layout, SPEC §17.1.3).
+    Example(u32),
+    /// SillyTavern's joined depth message of one depth, order and role (SPEC §17.1.3).
+    Depth {
+        /// Messages from the end.
+        depth: u32,
+        /// `injection_order` (100 for extension prompts).
+        order: i64,
+        /// Who speaks.
+        role: Role,
+    },
 }
 
 impl Serialize for Source {
@@ -256,6 +268,11 @@ impl Serialize for Source {
             Source::SampleSeparator => m.serialize_entry("tag", "SAMPLE_SEPARATOR")?,
             Source::Injection(parts) => m.serialize_entry("injection", parts)?,
             Source::Setting(key) => m.serialize_entry("setting", key)?,
+            Source::Example(n) => m.serialize_entry("example", n)?,
+            Source::Depth { depth, order, role } => m.serialize_entry(
+                "injection",
+                &serde_json::json!({"depth": depth, "order": order, "role": role}),
+            )?,
         }
         m.end()
     }

@@ -34,6 +34,9 @@ pub(crate) struct EvalNode<'a> {
     /// Whether the host values it expands suppress native blocks (SPEC §2.3.3; setting
     /// templates never do, SPEC §14.6).
     pub suppresses: bool,
+    /// A whitespace-only result is kept (SillyTavern sends it, SPEC §17.3.6) instead of
+    /// producing nothing (§2.3.3).
+    pub keeps_blank: bool,
 }
 
 /// What a node's body did that the assembler needs to know (SPEC §2.3.3, §4.2).
@@ -124,7 +127,11 @@ pub(crate) fn evaluate(nodes: &[EvalNode<'_>], ctx: &Context) -> Evaluation {
         if node.suppresses {
             all.add(signals);
         }
-        texts.push(finish(text, signals));
+        texts.push(if node.keeps_blank && !signals.has(Signals::TRIM) {
+            text
+        } else {
+            finish(text, signals)
+        });
     }
     for (name, node) in ["user", "char"].into_iter().zip(&eng.empty_names) {
         if let Some(node) = node {
@@ -328,6 +335,7 @@ impl<'a> ScriptEngine<'a> {
             findings: &[],
             personality: None,
             suppresses: false,
+            keeps_blank: false,
         };
         let st = NodeState {
             block_base: 0,

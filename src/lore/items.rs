@@ -316,44 +316,6 @@ impl super::Card {
     }
 }
 
-/// SPEC §15.2 "Card prompts": a non-empty `char_prompt` (`char_instruction`) is the text of the
-/// enabled `main` (`jailbreak`) node, rendered as a template in which `{{original}}` is the
-/// node's own rendered text. `nodes` are the evaluated nodes' identifiers, `texts` their texts.
-pub(crate) fn card_prompts(nodes: &[&str], texts: &mut [String], ctx: &Context) {
-    for (id, prompt, prefer) in [
-        ("main", &ctx.char_prompt, ctx.prefer_char_prompt),
-        (
-            "jailbreak",
-            &ctx.char_instruction,
-            ctx.prefer_char_instruction,
-        ),
-    ] {
-        if !prefer || prompt.trim().is_empty() {
-            continue;
-        }
-        let Some(k) = nodes.iter().position(|n| *n == id) else {
-            continue;
-        };
-        let original = std::mem::take(&mut texts[k]);
-        texts[k] = with_original(id, prompt, original, ctx);
-    }
-}
-
-/// `template` expanded with every `{{original}}` (ASCII case-insensitive) standing for
-/// `original`, which is data: it is never parsed again.
-fn with_original(id: &str, template: &str, original: String, ctx: &Context) -> String {
-    use crate::syntax::catalog::SCRIPT_VALUE;
-    // The value token is a macro's output: `original` is data, never parsed again.
-    let token = format!("{{{{{SCRIPT_VALUE}::0}}}}");
-    let rewritten = super::keys::split_ascii_ci(template, "{{original}}").join(&token);
-    let limits = ctx.options.limits.clamped();
-    let (tree, _) = crate::syntax::parse(rewritten.into(), &limits);
-    let seed = crate::eval::stream_seed(ctx.seed, "nodes");
-    let mut engine = crate::eval::ScriptEngine::new(ctx, seed, false);
-    let mut notes = Vec::new();
-    engine.expand(id, &tree, vec![original], false, None, &mut notes)
-}
-
 impl super::WiResult {
     /// The activation a render of `ctx` would place (its `lore`; none: nothing activates),
     /// without the render and without regex scripts: what `stpreset lore` prints. The books'

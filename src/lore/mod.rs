@@ -20,6 +20,7 @@ pub use activate::{
     activate,
 };
 pub(crate) use book::read_lorebooks;
+pub(crate) use keys::{js_trim, split_ascii_ci};
 pub use book::{LoreSource, Lorebook};
 pub use card::{Card, CardFormat, DepthPrompt};
 pub use settings::{GenerationType, LoreInput, WiSettings};

@@ -45,6 +45,11 @@ pub struct CompiledPreset {
     /// Whether whoever keeps the preset lets its scripts run (the store's per-preset
     /// permission, SPEC §13.6.1); the context must allow them too.
     regex_permitted: bool,
+    /// The file as imported, for the SillyTavern layout's prompt list.
+    raw: std::sync::Arc<[u8]>,
+    /// That list, built on the first SillyTavern-layout render (SPEC §17.1.2).
+    st_plan: std::sync::OnceLock<crate::sillytavern::StPlan>,
+    limits: Limits,
 }
 
 impl Preset {
@@ -102,6 +107,9 @@ impl Preset {
             templates,
             scripts: Scripts::compile(&self.scripts, &script_import, limits),
             regex_permitted: true,
+            raw: self.raw.clone(),
+            st_plan: std::sync::OnceLock::new(),
+            limits: limits.clone(),
         }
     }
 }
@@ -129,7 +137,16 @@ impl CompiledPreset {
             templates: &self.templates,
             scripts: &self.scripts,
             regex_allowed: self.regex_allowed(ctx),
+            st_plan: (ctx.layout == crate::layout::Layout::SillyTavern).then(|| self.st_plan()),
         }
+    }
+
+    /// The prompt list SillyTavern reads from the file (SPEC §17.1.2), built once.
+    fn st_plan(&self) -> &crate::sillytavern::StPlan {
+        self.st_plan.get_or_init(|| {
+            let root: serde_json::Value = serde_json::from_slice(&self.raw).unwrap_or_default();
+            crate::sillytavern::StPlan::new(&root, &self.limits)
+        })
     }
 
     /// Renders a [`Chat`]: the same result as [`render`](Self::render) of its context, and

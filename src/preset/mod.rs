@@ -185,7 +185,7 @@ pub struct Preset {
     /// `extensions.regex_scripts`, as read (SPEC §13.1).
     scripts: Vec<RegexScript>,
     /// The file as imported (valid UTF-8 JSON); parsed again only when asked for.
-    raw: Box<[u8]>,
+    raw: std::sync::Arc<[u8]>,
     /// The limits it was imported with: `compile` and `audit` parse with them.
     limits: Limits,
     /// Lone UTF-16 surrogates the file held, read as U+FFFD (the `LoneSurrogate` note; the
@@ -291,7 +291,7 @@ impl Preset {
             diagnostics,
             settings,
             scripts,
-            raw,
+            raw: raw.into(),
             limits: Limits::default(),
             lone_surrogates,
         }

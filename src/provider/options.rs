@@ -242,6 +242,9 @@ pub struct ProviderOptions {
     pub stream: bool,
     /// Ask for the model's thoughts (Gemini `includeThoughts`, Claude summarized thinking).
     pub include_reasoning: bool,
+    /// Whitespace-only messages reach the Anthropic shape (SillyTavern's converter keeps
+    /// them, SPEC §17.3.6); set by the SillyTavern layout only.
+    pub(crate) keep_blank: bool,
 }
 
 impl Default for ProviderOptions {
@@ -269,6 +272,7 @@ impl Default for ProviderOptions {
             verbosity: Tri::Unset,
             stream: false,
             include_reasoning: false,
+            keep_blank: false,
         }
     }
 }

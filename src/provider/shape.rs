@@ -47,7 +47,7 @@ pub(super) fn anthropic(
     // 0. The API rejects blank text blocks.
     let mut list: std::collections::VecDeque<ChatMessage> = list
         .into_iter()
-        .filter(|m| !m.text.trim().is_empty())
+        .filter(|m| options.keep_blank || !m.text.trim().is_empty())
         .collect();
     // 1. The leading system run becomes `system`.
     let use_system_prompt = options.use_system_prompt.value() != Some(&false);

@@ -1,0 +1,329 @@
+//! The chat as SillyTavern turns it into messages (notes rules 21, 31, 35–37): each history
+//! item named as `names_behavior` says, its name macros replaced (SPEC §17.3.5), and the
+//! depth injections spliced in as messages of their own (`populationInjectionPrompts`).
+
+use crate::context::{Context, Tag};
+use crate::role::Role;
+
+/// A chat or injected message before the budget.
+#[derive(Debug, Clone)]
+pub(crate) struct ChatLine {
+    pub role: Role,
+    pub text: String,
+    /// The `name` field (names mode 1).
+    pub name: Option<String>,
+    /// `Some((depth, order))` for an injected message.
+    pub injected: Option<(u32, f64)>,
+}
+
+/// One prompt to inject: its role (only the three ST knows), depth, order and text.
+#[derive(Debug, Clone)]
+pub(crate) struct Injection {
+    pub role: Role,
+    pub depth: u32,
+    pub order: f64,
+    pub text: String,
+}
+
+/// ST's extension prompt at a depth (`getExtensionPrompt(IN_CHAT, …)`): by key, in key order.
+#[derive(Debug, Clone)]
+pub(crate) struct ExtensionPrompt {
+    pub key: String,
+    pub role: Role,
+    pub depth: u64,
+    pub text: String,
+}
+
+/// PromptManager's `sanitizeName`: a name of `[a-zA-Z0-9_]{1,64}` as is, else every other
+/// character replaced by `_` and cut to 64.
+pub(crate) fn sanitize_name(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+        .take(64)
+        .collect()
+}
+
+/// The macros SPEC §17.3.5 replaces in chat text, case-insensitively, with their values.
+fn chat_macros(ctx: &Context, char: &str) -> Vec<(&'static str, String)> {
+    let group = ctx.group.join(", ");
+    let not_muted: Vec<&str> = ctx
+        .group
+        .iter()
+        .filter(|m| !ctx.group_muted.contains(m))
+        .map(String::as_str)
+        .collect();
+    let char_if_not_group = if ctx.group.is_empty() {
+        char.to_string()
+    } else {
+        group.clone()
+    };
+    let not_char: Vec<&str> = ctx
+        .group
+        .iter()
+        .map(String::as_str)
+        .filter(|m| *m != char)
+        .chain(std::iter::once(ctx.user.as_str()))
+        .collect();
+    let group_value = if ctx.group.is_empty() {
+        char.to_string()
+    } else {
+        group.clone()
+    };
+    vec![
+        ("{{user}}", ctx.user.clone()),
+        ("{{char}}", char.to_string()),
+        ("{{group}}", group_value.clone()),
+        ("{{charifnotgroup}}", char_if_not_group.clone()),
+        (
+            "{{groupnotmuted}}",
+            if ctx.group.is_empty() {
+                char.to_string()
+            } else {
+                not_muted.join(", ")
+            },
+        ),
+        ("{{notchar}}", not_char.join(", ")),
+        ("<user>", ctx.user.clone()),
+        ("<bot>", char.to_string()),
+        ("<char>", char.to_string()),
+        ("<group>", group_value),
+        ("<charifnotgroup>", char_if_not_group),
+    ]
+}
+
+/// `text` with every macro of `macros` replaced, ASCII case-insensitively, in one left-to-right
+/// scan (so a value is never scanned again: chat text stays data).
+fn replace_macros(text: &str, macros: &[(&'static str, String)]) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == b'{' || b == b'<' {
+            if let Some((key, value)) = macros.iter().find(|(key, _)| {
+                bytes.len() - i >= key.len() && bytes[i..i + key.len()].eq_ignore_ascii_case(key.as_bytes())
+            }) {
+                out.push_str(&text[copied..i]);
+                out.push_str(value);
+                i += key.len();
+                copied = i;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+/// The history items as ST's `setOpenAIMessages` + `populateChatHistory` make them, oldest
+/// first. `texts` are the items' texts after the prompt pass (by item index); `char` is the
+/// speaker ST generates for.
+pub(crate) fn history(
+    ctx: &Context,
+    texts: &[std::borrow::Cow<'_, str>],
+    names_behavior: i64,
+    char: &str,
+) -> Vec<ChatLine> {
+    let macros = chat_macros(ctx, char);
+    let in_group = !ctx.group.is_empty();
+    let mut out = Vec::new();
+    for (i, item) in ctx.items.iter().enumerate() {
+        if item.tag != Some(Tag::DialogueHistory) {
+            continue;
+        }
+        let narrator = item.role == Role::System;
+        let name = item.name.clone().unwrap_or_else(|| match item.role {
+            Role::User => ctx.user.clone(),
+            _ => ctx.char.clone(),
+        });
+        let text = replace_macros(&texts[i], &macros).replace('\r', "");
+        let prefixed = match names_behavior {
+            0 => in_group && name != ctx.user,
+            2 => !narrator,
+            _ => false,
+        };
+        let text = if prefixed {
+            format!("{name}: {text}")
+        } else {
+            text
+        };
+        out.push(ChatLine {
+            role: item.role,
+            text,
+            name: (names_behavior == 1).then(|| sanitize_name(&name)),
+            injected: None,
+        });
+    }
+    out
+}
+
+fn role_rank(role: Role) -> usize {
+    match role {
+        Role::System => 0,
+        Role::User => 1,
+        Role::Model => 2,
+    }
+}
+
+/// JavaScript's `String(number)` for an order key.
+fn order_key(order: f64) -> String {
+    if order.fract() == 0.0 && order.abs() < 1e15 {
+        format!("{}", order as i64)
+    } else {
+        format!("{order}")
+    }
+}
+
+/// `populationInjectionPrompts`: for each depth, the prompts grouped by order (high to low),
+/// each group's roles system, user, assistant joined with `\n` (order 100 adds the extension
+/// prompts of that depth and role), spliced newest-first, then turned oldest-first.
+pub(crate) fn inject(
+    history: Vec<ChatLine>,
+    prompts: &[Injection],
+    extensions: &[ExtensionPrompt],
+) -> Vec<ChatLine> {
+    let mut newest_first: Vec<ChatLine> = history.into_iter().rev().collect();
+    let mut depths: Vec<u32> = prompts
+        .iter()
+        .map(|p| p.depth)
+        .chain(
+            extensions
+                .iter()
+                .filter_map(|e| u32::try_from(e.depth).ok().filter(|d| *d <= 10_000)),
+        )
+        .collect();
+    depths.sort_unstable();
+    depths.dedup();
+    let mut inserted = 0usize;
+    for depth in depths {
+        // Groups by order: `100` always exists (the extension prompts' group); keys sorted
+        // numerically, high to low.
+        let mut orders: Vec<(String, f64)> = vec![("100".into(), 100.0)];
+        for p in prompts.iter().filter(|p| p.depth == depth && !p.text.is_empty()) {
+            let key = order_key(p.order);
+            if !orders.iter().any(|(k, _)| *k == key) {
+                orders.push((key, p.order));
+            }
+        }
+        orders.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal));
+        let mut group = Vec::new();
+        for (key, order) in &orders {
+            for role in [Role::System, Role::User, Role::Model] {
+                let joined: Vec<&str> = prompts
+                    .iter()
+                    .filter(|p| p.depth == depth && !p.text.is_empty())
+                    .filter(|p| order_key(p.order) == *key && p.role == role)
+                    .map(|p| p.text.as_str())
+                    .collect();
+                let joined = joined.join("\n");
+                let extension = if key == "100" {
+                    let mut ext: Vec<&ExtensionPrompt> = extensions
+                        .iter()
+                        .filter(|e| e.depth == u64::from(depth) && e.role == role && !e.text.is_empty())
+                        .collect();
+                    ext.sort_by(|a, b| a.key.cmp(&b.key));
+                    ext.iter()
+                        .map(|e| crate::lore::js_trim(&e.text))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                } else {
+                    String::new()
+                };
+                let text = [joined.as_str(), extension.as_str()]
+                    .into_iter()
+                    .filter(|t| !t.is_empty())
+                    .map(crate::lore::js_trim)
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                if !text.is_empty() {
+                    group.push(ChatLine {
+                        role,
+                        text,
+                        name: None,
+                        injected: Some((depth, *order)),
+                    });
+                }
+            }
+        }
+        let at = (depth as usize + inserted).min(newest_first.len());
+        let n = group.len();
+        newest_first.splice(at..at, group);
+        inserted += n;
+    }
+    let _ = role_rank;
+    newest_first.reverse();
+    newest_first
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(role: Role, text: &str) -> ChatLine {
+        ChatLine {
+            role,
+            text: text.into(),
+            name: None,
+            injected: None,
+        }
+    }
+
+    fn inj(role: Role, depth: u32, order: f64, text: &str) -> Injection {
+        Injection {
+            role,
+            depth,
+            order,
+            text: text.into(),
+        }
+    }
+
+    #[test]
+    fn injections_land_as_sillytavern_places_them() {
+        let history = vec![
+            line(Role::User, "u1"),
+            line(Role::Model, "a1"),
+            line(Role::User, "u2"),
+        ];
+        let out = inject(
+            history,
+            &[
+                inj(Role::System, 0, 100.0, "s0"),
+                inj(Role::User, 0, 100.0, "u0"),
+                inj(Role::System, 0, 50.0, "low"),
+                inj(Role::System, 1, 100.0, "d1a"),
+                inj(Role::System, 1, 100.0, "d1b"),
+                inj(Role::System, 9, 100.0, "deep"),
+            ],
+            &[ExtensionPrompt {
+                key: "DEPTH_PROMPT".into(),
+                role: Role::System,
+                depth: 1,
+                text: " note ".into(),
+            }],
+        );
+        let texts: Vec<&str> = out.iter().map(|l| l.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            ["deep", "u1", "a1", "d1a\nd1b\nnote", "u2", "low", "u0", "s0"]
+        );
+    }
+
+    #[test]
+    fn chat_macros_are_the_names_only() {
+        let mut ctx = Context::default();
+        ctx.user = "Alice".into();
+        let macros = chat_macros(&ctx, "Sera");
+        assert_eq!(
+            replace_macros("{{USER}} and <BOT>: {{getvar::x}} {{char}}", &macros),
+            "Alice and Sera: {{getvar::x}} Sera"
+        );
+    }
+
+    #[test]
+    fn names_are_sanitized_as_sillytavern_does() {
+        assert_eq!(sanitize_name("Sera"), "Sera");
+        assert_eq!(sanitize_name("Dr. Mira K"), "Dr__Mira_K");
+    }
+}

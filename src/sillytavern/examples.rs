@@ -1,0 +1,113 @@
+//! Example dialogue as SillyTavern sends it (notes rules 27–29): `parseMesExamples` splits
+//! the text into `<START>` blocks, `parseExampleIntoIndividual` each block into messages named
+//! `example_user` / `example_assistant`.
+
+use crate::lore::{js_trim, split_ascii_ci};
+
+/// One example message: `user` says whether it is the user's line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ExampleLine {
+    pub user: bool,
+    pub text: String,
+}
+
+/// `parseMesExamples` (chat completion): blocks, each `<START>\n` + the trimmed block + `\n`.
+pub(crate) fn blocks(text: &str) -> Vec<String> {
+    const START: &str = "<START>";
+    if text.is_empty() || text == START {
+        return Vec::new();
+    }
+    let owned;
+    let text = if text.starts_with(START) {
+        text
+    } else {
+        owned = format!("{START}\n{}", js_trim(text));
+        &owned
+    };
+    split_ascii_ci(text, START)
+        .into_iter()
+        .skip(1)
+        .map(|b| format!("{START}\n{}\n", js_trim(b)))
+        .collect()
+}
+
+/// `parseExampleIntoIndividual` over one block: the first line (the `<START>` heading) is
+/// skipped; a line starting with `user:` opens a user message, one starting with `char:` (or a
+/// group member's `Name:`) a character message; other lines continue the current one. Each
+/// message drops the first `Name:` it contains and is trimmed; in a group chat it is prefixed
+/// with `Name: `. A block without a speaker line has no messages.
+pub(crate) fn split(block: &str, user: &str, char: &str, group: &[String]) -> Vec<ExampleLine> {
+    let user_tag = format!("{user}:");
+    let char_tag = format!("{char}:");
+    let member_tags: Vec<String> = group.iter().map(|m| format!("{m}:")).collect();
+    let mut out = Vec::new();
+    let mut lines: Vec<&str> = Vec::new();
+    let (mut in_user, mut in_bot) = (false, false);
+    let mut bot_name = char.to_string();
+    let add = |out: &mut Vec<ExampleLine>, lines: &mut Vec<&str>, name: &str, is_user: bool| {
+        let joined = lines.join("\n");
+        let tag = format!("{name}:");
+        let text = match joined.find(&tag) {
+            Some(at) => format!("{}{}", &joined[..at], &joined[at + tag.len()..]),
+            None => joined,
+        };
+        let mut text = js_trim(&text).to_string();
+        if !group.is_empty() {
+            text = format!("{name}: {text}");
+        }
+        out.push(ExampleLine {
+            user: is_user,
+            text,
+        });
+        lines.clear();
+    };
+    for line in block.split('\n').skip(1) {
+        if line.starts_with(&user_tag) {
+            in_user = true;
+            if in_bot {
+                let name = bot_name.clone();
+                add(&mut out, &mut lines, &name, false);
+            }
+            in_bot = false;
+        } else if line.starts_with(&char_tag) || member_tags.iter().any(|t| line.starts_with(t)) {
+            if !line.starts_with(&char_tag) && !member_tags.is_empty() {
+                bot_name = line.split(':').next().unwrap_or_default().to_string();
+            }
+            in_bot = true;
+            if in_user {
+                add(&mut out, &mut lines, user, true);
+            }
+            in_user = false;
+        }
+        lines.push(line);
+    }
+    if in_user {
+        add(&mut out, &mut lines, user, true);
+    } else if in_bot {
+        let name = bot_name.clone();
+        add(&mut out, &mut lines, &name, false);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_and_lines_as_sillytavern_reads_them() {
+        let b = blocks("Oren: *He unrolls a chart.*\nAlice: Even the small ones?\n<START>\nAlice: Old?\nOren: That one.\nThe ink has faded.\n<start>\n");
+        assert_eq!(b.len(), 3);
+        assert_eq!(b[0], "<START>\nOren: *He unrolls a chart.*\nAlice: Even the small ones?\n");
+        let lines = split(&b[1], "Alice", "Oren", &[]);
+        assert_eq!(
+            lines,
+            [
+                ExampleLine { user: true, text: "Old?".into() },
+                ExampleLine { user: false, text: "That one.\nThe ink has faded.".into() },
+            ]
+        );
+        assert!(split(&b[2], "Alice", "Oren", &[]).is_empty());
+        assert!(blocks("<START>").is_empty());
+    }
+}

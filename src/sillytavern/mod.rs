@@ -1,0 +1,852 @@
+//! The SillyTavern layout (SPEC §17): a preset, card, lore and chat become the message list
+//! the live SillyTavern 1.18 app builds (`Generate` → `prepareOpenAIMessages` →
+//! `populateChatCompletion`) and then the body its server posts. The layout is chosen once,
+//! in [`crate::render::preset`]; nothing below `render` branches on it. Stages, in order:
+//!
+//! 1. [`prompts`] (compile time): the prompt list ST reads from the file;
+//! 2. `evaluate` (here): card fields, lore, settings and prompt contents as templates, in
+//!    ST's order of macro substitution;
+//! 3. `collection` (here): each prompt's content, the markers ST fills, the card's overrides;
+//! 4. [`chat`]: history messages, names, and the depth injections spliced in;
+//! 5. [`examples`]: example dialogue blocks and lines;
+//! 6. `populate` (here): membership, placement and the token budget in ST's order;
+//! 7. [`request`]: the body per source (ST's client post-steps and server converters).
+//!
+//! `docs/sillytavern.md` lists every rule with the ST function it comes from. A new stage is
+//! a module here and one call in [`render`].
+
+mod chat;
+mod examples;
+pub(crate) mod prompts;
+pub(crate) mod request;
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use crate::assemble::{Message, Source};
+use crate::context::{Context, Tag};
+use crate::diagnostic::{Diagnostic, DiagnosticKind};
+use crate::eval::{self, EvalNode};
+use crate::layout::PersonaPosition;
+use crate::render::{CompiledNode, PresetParts, Rendered};
+use crate::role::Role;
+use crate::scripts::ItemText;
+use crate::settings::PresetSettings;
+use crate::tokens::TokenCounter;
+
+use chat::{ExtensionPrompt, Injection};
+pub(crate) use prompts::StPlan;
+use prompts::{Kind, Marker};
+
+/// What the request step needs beside the messages: each message's `name`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StExtra {
+    pub names: Vec<Option<Box<str>>>,
+}
+
+/// ST's fresh-install value of a template setting the preset lacks (`default_settings`).
+fn setting_or_default<'s>(settings: Option<&'s PresetSettings>, key: &str) -> Cow<'s, str> {
+    let given = settings.and_then(|s| match key {
+        "new_chat_prompt" => s.new_chat_prompt.as_deref(),
+        "new_group_chat_prompt" => s.new_group_chat_prompt.as_deref(),
+        "new_example_chat_prompt" => s.new_example_chat_prompt.as_deref(),
+        "group_nudge_prompt" => s.group_nudge_prompt.as_deref(),
+        "wi_format" => s.wi_format.as_deref(),
+        "scenario_format" => s.scenario_format.as_deref(),
+        "personality_format" => s.personality_format.as_deref(),
+        "impersonation_prompt" => s.impersonation_prompt.as_deref(),
+        "send_if_empty" => s.send_if_empty.as_deref(),
+        _ => None,
+    });
+    match given {
+        Some(v) => Cow::Borrowed(v),
+        None => Cow::Borrowed(match key {
+            "new_chat_prompt" => "[Start a new Chat]",
+            "new_group_chat_prompt" => "[Start a new group chat. Group members: {{group}}]",
+            "new_example_chat_prompt" => "[Example Chat]",
+            "group_nudge_prompt" => "[Write the next reply only as {{char}}.]",
+            "wi_format" => "{0}",
+            "scenario_format" => "{{scenario}}",
+            "personality_format" => "{{personality}}",
+            "impersonation_prompt" => {
+                "[Write your next reply from the point of view of {{user}}, using the chat history so far as a guideline for the writing style of {{user}}. Don't write as {{char}} or system. Don't describe actions of {{char}}.]"
+            }
+            _ => "",
+        }),
+    }
+}
+
+/// The templates a render evaluates besides the preset's prompts, by what they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    Description,
+    Personality,
+    Scenario,
+    Examples,
+    CharNote,
+    Persona,
+    LoreBefore,
+    LoreAfter,
+    LoreDepth(usize),
+    LoreExamples(usize),
+    AuthorsNoteTop,
+    AuthorsNoteBottom,
+    ScenarioFormat,
+    PersonalityFormat,
+    WiFormat,
+    GroupNudge,
+    Impersonation,
+    NewChat,
+    NewExampleChat,
+    AuthorsNote,
+    Bias,
+}
+
+/// One message placed at a collection index.
+#[derive(Debug, Clone)]
+struct Out {
+    role: Role,
+    text: String,
+    name: Option<String>,
+    source: Source,
+}
+
+/// A prompt of the collection at render time (after `getPromptCollection` and
+/// `preparePromptsForChatCompletion`).
+#[derive(Debug, Clone)]
+struct Prompt {
+    identifier: Arc<str>,
+    kind: Kind,
+    /// The role for injection (only the three ST knows are injected).
+    inject_role: Option<Role>,
+    /// The role of its relative message.
+    role: Role,
+    content: String,
+    in_chat: bool,
+    depth: Option<u32>,
+    order: f64,
+    relative: bool,
+    forbid_overrides: bool,
+}
+
+/// The history budget in ST's terms (`ChatCompletion`'s token budget).
+struct Budget {
+    left: Option<i64>,
+    counter: Arc<dyn TokenCounter>,
+}
+
+impl Budget {
+    fn cost(&self, role: Role, text: &str, name: Option<&str>) -> i64 {
+        if text.is_empty() || self.left.is_none() {
+            return 0;
+        }
+        let role = match role {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Model => "assistant",
+        };
+        4 + i64::from(self.counter.count(role))
+            + i64::from(self.counter.count(text))
+            + name.map_or(0, |n| i64::from(self.counter.count(n)))
+    }
+
+    fn afford(&self, cost: i64) -> bool {
+        self.left.is_none_or(|l| l - cost >= 0)
+    }
+
+    fn spend(&mut self, cost: i64) {
+        if let Some(l) = &mut self.left {
+            *l -= cost;
+        }
+    }
+}
+
+/// Renders a compiled preset in the SillyTavern layout. The result owns its text.
+pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> Rendered<'static> {
+    let mut diagnostics: Vec<Diagnostic> = parts.import.to_vec();
+    if ctx.lone_surrogates > 0 {
+        diagnostics.push(Diagnostic::lone_surrogates(
+            "the context",
+            ctx.lone_surrogates,
+        ));
+    }
+    let applied = crate::render::applied(parts.settings, ctx);
+    let settings = applied.as_deref();
+    let generation = ctx
+        .lore
+        .as_ref()
+        .map(|l| l.generation_type)
+        .unwrap_or_default()
+        .name();
+
+    // The prompt pass over the host's items (SPEC §13), then activation (§15) on what it left.
+    let regexed = parts
+        .scripts
+        .prompt_items(ctx, parts.regex_allowed, false, &mut diagnostics);
+    let available = crate::lore::items::available(ctx, settings);
+    let wi = ctx.lore.as_ref().map(|lore| {
+        crate::lore::items::activate_for(
+            ctx,
+            lore,
+            &regexed,
+            parts.scripts,
+            parts.regex_allowed,
+            available,
+            &mut diagnostics,
+        )
+    });
+    let with_outlets;
+    let ctx = match &wi {
+        Some(wi) => {
+            let mut copy = ctx.clone();
+            copy.lore = None;
+            copy.outlets = wi.outlets.clone();
+            with_outlets = copy;
+            &with_outlets
+        }
+        None => ctx,
+    };
+    let history_texts: Vec<Cow<'_, str>> = ctx
+        .items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| match regexed.get(i) {
+            Some(Some(ItemText::Text(t))) => Cow::Owned(t.to_string()),
+            Some(Some(ItemText::Dropped)) => Cow::Borrowed(""),
+            _ => Cow::Borrowed(item.text.as_str()),
+        })
+        .collect();
+
+    // 2. Templates, in ST's order of substitution: the card's fields (`getCharacterCardFields`),
+    // the lore, the formats and nudges, the prompts (`getPromptCollection`), then the chat's
+    // prompts.
+    let st = &ctx.user_settings;
+    let limits = ctx.options.limits.clamped();
+    let trimmed = |s: &str| crate::lore::js_trim(s).to_string();
+    let scenario = if st.chat_scenario.is_empty() {
+        &ctx.scenario
+    } else {
+        &st.chat_scenario
+    };
+    let mes_examples = if st.chat_mes_example.is_empty() {
+        &ctx.mes_examples_raw
+    } else {
+        &st.chat_mes_example
+    };
+    let description = if ctx.description.is_empty() {
+        tagged_text(ctx, Tag::SystemPersonaPrompt)
+    } else {
+        ctx.description.clone()
+    };
+    let personality = if ctx.personality.is_empty() {
+        tagged_text(ctx, Tag::SystemPersonality)
+    } else {
+        ctx.personality.clone()
+    };
+    let mut before: Vec<(Slot, String)> = vec![
+        (Slot::Description, trimmed(&description)),
+        (Slot::Personality, trimmed(&personality)),
+        (Slot::Scenario, trimmed(scenario)),
+        (Slot::Examples, trimmed(mes_examples)),
+    ];
+    if let Some(dp) = &ctx.char_depth_prompt {
+        before.push((Slot::CharNote, trimmed(&dp.text)));
+    }
+    before.push((Slot::Persona, ctx.persona.clone()));
+    if let Some(wi) = &wi {
+        before.push((Slot::LoreBefore, wi.before.clone()));
+        before.push((Slot::LoreAfter, wi.after.clone()));
+        for (i, d) in wi.depth.iter().enumerate() {
+            before.push((Slot::LoreDepth(i), d.text.clone()));
+        }
+        for (i, e) in wi.examples.iter().enumerate() {
+            before.push((Slot::LoreExamples(i), e.text.clone()));
+        }
+        before.push((Slot::AuthorsNoteTop, wi.an_top.join("\n")));
+        before.push((Slot::AuthorsNoteBottom, wi.an_bottom.join("\n")));
+    }
+    for (slot, key) in [
+        (Slot::ScenarioFormat, "scenario_format"),
+        (Slot::PersonalityFormat, "personality_format"),
+        (Slot::WiFormat, "wi_format"),
+        (Slot::GroupNudge, "group_nudge_prompt"),
+    ] {
+        before.push((slot, setting_or_default(settings, key).into_owned()));
+    }
+    if generation == "impersonate" {
+        before.push((
+            Slot::Impersonation,
+            setting_or_default(settings, "impersonation_prompt").into_owned(),
+        ));
+    }
+    let new_chat_key = if ctx.group.is_empty() {
+        "new_chat_prompt"
+    } else {
+        "new_group_chat_prompt"
+    };
+    let after: Vec<(Slot, String)> = vec![
+        (
+            Slot::NewChat,
+            setting_or_default(settings, new_chat_key).into_owned(),
+        ),
+        (
+            Slot::NewExampleChat,
+            setting_or_default(settings, "new_example_chat_prompt").into_owned(),
+        ),
+        (Slot::AuthorsNote, st.author_note.text.clone()),
+        (Slot::Bias, st.start_reply_with.clone()),
+    ];
+    let compiled: Vec<CompiledNode> = before
+        .iter()
+        .chain(&after)
+        .map(|(slot, text)| CompiledNode::compile(slot_id(*slot), text, &limits))
+        .collect();
+    fn as_node(n: &CompiledNode) -> EvalNode<'_> {
+        EvalNode {
+            keeps_blank: true,
+            suppresses: false,
+            ..n.eval()
+        }
+    }
+    let mut nodes: Vec<EvalNode<'_>> = compiled[..before.len()].iter().map(as_node).collect();
+    nodes.extend(plan.nodes.iter().map(as_node));
+    nodes.extend(compiled[before.len()..].iter().map(as_node));
+    let ev = eval::evaluate(&nodes, ctx);
+    diagnostics.extend(ev.diagnostics);
+    let mut texts = ev.texts;
+    let after_texts = texts.split_off(before.len() + plan.nodes.len());
+    let prompt_texts = texts.split_off(before.len());
+    let slot_text = |slot: Slot| -> String {
+        before
+            .iter()
+            .map(|(s, _)| *s)
+            .zip(&texts)
+            .chain(after.iter().map(|(s, _)| *s).zip(&after_texts))
+            .find(|(s, _)| *s == slot)
+            .map(|(_, t)| t.clone())
+            .unwrap_or_default()
+    };
+    // A format that is only its own macro gives the evaluated field.
+    let format = |field: Slot, format_slot: Slot, key: &str, identity: &str| {
+        let value = slot_text(field);
+        let fmt = setting_or_default(settings, key);
+        if value.is_empty() || fmt.is_empty() {
+            value
+        } else if fmt == identity {
+            value
+        } else {
+            slot_text(format_slot)
+        }
+    };
+    let scenario_text = format(
+        Slot::Scenario,
+        Slot::ScenarioFormat,
+        "scenario_format",
+        "{{scenario}}",
+    );
+    let personality_text = format(
+        Slot::Personality,
+        Slot::PersonalityFormat,
+        "personality_format",
+        "{{personality}}",
+    );
+    let wi_format = slot_text(Slot::WiFormat);
+    let format_wi = |text: String| {
+        if text.is_empty() || wi_format.trim().is_empty() {
+            text
+        } else {
+            wi_format.replace("{0}", &text)
+        }
+    };
+
+    // 3. The collection.
+    let mut collection: Vec<Prompt> = Vec::new();
+    for e in &plan.entries {
+        let triggered = e.triggers.is_empty() || e.triggers.iter().any(|t| t == generation);
+        let on = e.enabled && triggered;
+        if !on && e.kind != Kind::Main {
+            continue;
+        }
+        let content = match (on, e.text) {
+            (true, Some(i)) => prompt_texts[i].clone(),
+            _ => String::new(),
+        };
+        collection.push(Prompt {
+            identifier: e.identifier.clone(),
+            kind: e.kind,
+            inject_role: e.role,
+            role: e.role.unwrap_or(Role::System),
+            content,
+            in_chat: e.in_chat,
+            depth: e.depth,
+            order: e.order,
+            relative: e.relative,
+            forbid_overrides: e.forbid_overrides,
+        });
+    }
+    let disabled = |id: &str| {
+        plan.entries
+            .iter()
+            .find(|e| &*e.identifier == id)
+            .is_some_and(|e| !e.enabled)
+    };
+    let persona_in_prompt = !ctx.persona.is_empty()
+        && ctx.user_settings.persona_position == PersonaPosition::InPrompt;
+    let bias = slot_text(Slot::Bias);
+    for marker in Marker::ALL {
+        let content = match marker {
+            Marker::WorldInfoBefore => format_wi(slot_text(Slot::LoreBefore)),
+            Marker::WorldInfoAfter => format_wi(slot_text(Slot::LoreAfter)),
+            Marker::CharDescription => slot_text(Slot::Description),
+            Marker::CharPersonality => personality_text.clone(),
+            Marker::Scenario => scenario_text.clone(),
+            Marker::Impersonate => slot_text(Slot::Impersonation),
+            Marker::QuietPrompt => String::new(),
+            Marker::GroupNudge => slot_text(Slot::GroupNudge),
+            Marker::Bias => bias.clone(),
+            Marker::PersonaDescription if persona_in_prompt => slot_text(Slot::Persona),
+            Marker::PersonaDescription => continue,
+        };
+        let id = marker.identifier();
+        let default_role = if marker == Marker::Bias {
+            Role::Model
+        } else {
+            Role::System
+        };
+        match collection.iter_mut().find(|p| &*p.identifier == id) {
+            // The preset's entry keeps its role and position; ST supplies the content.
+            Some(p) => {
+                p.content = content;
+                let entry = plan.entries.iter().find(|e| &*e.identifier == id);
+                if !entry.is_some_and(|e| e.has_role) {
+                    p.role = default_role;
+                    p.inject_role = Some(default_role);
+                }
+            }
+            None => collection.push(Prompt {
+                identifier: id.into(),
+                kind: Kind::Marker(marker),
+                inject_role: Some(default_role),
+                role: default_role,
+                content,
+                in_chat: false,
+                depth: None,
+                order: 100.0,
+                relative: false,
+                forbid_overrides: false,
+            }),
+        }
+    }
+    // The card's system prompt and post-history instructions replace `main` / `jailbreak`,
+    // with `{{original}}` (once) the preset's text.
+    let system = if st.chat_system_prompt.is_empty() {
+        &ctx.char_prompt
+    } else {
+        &st.chat_system_prompt
+    };
+    for (kind, card_text, prefer) in [
+        (Kind::Main, system, ctx.prefer_char_prompt),
+        (Kind::Jailbreak, &ctx.char_instruction, ctx.prefer_char_instruction),
+    ] {
+        let card_text = crate::lore::js_trim(card_text);
+        if !prefer || card_text.is_empty() {
+            continue;
+        }
+        if let Some(p) = collection.iter_mut().find(|p| p.kind == kind)
+            && !p.forbid_overrides
+            && !disabled(&p.identifier)
+        {
+            let original = std::mem::take(&mut p.content);
+            p.content = crate::render::with_original(&p.identifier, card_text, original, ctx, true);
+        }
+    }
+
+    // 4.–6. Populate, in ST's order.
+    let names_behavior = settings.and_then(|s| s.names_behavior).unwrap_or(0);
+    let counter = ctx.options.budget.counter.for_model(&ctx.model);
+    let effective = crate::render::request_options(parts.settings, ctx).1;
+    let mut budget = Budget {
+        left: effective
+            .max_context_tokens
+            .map(|m| i64::from(m) - i64::from(effective.reserve_tokens)),
+        counter,
+    };
+    let mut slots: Vec<Option<Vec<Out>>> = vec![None; collection.len()];
+    let index = |id: &str| collection.iter().position(|p| &*p.identifier == id);
+    let mut overflow = false;
+    budget.spend(3);
+    let add = |id: &str, slots: &mut Vec<Option<Vec<Out>>>, budget: &mut Budget, overflow: &mut bool| {
+        if *overflow {
+            return;
+        }
+        let Some(i) = index(id) else { return };
+        if disabled(id) && id != "main" {
+            return;
+        }
+        let p = &collection[i];
+        if p.in_chat {
+            return;
+        }
+        let cost = budget.cost(p.role, &p.content, None);
+        if !budget.afford(cost) {
+            *overflow = true;
+            return;
+        }
+        budget.spend(cost);
+        slots[i] = Some(vec![Out {
+            role: p.role,
+            text: p.content.clone(),
+            name: None,
+            source: Source::Node(p.identifier.clone()),
+        }]);
+    };
+    for id in [
+        "worldInfoBefore",
+        "main",
+        "worldInfoAfter",
+        "charDescription",
+        "charPersonality",
+        "scenario",
+        "personaDescription",
+    ] {
+        add(id, &mut slots, &mut budget, &mut overflow);
+    }
+    let mut control: Vec<Out> = Vec::new();
+    if generation == "impersonate"
+        && let Some(p) = collection.iter().find(|p| &*p.identifier == "impersonate")
+    {
+        control.push(Out {
+            role: p.role,
+            text: p.content.clone(),
+            name: None,
+            source: Source::Setting("impersonation_prompt"),
+        });
+    }
+    let control_cost: i64 = control
+        .iter()
+        .map(|o| budget.cost(o.role, &o.text, None))
+        .sum();
+    budget.spend(control_cost);
+    let relative: Vec<Arc<str>> = collection
+        .iter()
+        .filter(|p| p.relative && !p.in_chat)
+        .map(|p| p.identifier.clone())
+        .collect();
+    for id in ["nsfw", "jailbreak"]
+        .into_iter()
+        .map(Arc::<str>::from)
+        .chain(relative)
+    {
+        add(&id, &mut slots, &mut budget, &mut overflow);
+    }
+    add("enhanceDefinitions", &mut slots, &mut budget, &mut overflow);
+    if !bias.trim().is_empty() {
+        add("bias", &mut slots, &mut budget, &mut overflow);
+    }
+
+    // The extension prompts at depth (`getExtensionPrompt(IN_CHAT, …)`): the Author's Note,
+    // the Character's Note, the persona at depth, World Info at depth.
+    let mut extensions: Vec<ExtensionPrompt> = Vec::new();
+    let user_turns = ctx
+        .items
+        .iter()
+        .filter(|i| i.tag == Some(Tag::DialogueHistory) && i.role == Role::User)
+        .count() as u64;
+    let note = &st.author_note;
+    let note_applies = match note.interval {
+        0 => false,
+        1 => true,
+        n => user_turns > 0 && user_turns >= n && user_turns % n == 0,
+    };
+    if note_applies {
+        let mut text = slot_text(Slot::AuthorsNote);
+        match st.persona_position {
+            PersonaPosition::TopAuthorsNote if !ctx.persona.is_empty() => {
+                text = format!("{}\n{text}", slot_text(Slot::Persona));
+            }
+            PersonaPosition::BottomAuthorsNote if !ctx.persona.is_empty() => {
+                text = format!("{text}\n{}", slot_text(Slot::Persona));
+            }
+            _ => {}
+        }
+        if wi.is_some() {
+            let joined = format!(
+                "{}\n{text}\n{}",
+                slot_text(Slot::AuthorsNoteTop),
+                slot_text(Slot::AuthorsNoteBottom)
+            );
+            let joined = joined.strip_prefix('\n').unwrap_or(&joined);
+            text = joined.strip_suffix('\n').unwrap_or(joined).to_string();
+        }
+        if note.position == 1 {
+            extensions.push(ExtensionPrompt {
+                key: "2_floating_prompt".into(),
+                role: note.role,
+                depth: note.depth,
+                text,
+            });
+        } else if !text.is_empty() {
+            // Relative (0 after `main`, 2 before it): an extra message in `main`'s slot.
+            if let Some(i) = index("main")
+                && let Some(msgs) = &mut slots[i]
+            {
+                let out = Out {
+                    role: note.role,
+                    text,
+                    name: None,
+                    source: Source::Setting("author_note"),
+                };
+                if note.position == 2 {
+                    msgs.insert(0, out);
+                } else {
+                    msgs.push(out);
+                }
+            }
+        }
+    }
+    if let Some(dp) = &ctx.char_depth_prompt {
+        extensions.push(ExtensionPrompt {
+            key: "DEPTH_PROMPT".into(),
+            role: dp.role,
+            depth: dp.depth,
+            text: slot_text(Slot::CharNote),
+        });
+    }
+    if st.persona_position == PersonaPosition::AtDepth && !ctx.persona.is_empty() {
+        extensions.push(ExtensionPrompt {
+            key: "PERSONA_DESCRIPTION".into(),
+            role: st.persona_role,
+            depth: st.persona_depth,
+            text: slot_text(Slot::Persona),
+        });
+    }
+    if let Some(wi) = &wi {
+        for (i, d) in wi.depth.iter().enumerate() {
+            let role = match d.role {
+                "user" => Role::User,
+                "assistant" => Role::Model,
+                _ => Role::System,
+            };
+            let n = match role {
+                Role::System => 0,
+                Role::User => 1,
+                Role::Model => 2,
+            };
+            extensions.push(ExtensionPrompt {
+                key: format!("customDepthWI_{}_{n}", d.depth),
+                role,
+                depth: d.depth,
+                text: slot_text(Slot::LoreDepth(i)),
+            });
+        }
+    }
+    let injections: Vec<Injection> = collection
+        .iter()
+        .filter(|p| p.in_chat)
+        .filter_map(|p| {
+            Some(Injection {
+                role: p.inject_role?,
+                depth: p.depth?,
+                order: p.order,
+                text: p.content.clone(),
+            })
+        })
+        .collect();
+    let history = chat::history(ctx, &history_texts, names_behavior, &ctx.char);
+    let lines = chat::inject(history, &injections, &extensions);
+
+    // Example blocks: the card's, with World Info's before and after them.
+    let mut example_blocks: Vec<String> = Vec::new();
+    if let Some(wi) = &wi {
+        for (i, e) in wi.examples.iter().enumerate() {
+            if e.position == "top" {
+                let mut b = examples::blocks(&slot_text(Slot::LoreExamples(i)));
+                b.extend(example_blocks.drain(..));
+                example_blocks = b;
+            }
+        }
+    }
+    example_blocks.extend(examples::blocks(&slot_text(Slot::Examples).replace('\r', "")));
+    if let Some(wi) = &wi {
+        for (i, e) in wi.examples.iter().enumerate() {
+            if e.position != "top" {
+                example_blocks.extend(examples::blocks(&slot_text(Slot::LoreExamples(i))));
+            }
+        }
+    }
+    let example_lines: Vec<Vec<examples::ExampleLine>> = example_blocks
+        .iter()
+        .map(|b| examples::split(b, &ctx.user, &ctx.char, &ctx.group))
+        .collect();
+
+    let has_history = index("chatHistory").is_some_and(|i| collection[i].kind == Kind::ChatHistory)
+        && !overflow;
+    let has_examples = index("dialogueExamples").is_some() && !overflow;
+    let new_chat = slot_text(Slot::NewChat);
+    let send_if_empty = setting_or_default(settings, "send_if_empty").into_owned();
+    let populate_history = |budget: &mut Budget| -> Vec<Out> {
+        let mut out = Vec::new();
+        let new_chat_cost = budget.cost(Role::System, &new_chat, None);
+        budget.spend(new_chat_cost);
+        if lines.last().is_some_and(|l| l.role == Role::Model) && !send_if_empty.is_empty() {
+            let cost = budget.cost(Role::User, &send_if_empty, None);
+            if budget.afford(cost) {
+                budget.spend(cost);
+                out.push(Out {
+                    role: Role::User,
+                    text: send_if_empty.clone(),
+                    name: None,
+                    source: Source::Setting("send_if_empty"),
+                });
+            }
+        }
+        let mut kept: Vec<Out> = Vec::new();
+        for l in lines.iter().rev() {
+            let cost = budget.cost(l.role, &l.text, l.name.as_deref());
+            if !budget.afford(cost) {
+                break;
+            }
+            budget.spend(cost);
+            kept.push(Out {
+                role: l.role,
+                text: l.text.clone(),
+                name: l.name.clone(),
+                source: match l.injected {
+                    Some((depth, order)) => Source::Depth {
+                        depth,
+                        order: order as i64,
+                        role: l.role,
+                    },
+                    None => Source::Tag(Some(Tag::DialogueHistory)),
+                },
+            });
+        }
+        kept.reverse();
+        budget.spend(-new_chat_cost);
+        let mut all = vec![Out {
+            role: Role::System,
+            text: new_chat.clone(),
+            name: None,
+            source: Source::Setting(if ctx.group.is_empty() {
+                "new_chat_prompt"
+            } else {
+                "new_group_chat_prompt"
+            }),
+        }];
+        all.extend(kept);
+        all.extend(out);
+        all
+    };
+    let new_example = slot_text(Slot::NewExampleChat);
+    let populate_examples = |budget: &mut Budget| -> Vec<Out> {
+        let mut out = Vec::new();
+        let mut n = 0u32;
+        for block in &example_lines {
+            let mut msgs = Vec::with_capacity(block.len() + 1);
+            msgs.push(Out {
+                role: Role::System,
+                text: new_example.clone(),
+                name: None,
+                source: Source::Setting("new_example_chat_prompt"),
+            });
+            for line in block {
+                msgs.push(Out {
+                    role: Role::System,
+                    text: line.text.clone(),
+                    name: Some(if line.user { "example_user" } else { "example_assistant" }.into()),
+                    source: Source::Example(n),
+                });
+                n += 1;
+            }
+            let cost: i64 = msgs
+                .iter()
+                .map(|m| budget.cost(m.role, &m.text, m.name.as_deref()))
+                .sum();
+            if !budget.afford(cost) {
+                break;
+            }
+            budget.spend(cost);
+            out.extend(msgs);
+        }
+        out
+    };
+    let mut history_out = None;
+    let mut examples_out = None;
+    if st.pin_examples {
+        if has_examples {
+            examples_out = Some(populate_examples(&mut budget));
+        }
+        if has_history {
+            history_out = Some(populate_history(&mut budget));
+        }
+    } else {
+        if has_history {
+            history_out = Some(populate_history(&mut budget));
+        }
+        if has_examples {
+            examples_out = Some(populate_examples(&mut budget));
+        }
+    }
+    if let (Some(i), Some(h)) = (index("chatHistory"), history_out) {
+        slots[i] = Some(h);
+    }
+    if let (Some(i), Some(e)) = (index("dialogueExamples"), examples_out) {
+        slots[i] = Some(e);
+    }
+    if overflow {
+        diagnostics.push(Diagnostic::new(
+            DiagnosticKind::ContextOverflow,
+            None,
+            "the prompts SillyTavern always sends do not fit the context size; the body holds what fit",
+        ));
+    }
+
+    let mut messages = Vec::new();
+    let mut names = Vec::new();
+    for out in slots.into_iter().flatten().flatten().chain(control) {
+        // `getChat` drops messages without content.
+        if out.text.is_empty() {
+            continue;
+        }
+        names.push(out.name.map(String::into_boxed_str));
+        messages.push(Message::new(out.role, out.text, out.source));
+    }
+    let mut rendered = crate::render::finish_layout(parts, ctx, messages, diagnostics, ev.variables, ev.globals);
+    rendered.st = Some(Box::new(StExtra { names }));
+    rendered.wi_state = wi.map(|w| w.state);
+    rendered
+}
+
+fn slot_id(slot: Slot) -> &'static str {
+    match slot {
+        Slot::Description => "description",
+        Slot::Personality => "personality",
+        Slot::Scenario => "scenario",
+        Slot::Examples => "mes_example",
+        Slot::CharNote => "depth_prompt",
+        Slot::Persona => "persona",
+        Slot::LoreBefore | Slot::LoreAfter | Slot::LoreDepth(_) | Slot::LoreExamples(_) => {
+            "world_info"
+        }
+        Slot::AuthorsNoteTop | Slot::AuthorsNoteBottom | Slot::AuthorsNote => "author_note",
+        Slot::ScenarioFormat => "scenario_format",
+        Slot::PersonalityFormat => "personality_format",
+        Slot::WiFormat => "wi_format",
+        Slot::GroupNudge => "group_nudge_prompt",
+        Slot::Impersonation => "impersonation_prompt",
+        Slot::NewChat => "new_chat_prompt",
+        Slot::NewExampleChat => "new_example_chat_prompt",
+        Slot::Bias => "start_reply_with",
+    }
+}
+
+/// The host's items of one tag joined with `\n` (a host that gives the card as items).
+fn tagged_text(ctx: &Context, tag: Tag) -> String {
+    let texts: Vec<&str> = ctx
+        .items
+        .iter()
+        .filter(|i| i.tag == Some(tag))
+        .map(|i| i.text.as_str())
+        .collect();
+    texts.join("\n")
+}

@@ -1,0 +1,48 @@
+//! The SillyTavern layout's request body (notes rules 48–54): the client's post-steps
+//! (empty messages dropped, `squash_system_messages`), then the server's: post-processing and
+//! the per-source converters, through the provider module with ST's own defaults
+//! (`use_sysprompt` false, blank messages kept for Claude).
+
+use serde_json::Value;
+
+use super::StExtra;
+use crate::assemble::Source;
+use crate::diagnostic::Diagnostic;
+use crate::provider::{self, ChatMessage, ProviderOptions, Tri};
+use crate::render::Rendered;
+
+/// The body ST's server posts for `rendered`'s messages.
+pub(crate) fn body(
+    rendered: &Rendered<'_>,
+    st: &StExtra,
+    options: &ProviderOptions,
+) -> (Value, Vec<Diagnostic>) {
+    let messages: Vec<ChatMessage> = rendered
+        .messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| ChatMessage {
+            name: st.names.get(i).cloned().flatten().map(String::from),
+            // ST's squash leaves the new-chat, example-chat and group-nudge prompts apart.
+            keep_apart: matches!(
+                m.source,
+                Source::Setting(
+                    "new_chat_prompt"
+                        | "new_group_chat_prompt"
+                        | "new_example_chat_prompt"
+                        | "group_nudge_prompt"
+                )
+            ),
+            ..ChatMessage::new(m.role, m.text().into_owned())
+        })
+        .collect();
+    let names = rendered.names();
+    let model = rendered.model();
+    let mut options = crate::settings::resolve::overlay(options, rendered.preset_options(), model);
+    // ST's `use_sysprompt` is off unless the preset or the host turns it on (SPEC §17.3.6).
+    if matches!(options.use_system_prompt, Tri::Unset) {
+        options.use_system_prompt = Tri::Value(false);
+    }
+    options.keep_blank = true;
+    provider::request(&messages, &options, &names, model)
+}
