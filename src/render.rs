@@ -45,7 +45,7 @@ impl CompiledNode {
             findings: &self.findings,
             personality: None,
             suppresses: true,
-            keeps_blank: false,
+            st_engine: false,
         }
     }
 

@@ -175,6 +175,9 @@ impl Run<'_, '_> {
             // Unpaired `{{trim}}` marks the node (SPEC §2.3.3); `{{trim}}…{{/trim}}` and
             // `{{trim::x}}` render their (trimmed) text instead.
             Trim => match args.first() {
+                // SillyTavern's engine leaves `{{trim}}` in place and then deletes it with the
+                // newlines around it (SPEC §17, `docs/sillytavern.md`).
+                None if self.node.st_engine => out.push_str(super::ST_TRIM_MARK),
                 None => self.sig.add(Signals::TRIM),
                 Some(_) => out.push_str(text(0)),
             },

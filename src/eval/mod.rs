@@ -34,9 +34,11 @@ pub(crate) struct EvalNode<'a> {
     /// Whether the host values it expands suppress native blocks (SPEC §2.3.3; setting
     /// templates never do, SPEC §14.6).
     pub suppresses: bool,
-    /// A whitespace-only result is kept (SillyTavern sends it, SPEC §17.3.6) instead of
-    /// producing nothing (§2.3.3).
-    pub keeps_blank: bool,
+    /// SillyTavern 1.18's macro engine where it differs from §1–§3 (the SillyTavern layout
+    /// sets it on its nodes, SPEC §17; `docs/sillytavern.md`): a whitespace-only result is
+    /// kept (§17.3.6), an unpaired `{{trim}}` deletes itself and the newlines around it, a
+    /// variable's value argument is trimmed.
+    pub st_engine: bool,
 }
 
 /// What a node's body did that the assembler needs to know (SPEC §2.3.3, §4.2).
@@ -127,8 +129,8 @@ pub(crate) fn evaluate(nodes: &[EvalNode<'_>], ctx: &Context) -> Evaluation {
         if node.suppresses {
             all.add(signals);
         }
-        texts.push(if node.keeps_blank && !signals.has(Signals::TRIM) {
-            text
+        texts.push(if node.st_engine {
+            st_trim(text)
         } else {
             finish(text, signals)
         });
@@ -150,6 +152,38 @@ pub(crate) fn evaluate(nodes: &[EvalNode<'_>], ctx: &Context) -> Evaluation {
         variables,
         globals,
     }
+}
+
+/// Where an unpaired `{{trim}}` stood in a SillyTavern-layout node (private-use characters,
+/// removed before the text leaves the evaluator).
+pub(crate) const ST_TRIM_MARK: &str = "\u{F8FF}trim\u{F8FF}";
+
+/// SillyTavern's `{{trim}}` post-processing: each mark and the newlines (`\n`, `\r\n`) on
+/// both sides of it are deleted (MacroEngine: `/(?:\r?\n)*{{trim}}(?:\r?\n)*/gi`).
+fn st_trim(text: String) -> String {
+    if !text.contains(ST_TRIM_MARK) {
+        return text;
+    }
+    let pieces: Vec<&str> = text.split(ST_TRIM_MARK).collect();
+    let last = pieces.len() - 1;
+    let mut joined = String::with_capacity(text.len());
+    for (i, piece) in pieces.iter().enumerate() {
+        let mut p: &str = piece;
+        while i > 0 {
+            match p.strip_prefix('\n').or_else(|| p.strip_prefix("\r\n")) {
+                Some(r) => p = r,
+                None => break,
+            }
+        }
+        while i < last {
+            match p.strip_suffix('\n') {
+                Some(r) => p = r.strip_suffix('\r').unwrap_or(r),
+                None => break,
+            }
+        }
+        joined.push_str(p);
+    }
+    joined
 }
 
 /// `{{trim}}` trims the whole text; whitespace-only text produces nothing. In place: a
@@ -335,7 +369,7 @@ impl<'a> ScriptEngine<'a> {
             findings: &[],
             personality: None,
             suppresses: false,
-            keeps_blank: false,
+            st_engine: false,
         };
         let st = NodeState {
             block_base: 0,

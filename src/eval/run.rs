@@ -57,6 +57,26 @@ const SEGMENT: usize = 1024 * 1024;
 
 const WRONG_COUNT: &str = "wrong number of arguments: the macro stays literal";
 
+/// What SillyTavern's stock extensions make of their macros on a fresh install (no summary,
+/// no Author's Note, the default reasoning template), for the SillyTavern engine: the tag
+/// `{{name}}` without arguments, the name ASCII case-insensitive.
+fn stock_extension_macro(tag: &str) -> Option<&'static str> {
+    let name = tag.strip_prefix("{{")?.strip_suffix("}}")?.trim();
+    const STOCK: [(&str, &str); 7] = [
+        ("summary", ""),
+        ("authorsNote", ""),
+        ("charAuthorsNote", ""),
+        ("defaultAuthorsNote", ""),
+        ("reasoningPrefix", "<think>"),
+        ("reasoningSuffix", "</think>"),
+        ("reasoningSeparator", "\n"),
+    ];
+    STOCK
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| *v)
+}
+
 /// Value-condition truthiness (SPEC §11.2.3): trimmed, ASCII case ignored, `""`, `false`, `0`
 /// and `off` are false.
 pub(super) fn truthy(s: &str) -> bool {
@@ -275,6 +295,12 @@ impl<'r, 'a> Run<'r, 'a> {
             return;
         }
         let value = args.get(1).map_or("", |v| v.as_ref());
+        // SillyTavern's engine trims every argument, the value too (MacroCstWalker).
+        let value = if self.node.st_engine {
+            value.trim_matches(|c: char| (c.is_whitespace() && c != '\u{85}') || c == '\u{feff}')
+        } else {
+            value
+        };
         // Storing copies bytes: an `addvar` loop on a large value must spend the budget.
         let stored = match call.kind {
             MacroKind::AddVar(scope) => self.eng.vars.get(scope, key).len() + value.len(),
@@ -498,6 +524,15 @@ impl<'r, 'a> Run<'r, 'a> {
         }
         let tree = self.tree;
         let call = &tree.calls[c as usize];
+        if call.kind == MacroKind::Unknown
+            && self.node.st_engine
+            && let Some(value) = stock_extension_macro(tree.text(call.span))
+        {
+            if mode != Mode::Cond || !value.is_empty() {
+                out.push_str(value);
+            }
+            return;
+        }
         let stays_literal = match (call.shape, call.kind) {
             (CallShape::BadArguments, MacroKind::Shorthand(..)) => Some((
                 DiagnosticKind::BadArguments,

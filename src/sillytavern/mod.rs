@@ -303,19 +303,34 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
         .collect();
     fn as_node(n: &CompiledNode) -> EvalNode<'_> {
         EvalNode {
-            keeps_blank: true,
+            st_engine: true,
             suppresses: false,
             ..n.eval()
         }
     }
+    // Only the prompts in the collection run (ST substitutes each collection entry once).
+    let on: Vec<Option<usize>> = plan
+        .entries
+        .iter()
+        .map(|e| {
+            let triggered = e.triggers.is_empty() || e.triggers.iter().any(|t| t == generation);
+            e.text.filter(|_| e.enabled && triggered)
+        })
+        .collect();
     let mut nodes: Vec<EvalNode<'_>> = compiled[..before.len()].iter().map(as_node).collect();
-    nodes.extend(plan.nodes.iter().map(as_node));
+    nodes.extend(on.iter().flatten().map(|&i| as_node(&plan.nodes[i])));
+    let n_prompts = on.iter().flatten().count();
     nodes.extend(compiled[before.len()..].iter().map(as_node));
     let ev = eval::evaluate(&nodes, ctx);
     diagnostics.extend(ev.diagnostics);
     let mut texts = ev.texts;
-    let after_texts = texts.split_off(before.len() + plan.nodes.len());
-    let prompt_texts = texts.split_off(before.len());
+    let after_texts = texts.split_off(before.len() + n_prompts);
+    let mut prompt_texts = texts.split_off(before.len()).into_iter();
+    // Each entry's text, by entry.
+    let entry_texts: Vec<Option<String>> = on
+        .iter()
+        .map(|t| t.and_then(|_| prompt_texts.next()))
+        .collect();
     let slot_text = |slot: Slot| -> String {
         before
             .iter()
@@ -361,16 +376,13 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
 
     // 3. The collection.
     let mut collection: Vec<Prompt> = Vec::new();
-    for e in &plan.entries {
+    for (e, text) in plan.entries.iter().zip(entry_texts) {
         let triggered = e.triggers.is_empty() || e.triggers.iter().any(|t| t == generation);
         let on = e.enabled && triggered;
         if !on && e.kind != Kind::Main {
             continue;
         }
-        let content = match (on, e.text) {
-            (true, Some(i)) => prompt_texts[i].clone(),
-            _ => String::new(),
-        };
+        let content = text.unwrap_or_default();
         collection.push(Prompt {
             identifier: e.identifier.clone(),
             kind: e.kind,
