@@ -295,11 +295,22 @@ impl<'r, 'a> Run<'r, 'a> {
             return;
         }
         let value = args.get(1).map_or("", |v| v.as_ref());
-        // SillyTavern's engine trims every argument, the value too (MacroCstWalker).
-        let value = if self.node.st_engine {
-            value.trim_matches(|c: char| (c.is_whitespace() && c != '\u{85}') || c == '\u{feff}')
-        } else {
-            value
+        // SillyTavern's engine leaves the whitespace at an argument's edges out of it (its
+        // lexer skips it), the value's too; whitespace next to a nested macro stays.
+        let value = match tree.all_args(call).nth(1).filter(|_| self.node.st_engine) {
+            Some(raw) => {
+                let raw = tree.text(raw.span);
+                if raw.trim().is_empty() {
+                    ""
+                } else {
+                    let lead = raw.len() - raw.trim_start().len();
+                    let trail = raw.len() - raw.trim_end().len();
+                    value
+                        .get(lead..value.len().saturating_sub(trail))
+                        .unwrap_or(value)
+                }
+            }
+            None => value,
         };
         // Storing copies bytes: an `addvar` loop on a large value must spend the budget.
         let stored = match call.kind {

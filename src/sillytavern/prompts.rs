@@ -156,6 +156,32 @@ const DEFAULT_PROMPTS: [(&str, Option<&str>); 12] = [
     ("personaDescription", None),
 ];
 
+/// `{{//` with only whitespace before `}}` is no comment to SillyTavern 1.18's engine: it
+/// stays in the text as written. Escaped here so that the template renders it literally.
+fn literal_blank_comments(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains("{{//") {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("{{//") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 4..];
+        let ws = after.len() - after.trim_start().len();
+        if ws > 0 && after[ws..].starts_with("}}") {
+            out.push_str("\\{\\{//");
+            out.push_str(&after[..ws]);
+            out.push_str("\\}\\}");
+            rest = &after[ws + 2..];
+        } else {
+            out.push_str("{{//");
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out.into()
+}
+
 /// JavaScript truthiness of a JSON value.
 fn truthy(v: Option<&Value>) -> bool {
     match v {
@@ -267,7 +293,8 @@ impl StPlan {
             };
             let text = match (kind, p.get("content").and_then(Value::as_str)) {
                 (Kind::Main | Kind::Jailbreak | Kind::Custom, Some(c)) => {
-                    plan.nodes.push(CompiledNode::compile(&id, c, limits));
+                    let c = literal_blank_comments(c);
+                    plan.nodes.push(CompiledNode::compile(&id, &c, limits));
                     Some(plan.nodes.len() - 1)
                 }
                 _ => None,
