@@ -597,19 +597,19 @@ fn role_field(field: &str, v: Option<&serde_json::Value>) -> Result<Option<Role>
     }
 }
 
-fn count_field(field: &str, v: Option<&serde_json::Value>, max: u64) -> Result<Option<u64>, ContextError> {
+fn count_field(
+    field: &str,
+    v: Option<&serde_json::Value>,
+    max: u64,
+) -> Result<Option<u64>, ContextError> {
     match v {
         None | Some(serde_json::Value::Null) => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .filter(|n| *n <= max)
-            .map(Some)
-            .ok_or_else(|| {
-                field_error(
-                    field,
-                    format!("expected an integer from 0 to {max}, found {}", found(v)),
-                )
-            }),
+        Some(v) => v.as_u64().filter(|n| *n <= max).map(Some).ok_or_else(|| {
+            field_error(
+                field,
+                format!("expected an integer from 0 to {max}, found {}", found(v)),
+            )
+        }),
     }
 }
 
@@ -651,19 +651,37 @@ fn user_settings(file: &ContextFile) -> Result<crate::layout::UserSettings, Cont
                     "text" => {
                         note.text = v
                             .as_str()
-                            .ok_or_else(|| field_error(&field, format!("expected a string, found {}", found(v))))?
+                            .ok_or_else(|| {
+                                field_error(
+                                    &field,
+                                    format!("expected a string, found {}", found(v)),
+                                )
+                            })?
                             .to_string();
                     }
-                    "interval" => note.interval = count_field(&field, Some(v), u64::from(u32::MAX))?.unwrap_or(1),
+                    "interval" => {
+                        note.interval =
+                            count_field(&field, Some(v), u64::from(u32::MAX))?.unwrap_or(1)
+                    }
                     "position" => {
                         note.position = match v.as_u64() {
                             Some(p @ 0..=2) => p as u8,
-                            _ => return Err(field_error(&field, format!("expected 0, 1 or 2, found {}", found(v)))),
+                            _ => {
+                                return Err(field_error(
+                                    &field,
+                                    format!("expected 0, 1 or 2, found {}", found(v)),
+                                ));
+                            }
                         }
                     }
                     "depth" => note.depth = count_field(&field, Some(v), DEPTH)?.unwrap_or(4),
                     "role" => note.role = role_field(&field, Some(v))?.unwrap_or(Role::System),
-                    _ => return Err(field_error(&field, "unknown field (expected text, interval, position, depth, role)")),
+                    _ => {
+                        return Err(field_error(
+                            &field,
+                            "unknown field (expected text, interval, position, depth, role)",
+                        ));
+                    }
                 }
             }
             st.author_note = note;
@@ -686,7 +704,11 @@ fn user_settings(file: &ContextFile) -> Result<crate::layout::UserSettings, Cont
         }
     }
     st.pin_examples = file.pin_examples.unwrap_or(false);
-    st.chat_id_hash = count_field("chat_id_hash", file.chat_id_hash.as_ref(), 9_007_199_254_740_991)?;
+    st.chat_id_hash = count_field(
+        "chat_id_hash",
+        file.chat_id_hash.as_ref(),
+        9_007_199_254_740_991,
+    )?;
     st.pick_reroll_seed = match file.pick_reroll_seed.as_ref() {
         None | Some(serde_json::Value::Null) => None,
         Some(serde_json::Value::String(s)) => Some(s.clone()),

@@ -64,13 +64,44 @@ impl Serialize for Rendered<'_> {
         doc.serialize_field("diagnostics", &self.diagnostics)?;
         doc.serialize_field("effective", self.effective_options())?;
         doc.serialize_field("globals", &self.globals)?;
-        doc.serialize_field("messages", &self.messages)?;
+        match &self.st {
+            None => doc.serialize_field("messages", &self.messages)?,
+            Some(_) => doc.serialize_field("messages", &NamedMessages(self))?,
+        }
         doc.serialize_field("prompt_tokens", &self.prompt_tokens())?;
         doc.serialize_field("variables", &self.variables)?;
         if let Some(state) = &self.wi_state {
             doc.serialize_field("wi_state", &sorted(state))?;
         }
         doc.end()
+    }
+}
+
+/// The SillyTavern layout's messages: each with its `name` when it has one (SPEC §17.1.3),
+/// keys in byte order.
+struct NamedMessages<'r, 'c>(&'r Rendered<'c>);
+
+impl Serialize for NamedMessages<'_, '_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        let mut seq = s.serialize_seq(Some(self.0.messages.len()))?;
+        for (i, m) in self.0.messages.iter().enumerate() {
+            struct One<'a, 'b>(&'a crate::Message<'b>, Option<&'a str>);
+            impl Serialize for One<'_, '_> {
+                fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                    let mut map = s.serialize_map(None)?;
+                    if let Some(name) = self.1 {
+                        map.serialize_entry("name", name)?;
+                    }
+                    map.serialize_entry("parts", self.0.parts())?;
+                    map.serialize_entry("role", &self.0.role)?;
+                    map.serialize_entry("source", &self.0.source)?;
+                    map.end()
+                }
+            }
+            seq.serialize_element(&One(m, self.0.message_name(i)))?;
+        }
+        seq.end()
     }
 }
 

@@ -43,6 +43,7 @@ mod scripts;
 mod settings;
 mod sillytavern;
 mod span;
+mod stchat;
 #[cfg(feature = "store")]
 mod store;
 mod surrogates;
@@ -76,6 +77,7 @@ pub use report::TextReport;
 pub use scripts::{PassKind, Placement, PromptPass, RegexPass, RegexScript, Regexed, Substitute};
 pub use settings::resolve::EffectiveOptions;
 pub use settings::{PresetSettings, PresetSettingsUse, SettingsEdit};
+pub use stchat::{CHAT_MAX_FILE_BYTES, CHAT_MAX_MESSAGES};
 #[cfg(feature = "store")]
 pub use store::{Clock, PresetStore, PresetSummary, StoreError, StoreOptions, SystemClock};
 pub use template::{Template, expand};

@@ -444,7 +444,10 @@ pub fn request_options(
 
 /// The settings that apply with `ctx` (SPEC §14.3): the preset's, none, or the preset's with
 /// the context's edits.
-pub(crate) fn applied<'s>(settings: &'s PresetSettings, ctx: &Context) -> Option<Cow<'s, PresetSettings>> {
+pub(crate) fn applied<'s>(
+    settings: &'s PresetSettings,
+    ctx: &Context,
+) -> Option<Cow<'s, PresetSettings>> {
     match &ctx.preset_settings {
         PresetSettingsUse::Ignore => None,
         PresetSettingsUse::Edit(edit) => {

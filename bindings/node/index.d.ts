@@ -98,6 +98,27 @@ export interface Context {
   /** How depth nodes enter the history (default `merge`). */
   injection?: 'merge' | 'separate';
   /**
+   * SPEC §17: `sillytavern` builds the body the live SillyTavern 1.18 app sends for the same
+   * inputs (docs/sillytavern.md); default `seed`, stpreset's own layout.
+   */
+  layout?: 'seed' | 'sillytavern' | null;
+  /** SPEC §17.3.1: every random draw returns this number in [0, 1). */
+  random?: { constant: number } | null;
+  /** SPEC §17.2: SillyTavern's user state (fresh-install defaults when absent). */
+  persona_position?: 0 | 2 | 3 | 4 | 9;
+  persona_depth?: number;
+  persona_role?: 'system' | 'user' | 'assistant';
+  author_note?: { text?: string; interval?: number; position?: 0 | 1 | 2; depth?: number; role?: 'system' | 'user' | 'assistant' } | null;
+  char_note_depth?: number;
+  char_note_role?: 'system' | 'user' | 'assistant';
+  chat_scenario?: string;
+  chat_mes_example?: string;
+  chat_system_prompt?: string;
+  start_reply_with?: string;
+  pin_examples?: boolean;
+  chat_id_hash?: number;
+  pick_reroll_seed?: string | number;
+  /**
    * SPEC §12, §14.5: the history budget. Absent: the preset's (`openai_max_context` minus its
    * `openai_max_tokens`); `null`: none.
    */
@@ -136,7 +157,8 @@ export type Source =
   | { node: string }
   | { tag: Tag | 'SAMPLE_SEPARATOR' | null }
   | { setting: string }
-  | { injection: Source[] };
+  | { injection: Source[] | { depth: number; order: number; role: 'system' | 'user' | 'assistant' } }
+  | { example: number };
 
 export interface Message {
   role: Role;

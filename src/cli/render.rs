@@ -31,6 +31,20 @@ pub(crate) struct RenderArgs {
     allow_regex: bool,
     #[command(flatten)]
     lore: super::lore::LoreFlags,
+    /// Which request to build: `seed` (stpreset's layout) or `sillytavern` (the body the live
+    /// SillyTavern app sends, SPEC §17); overrides the context's `layout`.
+    #[arg(long, value_enum)]
+    layout: Option<LayoutArg>,
+    /// A SillyTavern chat file (`.jsonl`) as the history (SPEC §17.5): its messages replace
+    /// the context's `DIALOGUE_HISTORY` items, its metadata fills what the context leaves unset.
+    #[arg(long, value_name = "CHAT.jsonl")]
+    chat: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LayoutArg {
+    Seed,
+    Sillytavern,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -147,10 +161,23 @@ pub(crate) fn print_result(
 }
 
 pub(crate) fn render(args: RenderArgs) -> Result<(), Failure> {
-    super::one_stdin(&[Some(&args.preset), args.context.context.as_deref()])?;
+    super::one_stdin(&[
+        Some(&args.preset),
+        args.context.context.as_deref(),
+        args.chat.as_deref(),
+    ])?;
     let preset = import(&args.preset)?;
     let mut ctx = args.context.load()?;
     ctx.allow_preset_regex |= args.allow_regex;
+    if let Some(layout) = args.layout {
+        ctx.layout = match layout {
+            LayoutArg::Seed => stpreset::Layout::Seed,
+            LayoutArg::Sillytavern => stpreset::Layout::SillyTavern,
+        };
+    }
+    if let Some(path) = &args.chat {
+        apply_chat(&mut ctx, path)?;
+    }
     args.lore.apply(&mut ctx)?;
     let out = preset.compile().render(&ctx);
     let file = super::input_name(&args.preset);
@@ -158,6 +185,13 @@ pub(crate) fn render(args: RenderArgs) -> Result<(), Failure> {
     let report = TextReport::preset(&file, &preset);
     let written = print_result(&mut stdout, &out, &ctx, args.shape, args.format, &report);
     super::finish(&mut stdout, written)
+}
+
+/// Reads `--chat` into the context (SPEC §17.5).
+pub(crate) fn apply_chat(ctx: &mut Context, path: &std::path::Path) -> Result<(), Failure> {
+    let bytes = super::read_up_to(path, "chat", stpreset::CHAT_MAX_FILE_BYTES)?;
+    ctx.apply_st_chat(&bytes)
+        .map_err(|e| Failure(format!("{}: {e}", super::input_name(path))))
 }
 
 /// `1 warning`, `2 notes`.

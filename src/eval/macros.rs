@@ -150,7 +150,9 @@ impl Run<'_, '_> {
                 for _ in 0..dice.count {
                     sum += match ctx.options.random {
                         // droll: `1 + floor(Math.random() * sides)` per die (SPEC §17.3.1).
-                        Some(x) => (1 + (x * dice.sides as f64) as u64).min(dice.sides as u64) as i64,
+                        Some(x) => {
+                            (1 + (x * dice.sides as f64) as u64).min(dice.sides as u64) as i64
+                        }
                         None => self.eng.rng.random_range(1..=dice.sides) as i64,
                     };
                 }

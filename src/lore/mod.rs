@@ -20,9 +20,9 @@ pub use activate::{
     activate,
 };
 pub(crate) use book::read_lorebooks;
-pub(crate) use keys::{js_trim, split_ascii_ci};
 pub use book::{LoreSource, Lorebook};
 pub use card::{Card, CardFormat, DepthPrompt};
+pub(crate) use keys::{js_trim, split_ascii_ci};
 pub use settings::{GenerationType, LoreInput, WiSettings};
 pub use state::{Effect, EffectKind, WiState};
 

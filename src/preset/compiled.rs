@@ -47,6 +47,8 @@ pub struct CompiledPreset {
     regex_permitted: bool,
     /// The file as imported, for the SillyTavern layout's prompt list.
     raw: std::sync::Arc<[u8]>,
+    /// The switches made on the preset before compiling, applied to that list too.
+    toggles: Vec<(String, bool)>,
     /// That list, built on the first SillyTavern-layout render (SPEC §17.1.2).
     st_plan: std::sync::OnceLock<crate::sillytavern::StPlan>,
     limits: Limits,
@@ -71,10 +73,12 @@ impl Preset {
             // `main` and `jailbreak` are kept even when they hold only comments: a card's
             // system prompt and post-history instructions replace their text (SPEC §15.2).
             let card_slot = matches!(n.identifier.as_str(), "main" | "jailbreak");
-            let text = compiled.filter(|c| card_slot || !c.tree.comment_only).map(|c| {
-                nodes.push(c);
-                nodes.len() - 1
-            });
+            let text = compiled
+                .filter(|c| card_slot || !c.tree.comment_only)
+                .map(|c| {
+                    nodes.push(c);
+                    nodes.len() - 1
+                });
             // Comment-only custom nodes never render; `main` stays as the anchor.
             if (n.enabled && n.is_marker()) || text.is_some() || is_main {
                 walked.push(PlanNode {
@@ -108,6 +112,7 @@ impl Preset {
             scripts: Scripts::compile(&self.scripts, &script_import, limits),
             regex_permitted: true,
             raw: self.raw.clone(),
+            toggles: self.toggles.clone(),
             st_plan: std::sync::OnceLock::new(),
             limits: limits.clone(),
         }
@@ -145,7 +150,9 @@ impl CompiledPreset {
     fn st_plan(&self) -> &crate::sillytavern::StPlan {
         self.st_plan.get_or_init(|| {
             let root: serde_json::Value = serde_json::from_slice(&self.raw).unwrap_or_default();
-            crate::sillytavern::StPlan::new(&root, &self.limits)
+            let mut plan = crate::sillytavern::StPlan::new(&root, &self.limits);
+            plan.switch(&self.toggles);
+            plan
         })
     }
 

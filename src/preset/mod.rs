@@ -188,6 +188,9 @@ pub struct Preset {
     raw: std::sync::Arc<[u8]>,
     /// The limits it was imported with: `compile` and `audit` parse with them.
     limits: Limits,
+    /// The switches `set_enabled` / `set_enabled_all` made, in order: the SillyTavern layout
+    /// reads its own prompt list from `raw` and applies them there (SPEC §17.1.2).
+    toggles: Vec<(String, bool)>,
     /// Lone UTF-16 surrogates the file held, read as U+FFFD (the `LoneSurrogate` note; the
     /// store keeps the count, since `raw` holds the repaired text). Only the store reads it.
     #[cfg_attr(not(feature = "store"), allow(dead_code))]
@@ -265,6 +268,7 @@ impl Preset {
             scripts,
             raw: text.as_bytes().into(),
             limits: limits.clone(),
+            toggles: Vec::new(),
             lone_surrogates,
         })
     }
@@ -293,6 +297,7 @@ impl Preset {
             scripts,
             raw: raw.into(),
             limits: Limits::default(),
+            toggles: Vec::new(),
             lone_surrogates,
         }
     }
@@ -316,6 +321,9 @@ impl Preset {
         for n in self.nodes.iter_mut().filter(|n| n.identifier == identifier) {
             n.enabled = enabled;
             found = true;
+        }
+        if found {
+            self.toggles.push((identifier.to_string(), enabled));
         }
         found
     }
@@ -343,13 +351,16 @@ impl Preset {
             by_id.entry(n.identifier.as_str()).or_default().push(i);
         }
         let mut changes = Vec::new();
+        let mut switched = Vec::new();
         for (id, on) in toggles {
             let at = by_id.get(id).ok_or(id)?;
             changes.extend(at.iter().map(|&i| (i, on)));
+            switched.push((id.to_string(), on));
         }
         for (i, on) in changes {
             self.nodes[i].enabled = on;
         }
+        self.toggles.extend(switched);
         Ok(())
     }
 

@@ -38,7 +38,13 @@ pub(crate) struct ExtensionPrompt {
 /// character replaced by `_` and cut to 64.
 pub(crate) fn sanitize_name(name: &str) -> String {
     name.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(64)
         .collect()
 }
@@ -102,7 +108,8 @@ fn replace_macros(text: &str, macros: &[(&'static str, String)]) -> String {
         let b = bytes[i];
         if b == b'{' || b == b'<' {
             if let Some((key, value)) = macros.iter().find(|(key, _)| {
-                bytes.len() - i >= key.len() && bytes[i..i + key.len()].eq_ignore_ascii_case(key.as_bytes())
+                bytes.len() - i >= key.len()
+                    && bytes[i..i + key.len()].eq_ignore_ascii_case(key.as_bytes())
             }) {
                 out.push_str(&text[copied..i]);
                 out.push_str(value);
@@ -201,7 +208,10 @@ pub(crate) fn inject(
         // Groups by order: `100` always exists (the extension prompts' group); keys sorted
         // numerically, high to low.
         let mut orders: Vec<(String, f64)> = vec![("100".into(), 100.0)];
-        for p in prompts.iter().filter(|p| p.depth == depth && !p.text.is_empty()) {
+        for p in prompts
+            .iter()
+            .filter(|p| p.depth == depth && !p.text.is_empty())
+        {
             let key = order_key(p.order);
             if !orders.iter().any(|(k, _)| *k == key) {
                 orders.push((key, p.order));
@@ -221,7 +231,9 @@ pub(crate) fn inject(
                 let extension = if key == "100" {
                     let mut ext: Vec<&ExtensionPrompt> = extensions
                         .iter()
-                        .filter(|e| e.depth == u64::from(depth) && e.role == role && !e.text.is_empty())
+                        .filter(|e| {
+                            e.depth == u64::from(depth) && e.role == role && !e.text.is_empty()
+                        })
                         .collect();
                     ext.sort_by(|a, b| a.key.cmp(&b.key));
                     ext.iter()
@@ -306,7 +318,16 @@ mod tests {
         let texts: Vec<&str> = out.iter().map(|l| l.text.as_str()).collect();
         assert_eq!(
             texts,
-            ["deep", "u1", "a1", "d1a\nd1b\nnote", "u2", "low", "u0", "s0"]
+            [
+                "deep",
+                "u1",
+                "a1",
+                "d1a\nd1b\nnote",
+                "u2",
+                "low",
+                "u0",
+                "s0"
+            ]
         );
     }
 

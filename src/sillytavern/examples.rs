@@ -96,15 +96,26 @@ mod tests {
 
     #[test]
     fn blocks_and_lines_as_sillytavern_reads_them() {
-        let b = blocks("Oren: *He unrolls a chart.*\nAlice: Even the small ones?\n<START>\nAlice: Old?\nOren: That one.\nThe ink has faded.\n<start>\n");
+        let b = blocks(
+            "Oren: *He unrolls a chart.*\nAlice: Even the small ones?\n<START>\nAlice: Old?\nOren: That one.\nThe ink has faded.\n<start>\n",
+        );
         assert_eq!(b.len(), 3);
-        assert_eq!(b[0], "<START>\nOren: *He unrolls a chart.*\nAlice: Even the small ones?\n");
+        assert_eq!(
+            b[0],
+            "<START>\nOren: *He unrolls a chart.*\nAlice: Even the small ones?\n"
+        );
         let lines = split(&b[1], "Alice", "Oren", &[]);
         assert_eq!(
             lines,
             [
-                ExampleLine { user: true, text: "Old?".into() },
-                ExampleLine { user: false, text: "That one.\nThe ink has faded.".into() },
+                ExampleLine {
+                    user: true,
+                    text: "Old?".into()
+                },
+                ExampleLine {
+                    user: false,
+                    text: "That one.\nThe ink has faded.".into()
+                },
             ]
         );
         assert!(split(&b[2], "Alice", "Oren", &[]).is_empty());

@@ -402,8 +402,8 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
             .find(|e| &*e.identifier == id)
             .is_some_and(|e| !e.enabled)
     };
-    let persona_in_prompt = !ctx.persona.is_empty()
-        && ctx.user_settings.persona_position == PersonaPosition::InPrompt;
+    let persona_in_prompt =
+        !ctx.persona.is_empty() && ctx.user_settings.persona_position == PersonaPosition::InPrompt;
     let bias = slot_text(Slot::Bias);
     for marker in Marker::ALL {
         let content = match marker {
@@ -458,7 +458,11 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
     };
     for (kind, card_text, prefer) in [
         (Kind::Main, system, ctx.prefer_char_prompt),
-        (Kind::Jailbreak, &ctx.char_instruction, ctx.prefer_char_instruction),
+        (
+            Kind::Jailbreak,
+            &ctx.char_instruction,
+            ctx.prefer_char_instruction,
+        ),
     ] {
         let card_text = crate::lore::js_trim(card_text);
         if !prefer || card_text.is_empty() {
@@ -487,31 +491,32 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
     let index = |id: &str| collection.iter().position(|p| &*p.identifier == id);
     let mut overflow = false;
     budget.spend(3);
-    let add = |id: &str, slots: &mut Vec<Option<Vec<Out>>>, budget: &mut Budget, overflow: &mut bool| {
-        if *overflow {
-            return;
-        }
-        let Some(i) = index(id) else { return };
-        if disabled(id) && id != "main" {
-            return;
-        }
-        let p = &collection[i];
-        if p.in_chat {
-            return;
-        }
-        let cost = budget.cost(p.role, &p.content, None);
-        if !budget.afford(cost) {
-            *overflow = true;
-            return;
-        }
-        budget.spend(cost);
-        slots[i] = Some(vec![Out {
-            role: p.role,
-            text: p.content.clone(),
-            name: None,
-            source: Source::Node(p.identifier.clone()),
-        }]);
-    };
+    let add =
+        |id: &str, slots: &mut Vec<Option<Vec<Out>>>, budget: &mut Budget, overflow: &mut bool| {
+            if *overflow {
+                return;
+            }
+            let Some(i) = index(id) else { return };
+            if disabled(id) && id != "main" {
+                return;
+            }
+            let p = &collection[i];
+            if p.in_chat {
+                return;
+            }
+            let cost = budget.cost(p.role, &p.content, None);
+            if !budget.afford(cost) {
+                *overflow = true;
+                return;
+            }
+            budget.spend(cost);
+            slots[i] = Some(vec![Out {
+                role: p.role,
+                text: p.content.clone(),
+                name: None,
+                source: Source::Node(p.identifier.clone()),
+            }]);
+        };
     for id in [
         "worldInfoBefore",
         "main",
@@ -678,7 +683,9 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
             }
         }
     }
-    example_blocks.extend(examples::blocks(&slot_text(Slot::Examples).replace('\r', "")));
+    example_blocks.extend(examples::blocks(
+        &slot_text(Slot::Examples).replace('\r', ""),
+    ));
     if let Some(wi) = &wi {
         for (i, e) in wi.examples.iter().enumerate() {
             if e.position != "top" {
@@ -691,8 +698,8 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
         .map(|b| examples::split(b, &ctx.user, &ctx.char, &ctx.group))
         .collect();
 
-    let has_history = index("chatHistory").is_some_and(|i| collection[i].kind == Kind::ChatHistory)
-        && !overflow;
+    let has_history =
+        index("chatHistory").is_some_and(|i| collection[i].kind == Kind::ChatHistory) && !overflow;
     let has_examples = index("dialogueExamples").is_some() && !overflow;
     let new_chat = slot_text(Slot::NewChat);
     let send_if_empty = setting_or_default(settings, "send_if_empty").into_owned();
@@ -765,7 +772,14 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
                 msgs.push(Out {
                     role: Role::System,
                     text: line.text.clone(),
-                    name: Some(if line.user { "example_user" } else { "example_assistant" }.into()),
+                    name: Some(
+                        if line.user {
+                            "example_user"
+                        } else {
+                            "example_assistant"
+                        }
+                        .into(),
+                    ),
                     source: Source::Example(n),
                 });
                 n += 1;
@@ -823,7 +837,8 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
         names.push(out.name.map(String::into_boxed_str));
         messages.push(Message::new(out.role, out.text, out.source));
     }
-    let mut rendered = crate::render::finish_layout(parts, ctx, messages, diagnostics, ev.variables, ev.globals);
+    let mut rendered =
+        crate::render::finish_layout(parts, ctx, messages, diagnostics, ev.variables, ev.globals);
     rendered.st = Some(Box::new(StExtra { names }));
     rendered.wi_state = wi.map(|w| w.state);
     rendered

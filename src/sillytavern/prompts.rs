@@ -74,7 +74,9 @@ impl Marker {
     }
 
     fn of(identifier: &str) -> Option<Marker> {
-        Marker::ALL.into_iter().find(|m| m.identifier() == identifier)
+        Marker::ALL
+            .into_iter()
+            .find(|m| m.identifier() == identifier)
     }
 }
 
@@ -334,6 +336,22 @@ impl StPlan {
     }
 }
 
+impl StPlan {
+    /// Applies a host's switches (the previewer's, a library user's `set_enabled`): each sets
+    /// `enabled` on every entry of that identifier in ST's list.
+    pub fn switch(&mut self, toggles: &[(String, bool)]) {
+        for (id, on) in toggles {
+            for e in self
+                .entries
+                .iter_mut()
+                .filter(|e| &*e.identifier == id.as_str())
+            {
+                e.enabled = *on;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,7 +377,12 @@ mod tests {
         let enabled: Vec<bool> = p.entries.iter().map(|e| e.enabled).collect();
         assert_eq!(enabled, [true, false, true]);
         // ST's default main stands in for the missing one.
-        assert!(p.nodes[0].tree.source.starts_with("Write {{char}}'s next reply"));
+        assert!(
+            p.nodes[0]
+                .tree
+                .source
+                .starts_with("Write {{char}}'s next reply")
+        );
         assert!(p.entries[1].relative);
     }
 

@@ -154,3 +154,21 @@ test("an object context's errors name the field without a position", () => {
   );
   assert.throws(() => compiled.render('{"user": 5}'), (e) => /line 1 column/.test(e.message));
 });
+
+test('layout sillytavern gives the body SillyTavern sends (SPEC §17)', () => {
+  const compiled = s.Preset.fromJson(PRESET).compile();
+  const ctx = {
+    char: 'T',
+    layout: 'sillytavern',
+    provider_options: { shape: 'openai' },
+    items: [{ tag: 'DIALOGUE_HISTORY', role: 'user', text: 'hi {{char}}' }],
+  };
+  // No 100001 prompt order: ST's default order, which has no `jb`.
+  assert.deepStrictEqual(compiled.request(ctx).request.messages, [
+    { role: 'system', content: 'You are T.' },
+    { role: 'system', content: '[Start a new Chat]' },
+    { role: 'user', content: 'hi T' },
+  ]);
+  assert.notDeepStrictEqual(compiled.request({ ...ctx, layout: 'seed' }).request.messages, compiled.request(ctx).request.messages);
+  assert.throws(() => compiled.request({ layout: 'tavern' }), (e) => e instanceof s.ContextError && /layout/.test(e.message));
+});

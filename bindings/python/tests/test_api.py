@@ -182,3 +182,21 @@ def test_a_dict_contexts_errors_name_the_field_without_a_position():
     with pytest.raises(stpreset.ContextError) as e:
         compiled.render('{"user": 5}')
     assert "line 1 column" in str(e.value)
+
+
+def test_layout_sillytavern_gives_the_body_sillytavern_sends():
+    compiled = stpreset.Preset.from_json(PRESET).compile()
+    ctx = {
+        "char": "T", "layout": "sillytavern", "provider_options": {"shape": "openai"},
+        "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi {{char}}"}],
+    }
+    # No 100001 prompt order: ST's default order, which has no `jb`.
+    assert compiled.render_request(ctx)["request"]["messages"] == [
+        {"role": "system", "content": "You are T."},
+        {"role": "system", "content": "[Start a new Chat]"},
+        {"role": "user", "content": "hi T"},
+    ]
+    seed = compiled.render_request({**ctx, "layout": "seed"})["request"]["messages"]
+    assert seed != compiled.render_request(ctx)["request"]["messages"]
+    with pytest.raises(stpreset.ContextError, match="layout"):
+        compiled.render_request({"layout": "tavern"})

@@ -70,6 +70,9 @@ struct Request<'a> {
     /// `render --shape` does.
     #[serde(default)]
     shape: Option<ShapeName>,
+    /// `render --layout`: `"seed"` or `"sillytavern"` (SPEC §17.1); overrides the context's.
+    #[serde(default)]
+    layout: Option<LayoutName>,
     /// `render --allow-regex`: the preset's regex scripts may run on the history.
     #[serde(default)]
     allow_regex: bool,
@@ -77,6 +80,13 @@ struct Request<'a> {
     /// per script, so only when asked: the page asks while its Regex tab is open).
     #[serde(default)]
     regex_by_script: bool,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum LayoutName {
+    Seed,
+    Sillytavern,
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -144,6 +154,11 @@ fn load(body: &[u8]) -> Result<Loaded, Answer> {
         None => Context::default(),
     };
     ctx.allow_preset_regex |= request.allow_regex;
+    match request.layout {
+        Some(LayoutName::Seed) => ctx.layout = stpreset::Layout::Seed,
+        Some(LayoutName::Sillytavern) => ctx.layout = stpreset::Layout::SillyTavern,
+        None => {}
+    }
     toggle(&mut preset, &request.toggles)?;
     let mut provider = ctx.provider_options.clone();
     if let Some(shape) = request.shape {
@@ -573,6 +588,42 @@ mod tests {
         let mut c = Context::default();
         c.user = "Alice".into();
         assert_eq!(a.body, preset.compile().render(&c).to_json());
+    }
+
+    #[test]
+    fn the_body_in_either_layout_is_the_library_document() {
+        let ctx = r#", "context": {"user": "Alice", "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}]}"#;
+        let preset = Preset::from_json(PRESET.as_bytes()).unwrap().compile();
+        let mut c = Context::from_json(br#"{"user": "Alice", "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}]}"#).unwrap();
+        let mut options = c.provider_options.clone();
+        options.shape = Some(Shape::OpenAi);
+        for (layout, want) in [
+            ("seed", stpreset::Layout::Seed),
+            ("sillytavern", stpreset::Layout::SillyTavern),
+        ] {
+            let extra = format!(r#"{ctx}, "shape": "openai", "layout": "{layout}""#);
+            let a = answer(Endpoint::Request, &body(PRESET, &extra));
+            assert_eq!(a.status, 200);
+            c.layout = want;
+            assert_eq!(
+                a.body,
+                preset.render(&c).to_request_json(&options),
+                "{layout}"
+            );
+        }
+        // The layouts differ: ST's order has no `jb` (no 100001 list: ST's default order).
+        let seed = answer(
+            Endpoint::Request,
+            &body(PRESET, &format!(r#"{ctx}, "shape": "openai""#)),
+        );
+        let st = answer(
+            Endpoint::Request,
+            &body(
+                PRESET,
+                &format!(r#"{ctx}, "shape": "openai", "layout": "sillytavern""#),
+            ),
+        );
+        assert_ne!(seed.body, st.body);
     }
 
     #[test]

@@ -116,6 +116,21 @@ class Context(TypedDict, total=False):
     first_mes: str
     alternate_greetings: List[str]
     injection: Literal["merge", "separate"]
+    layout: Optional[Literal["seed", "sillytavern"]]
+    random: Optional[Dict[str, float]]
+    persona_position: Literal[0, 2, 3, 4, 9]
+    persona_depth: int
+    persona_role: Literal["system", "user", "assistant"]
+    author_note: Optional[Dict[str, Any]]
+    char_note_depth: int
+    char_note_role: Literal["system", "user", "assistant"]
+    chat_scenario: str
+    chat_mes_example: str
+    chat_system_prompt: str
+    start_reply_with: str
+    pin_examples: bool
+    chat_id_hash: int
+    pick_reroll_seed: Union[str, int]
     max_context_tokens: Optional[int]
     reserve_tokens: Optional[int]
     tokenizer: Literal["auto", "o200k", "cl100k", "approx", "words"]

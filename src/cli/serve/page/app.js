@@ -13,6 +13,7 @@ const state = {
   // Without a prototype, so that a node named `__proto__` is a key like any other.
   toggles: Object.create(null),
   shape: "",
+  layout: "", // "" = the context's own `layout`
   allowRegex: false,
   seq: 0,
   inflight: null,
@@ -123,7 +124,8 @@ function body() {
   // Scripts are named only while the Regex tab is open: each costs the server one more pass.
   const byScript = state.allowRegex && !$("panel-regex").hidden;
   return `{"preset":${state.preset.text},"context":${ctx},"toggles":${JSON.stringify(state.toggles)},` +
-    `"shape":${JSON.stringify(state.shape || null)},"allow_regex":${state.allowRegex},` +
+    `"shape":${JSON.stringify(state.shape || null)},"layout":${JSON.stringify(state.layout || null)},` +
+    `"allow_regex":${state.allowRegex},` +
     `"regex_by_script":${byScript}}`;
 }
 
@@ -477,6 +479,10 @@ function setUpInputs() {
   });
   $("shape").addEventListener("change", (e) => {
     state.shape = e.target.value;
+    soon();
+  });
+  $("layout").addEventListener("change", (e) => {
+    state.layout = e.target.value;
     soon();
   });
   $("allow-regex").addEventListener("change", (e) => {

@@ -1,0 +1,308 @@
+//! A SillyTavern chat file (`.jsonl`, as ST saves and exports it) read as a context's history
+//! (SPEC §17.5): the header's `chat_metadata` and one message object per line, hidden
+//! (`is_system`) messages left out as ST's `Generate` leaves them out.
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, TimeZone, Utc};
+use serde_json::Value;
+
+use crate::context::{Context, ContextItem, Tag};
+use crate::error::ContextError;
+use crate::role::Role;
+
+/// Largest chat file read (SPEC §17.5).
+pub const CHAT_MAX_FILE_BYTES: usize = 64 << 20;
+/// Most message lines a chat file may hold.
+pub const CHAT_MAX_MESSAGES: usize = 100_000;
+/// Longest message text.
+const CHAT_MAX_TEXT_BYTES: usize = 1 << 20;
+
+fn bad(field: String, problem: impl Into<String>) -> ContextError {
+    ContextError::Field {
+        field,
+        problem: problem.into(),
+    }
+}
+
+impl Context {
+    /// A context whose history is a SillyTavern chat file (SPEC §17.5).
+    ///
+    /// ```
+    /// let chat = br#"{"user_name": "Alice", "character_name": "Sera", "chat_metadata": {"chat_id_hash": 7, "variables": {"n": 2}}}
+    /// {"name": "Sera", "is_user": false, "mes": "Hello.", "send_date": "2025-06-15T13:50:00Z"}
+    /// {"name": "Alice", "is_user": true, "is_system": true, "mes": "(hidden)"}
+    /// {"name": "Alice", "is_user": true, "mes": "Hi!"}
+    /// "#;
+    /// let ctx = stpreset::Context::from_st_chat(chat).unwrap();
+    /// assert_eq!(ctx.items.len(), 2);
+    /// assert_eq!(ctx.items[1].name.as_deref(), Some("Alice"));
+    /// assert_eq!(ctx.variables["n"], "2");
+    /// assert_eq!(ctx.user_settings.chat_id_hash, Some(7));
+    /// assert_eq!(ctx.lore.as_ref().and_then(|l| l.position), Some(3));
+    /// ```
+    pub fn from_st_chat(bytes: &[u8]) -> Result<Context, ContextError> {
+        let mut ctx = Context::default();
+        ctx.apply_st_chat(bytes)?;
+        Ok(ctx)
+    }
+
+    /// Replaces this context's `DIALOGUE_HISTORY` items with a SillyTavern chat file's
+    /// messages; its metadata fills only what the context leaves unset (SPEC §17.5). An
+    /// error names the line (1-based) or the limit.
+    pub fn apply_st_chat(&mut self, bytes: &[u8]) -> Result<(), ContextError> {
+        if bytes.len() > CHAT_MAX_FILE_BYTES {
+            return Err(bad(
+                "chat".into(),
+                format!("the chat file is over the limit of {CHAT_MAX_FILE_BYTES} bytes"),
+            ));
+        }
+        let bytes = bytes
+            .strip_prefix(crate::context::UTF8_BOM)
+            .unwrap_or(bytes);
+        let text = std::str::from_utf8(bytes).map_err(|e| ContextError::Utf8 {
+            offset: e.valid_up_to(),
+        })?;
+        let mut lines = text
+            .split('\n')
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty());
+        let Some((_, header)) = lines.next() else {
+            return Err(bad("chat".into(), "the chat file is empty"));
+        };
+        let header: Value = serde_json::from_str(header)
+            .ok()
+            .filter(Value::is_object)
+            .ok_or_else(|| bad("chat line 1".into(), "not a JSON object (the chat header)"))?;
+        let mut items = Vec::new();
+        let mut lines_seen = 0u64;
+        for (i, line) in lines {
+            let field = || format!("chat line {}", i + 1);
+            lines_seen += 1;
+            if lines_seen as usize > CHAT_MAX_MESSAGES {
+                return Err(bad(
+                    "chat".into(),
+                    format!("the chat file has more than {CHAT_MAX_MESSAGES} messages"),
+                ));
+            }
+            let m: Value = serde_json::from_str(line)
+                .ok()
+                .filter(Value::is_object)
+                .ok_or_else(|| bad(field(), "not a JSON object"))?;
+            if m.get("is_system") == Some(&Value::Bool(true)) {
+                continue;
+            }
+            let text = m
+                .get("mes")
+                .and_then(Value::as_str)
+                .ok_or_else(|| bad(field(), "`mes` is not a string"))?;
+            if text.len() > CHAT_MAX_TEXT_BYTES {
+                return Err(bad(
+                    field(),
+                    format!("`mes` is over the limit of {CHAT_MAX_TEXT_BYTES} bytes"),
+                ));
+            }
+            let role = if m.get("is_user") == Some(&Value::Bool(true)) {
+                Role::User
+            } else if m.pointer("/extra/type").and_then(Value::as_str) == Some("narrator") {
+                Role::System
+            } else {
+                Role::Model
+            };
+            let mut item = ContextItem::new(Some(Tag::DialogueHistory), role, text);
+            item.name = m.get("name").and_then(Value::as_str).map(str::to_string);
+            item.time = m.get("send_date").and_then(parse_timestamp);
+            items.push(item);
+        }
+        self.items.retain(|i| i.tag != Some(Tag::DialogueHistory));
+        self.items.extend(items);
+        let meta = header.get("chat_metadata");
+        let get = |key: &str| meta.and_then(|m| m.get(key));
+        if let Some(Value::Object(vars)) = get("variables") {
+            for (k, v) in vars {
+                let v = match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                self.variables.entry(k.clone()).or_insert(v);
+            }
+        }
+        let st = &mut self.user_settings;
+        if st.chat_id_hash.is_none() {
+            st.chat_id_hash = get("chat_id_hash").and_then(Value::as_u64);
+        }
+        if st.pick_reroll_seed.is_none() {
+            st.pick_reroll_seed = get("pick_reroll_seed").and_then(|v| match v {
+                Value::String(s) => Some(s.clone()),
+                Value::Number(n) => Some(n.to_string()),
+                _ => None,
+            });
+        }
+        for (slot, key) in [
+            (&mut st.chat_scenario, "scenario"),
+            (&mut st.chat_mes_example, "mes_example"),
+            (&mut st.chat_system_prompt, "system_prompt"),
+        ] {
+            if slot.is_empty()
+                && let Some(v) = get(key).and_then(Value::as_str)
+            {
+                *slot = v.to_string();
+            }
+        }
+        let note = &mut st.author_note;
+        let fresh = crate::layout::AuthorsNote::default();
+        if *note == fresh {
+            if let Some(t) = get("note_prompt").and_then(Value::as_str) {
+                note.text = t.to_string();
+            }
+            if let Some(n) = get("note_interval").and_then(Value::as_u64) {
+                note.interval = n;
+            }
+            if let Some(p) = get("note_position")
+                .and_then(Value::as_u64)
+                .filter(|p| *p <= 2)
+            {
+                note.position = p as u8;
+            }
+            if let Some(d) = get("note_depth").and_then(Value::as_u64) {
+                note.depth = d.min(10_000);
+            }
+            if let Some(r) = get("note_role").and_then(Value::as_u64) {
+                note.role = match r {
+                    1 => Role::User,
+                    2 => Role::Model,
+                    _ => Role::System,
+                };
+            }
+        }
+        if self.user.is_empty() || self.user == "User" {
+            if let Some(u) = header.get("user_name").and_then(Value::as_str) {
+                self.user = u.to_string();
+            }
+        }
+        if self.char.is_empty()
+            && let Some(c) = header.get("character_name").and_then(Value::as_str)
+        {
+            self.char = c.to_string();
+        }
+        // The timed-effect clock: ST's `chat.length`, hidden messages included.
+        let lore = self.lore.get_or_insert_with(Default::default);
+        if lore.position.is_none() {
+            lore.position = Some(lines_seen);
+        }
+        Ok(())
+    }
+}
+
+/// ST's `parseTimestamp`: Unix milliseconds, ISO 8601, `June 19, 2023 2:20pm`, or the
+/// humanized `2024-07-12@01h31m37s[123ms]` (times without a zone read as UTC).
+fn parse_timestamp(v: &Value) -> Option<DateTime<Utc>> {
+    if let Some(n) = v.as_f64() {
+        return (n.is_finite() && n >= 0.0)
+            .then(|| Utc.timestamp_millis_opt(n as i64).single())
+            .flatten();
+    }
+    let s = v.as_str()?.trim();
+    if s.is_empty() {
+        return None;
+    }
+    if s.bytes().all(|b| b.is_ascii_digit()) {
+        return s
+            .parse::<i64>()
+            .ok()
+            .and_then(|n| Utc.timestamp_millis_opt(n).single());
+    }
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Some(t.with_timezone(&Utc));
+    }
+    for f in [
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S",
+        "%Y-%m-%dT%H:%M",
+    ] {
+        if let Ok(t) = NaiveDateTime::parse_from_str(s, f) {
+            return Some(t.and_utc());
+        }
+    }
+    if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+        return d.and_hms_opt(0, 0, 0).map(|t| t.and_utc());
+    }
+    // 2024-07-12@01h31m37s123ms, 2024-7-12@01h31m37s
+    if let Some((date, time)) = s.split_once('@') {
+        let time = time.trim().replace(' ', "");
+        let d = NaiveDate::parse_from_str(date.trim(), "%Y-%m-%d").ok()?;
+        let (h, rest) = time.split_once('h')?;
+        let (m, rest) = rest.split_once('m')?;
+        let (sec, rest) = rest.split_once('s')?;
+        let ms = rest.strip_suffix("ms").unwrap_or("0");
+        let ms: u32 = if ms.is_empty() { 0 } else { ms.parse().ok()? };
+        return d
+            .and_hms_milli_opt(h.parse().ok()?, m.parse().ok()?, sec.parse().ok()?, ms)
+            .map(|t| t.and_utc());
+    }
+    // June 19, 2023 2:20pm
+    let lower = s.to_ascii_lowercase();
+    let pm = lower.ends_with("pm");
+    if pm || lower.ends_with("am") {
+        let body = &s[..s.len() - 2];
+        let t = NaiveDateTime::parse_from_str(body, "%B %d, %Y %H:%M").ok()?;
+        use chrono::Timelike;
+        let hour = t.hour() % 12 + if pm { 12 } else { 0 };
+        return t
+            .date()
+            .and_hms_opt(hour, t.minute(), 0)
+            .map(|t| t.and_utc());
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_as_sillytavern_parses_them() {
+        let t = |s: &str| parse_timestamp(&Value::String(s.into())).map(|t| t.to_rfc3339());
+        assert_eq!(
+            t("2025-06-15T13:50:00Z").as_deref(),
+            Some("2025-06-15T13:50:00+00:00")
+        );
+        assert_eq!(
+            t("2024-07-12@01h31m37s123ms").as_deref(),
+            Some("2024-07-12T01:31:37.123+00:00")
+        );
+        assert_eq!(
+            t("2024-7-12@01h31m37s").as_deref(),
+            Some("2024-07-12T01:31:37+00:00")
+        );
+        assert_eq!(
+            t("June 19, 2023 2:20pm").as_deref(),
+            Some("2023-06-19T14:20:00+00:00")
+        );
+        assert_eq!(
+            t("1718459400000").as_deref(),
+            Some("2024-06-15T13:50:00+00:00")
+        );
+        assert_eq!(t("whenever"), None);
+    }
+
+    #[test]
+    fn bad_lines_are_named() {
+        let err = Context::from_st_chat(b"{}\n{\"mes\": 3}\n").unwrap_err();
+        assert!(err.to_string().contains("chat line 2"), "{err}");
+        let err = Context::from_st_chat(b"{}\n[1]\n").unwrap_err();
+        assert!(err.to_string().contains("chat line 2"), "{err}");
+        assert!(Context::from_st_chat(b"").is_err());
+    }
+
+    #[test]
+    fn narrators_and_hidden_messages() {
+        let ctx = Context::from_st_chat(
+            b"{\"chat_metadata\": {\"note_prompt\": \"AN\", \"scenario\": \"S\"}}\n{\"name\": \"N\", \"mes\": \"x\", \"extra\": {\"type\": \"narrator\"}}\n{\"mes\": \"h\", \"is_system\": true}\n",
+        )
+        .unwrap();
+        assert_eq!(ctx.items.len(), 1);
+        assert_eq!(ctx.items[0].role, Role::System);
+        assert_eq!(ctx.user_settings.author_note.text, "AN");
+        assert_eq!(ctx.user_settings.chat_scenario, "S");
+        assert_eq!(ctx.lore.as_ref().and_then(|l| l.position), Some(2));
+    }
+}

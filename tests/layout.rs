@@ -1,0 +1,287 @@
+//! SPEC §17 through the library and the CLI: the layout switch, the inputs of §17.2, a
+//! SillyTavern chat file, constant randomness, and the card defects fixed in both layouts.
+
+mod support;
+
+use serde_json::{Value, json};
+use stpreset::{Card, CardFormat, Context, Layout, Limits, Preset, Shape};
+use support::{arg, stpreset, temp, text};
+
+fn ctx(v: Value) -> Context {
+    Context::from_json(v.to_string().as_bytes()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A V2 card of these `data` fields.
+fn card(data: Value) -> Card {
+    let v = json!({"spec": "chara_card_v2", "spec_version": "2.0", "data": data});
+    Card::from_bytes(
+        v.to_string().as_bytes(),
+        CardFormat::Json,
+        &Limits::default(),
+    )
+    .unwrap()
+}
+
+/// The openai body's messages as (role, content, name).
+fn messages(preset: &Value, c: &Context) -> Vec<(String, String, Option<String>)> {
+    let p = Preset::from_json(preset.to_string().as_bytes())
+        .unwrap()
+        .compile();
+    let mut options = c.provider_options.clone();
+    options.shape = Some(Shape::OpenAi);
+    let (body, _) = p.render(c).to_request(&options);
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap().to_string(),
+                m["content"].as_str().unwrap().to_string(),
+                m["name"].as_str().map(str::to_string),
+            )
+        })
+        .collect()
+}
+
+fn preset(prompts: Value, order: Value) -> Value {
+    json!({"prompts": prompts, "prompt_order": [{"character_id": 100001, "order": order}]})
+}
+
+#[test]
+fn the_switch_and_its_fields_are_checked() {
+    assert_eq!(ctx(json!({})).layout, Layout::Seed);
+    assert_eq!(ctx(json!({"layout": null})).layout, Layout::Seed);
+    assert_eq!(
+        ctx(json!({"layout": "sillytavern"})).layout,
+        Layout::SillyTavern
+    );
+    for (bad, field) in [
+        (json!({"layout": "SillyTavern"}), "layout"),
+        (json!({"layout": 1}), "layout"),
+        (json!({"random": {"constant": 1}}), "random"),
+        (json!({"random": {"constant": -0.1}}), "random"),
+        (json!({"random": "first"}), "random"),
+        (json!({"persona_position": 1}), "persona_position"),
+        (json!({"persona_role": "narrator"}), "persona_role"),
+        (
+            json!({"author_note": {"position": 5}}),
+            "author_note.position",
+        ),
+        (json!({"author_note": {"colour": 5}}), "author_note.colour"),
+        (json!({"chat_id_hash": -1}), "chat_id_hash"),
+        (json!({"chat_id_hash": 9007199254740992u64}), "chat_id_hash"),
+        (json!({"pick_reroll_seed": [1]}), "pick_reroll_seed"),
+    ] {
+        let err = Context::from_json(bad.to_string().as_bytes()).unwrap_err();
+        assert!(err.to_string().contains(field), "{bad}: {err}");
+    }
+    let c = ctx(
+        json!({"persona_position": 4, "persona_depth": 1, "persona_role": "user",
+        "author_note": {"text": "AN", "depth": 2}, "start_reply_with": "Sure",
+        "pin_examples": true, "chat_id_hash": 7, "pick_reroll_seed": 3}),
+    );
+    let st = &c.user_settings;
+    assert_eq!(st.persona_position, stpreset::PersonaPosition::AtDepth);
+    assert_eq!(
+        (
+            st.persona_depth,
+            st.author_note.depth,
+            st.author_note.interval
+        ),
+        (1, 2, 1)
+    );
+    assert_eq!(st.pick_reroll_seed.as_deref(), Some("3"));
+    assert!(st.pin_examples);
+}
+
+#[test]
+fn a_constant_random_source_draws_as_sillytavern_does() {
+    let p = Preset::from_json(
+        br#"{"prompts": [{"identifier": "main",
+        "content": "{{roll:1d6}} {{roll:2d10+1}} {{random::a::b::c}}"}]}"#,
+    )
+    .unwrap()
+    .compile();
+    for (x, want) in [(0.5, "4 13 b"), (0.0, "1 3 a"), (0.999, "6 21 c")] {
+        let c = ctx(json!({"random": {"constant": x}}));
+        assert_eq!(p.render(&c).messages[0].text(), want, "{x}");
+    }
+}
+
+#[test]
+fn examples_history_and_injections_are_sillytavern_messages() {
+    let p = preset(
+        json!([
+            {"identifier": "main", "content": "Be {{char}}.", "role": "system"},
+            {"identifier": "dialogueExamples", "marker": true},
+            {"identifier": "chatHistory", "marker": true},
+            {"identifier": "deep", "content": "At one.", "role": "system", "system_prompt": false,
+             "injection_position": 1, "injection_depth": 1},
+            {"identifier": "off", "content": "never", "role": "system", "system_prompt": false},
+            {"identifier": "flagged", "content": "not sent", "role": "system", "system_prompt": true}
+        ]),
+        json!([{"identifier": "main", "enabled": true}, {"identifier": "dialogueExamples", "enabled": true},
+               {"identifier": "chatHistory", "enabled": true}, {"identifier": "deep", "enabled": true},
+               {"identifier": "off"}, {"identifier": "flagged", "enabled": true}]),
+    );
+    let mut c = ctx(json!({"user": "Alice", "layout": "sillytavern", "items": [
+        {"tag": "DIALOGUE_HISTORY", "role": "model", "text": "Hello, {{user}}. {{getvar::x}}"},
+        {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "Hi."}]}));
+    card(json!({"name": "Sera", "mes_example": "{{user}}: Q?\n{{char}}: A.\nMore."}))
+        .apply_to(&mut c);
+    let got = messages(&p, &c);
+    let want: Vec<(&str, &str, Option<&str>)> = vec![
+        ("system", "Be Sera.", None),
+        ("system", "[Example Chat]", None),
+        ("system", "Q?", Some("example_user")),
+        ("system", "A.\nMore.", Some("example_assistant")),
+        ("system", "[Start a new Chat]", None),
+        ("assistant", "Hello, Alice. {{getvar::x}}", None),
+        ("system", "At one.", None),
+        ("user", "Hi.", None),
+    ];
+    let got: Vec<(&str, &str, Option<&str>)> = got
+        .iter()
+        .map(|(r, t, n)| (r.as_str(), t.as_str(), n.as_deref()))
+        .collect();
+    assert_eq!(got, want);
+    // The seed layout of the same inputs is another list.
+    c.layout = Layout::Seed;
+    assert_ne!(messages(&p, &c).len(), want.len());
+}
+
+#[test]
+fn card_prompts_survive_comment_only_nodes_in_both_layouts() {
+    let p = preset(
+        json!([
+            {"identifier": "main", "content": "{{// a note }}Main.", "role": "system"},
+            {"identifier": "jailbreak", "content": "{{// only a comment }}", "role": "system"},
+            {"identifier": "chatHistory", "marker": true}
+        ]),
+        json!([{"identifier": "main", "enabled": true}, {"identifier": "chatHistory", "enabled": true},
+               {"identifier": "jailbreak", "enabled": true}]),
+    );
+    let c_card = card(
+        json!({"name": "Oren", "system_prompt": "Card {{original}} {{original}}",
+        "post_history_instructions": "PHI for {{char}}",
+        "extensions": {"depth_prompt": {"prompt": "{{char}} knows.", "depth": 0, "role": "system"}}}),
+    );
+    for layout in ["seed", "sillytavern"] {
+        let mut c = ctx(
+            json!({"layout": layout, "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}]}),
+        );
+        c_card.apply_to(&mut c);
+        let all: String = messages(&p, &c).into_iter().map(|m| m.1 + "|").collect();
+        assert!(all.contains("PHI for Oren"), "{layout}: {all}");
+        assert!(all.contains("Oren knows."), "{layout}: {all}");
+        assert!(!all.contains("{{char}}"), "{layout}: {all}");
+        // ST's `{{original}}` expands once; the seed layout's everywhere.
+        let main = if layout == "seed" {
+            "Card Main. Main."
+        } else {
+            "Card Main. "
+        };
+        assert!(all.starts_with(main), "{layout}: {all}");
+    }
+}
+
+#[test]
+fn the_cli_takes_layout_and_a_sillytavern_chat_file() {
+    let p = preset(
+        json!([{"identifier": "main", "content": "Main {{lastMessage}}", "role": "system"},
+               {"identifier": "chatHistory", "marker": true}]),
+        json!([{"identifier": "main", "enabled": true}, {"identifier": "chatHistory", "enabled": true}]),
+    );
+    let preset_file = temp("layout-preset.json", p.to_string().as_bytes());
+    let chat = concat!(
+        r#"{"user_name": "Alice", "character_name": "Sera", "chat_metadata": {"variables": {"mood": 3}, "note_prompt": ""}}"#,
+        "\n",
+        r#"{"name": "Sera", "is_user": false, "mes": "Welcome.", "send_date": "2025-06-15@13h50m00s"}"#,
+        "\n",
+        r#"{"name": "Alice", "is_user": true, "is_system": true, "mes": "hidden"}"#,
+        "\n",
+        r#"{"name": "Alice", "is_user": true, "mes": "Thanks.", "send_date": "June 15, 2025 1:51pm"}"#,
+        "\n",
+    );
+    let chat_file = temp("layout-chat.jsonl", chat.as_bytes());
+    let out = stpreset(
+        &[
+            "render",
+            arg(&preset_file),
+            "--layout",
+            "sillytavern",
+            "--chat",
+            arg(&chat_file),
+            "--shape",
+            "openai",
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let contents: Vec<&str> = doc["request"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        contents,
+        ["Main Thanks.", "[Start a new Chat]", "Welcome.", "Thanks."]
+    );
+    assert_eq!(doc["variables"]["mood"], "3");
+    // The same with --layout seed keeps the seed's list.
+    let seed = stpreset(
+        &[
+            "render",
+            arg(&preset_file),
+            "--chat",
+            arg(&chat_file),
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    let doc: Value = serde_json::from_slice(&seed.stdout).unwrap();
+    assert_eq!(doc["messages"].as_array().unwrap().len(), 3);
+    // A line that is no object is named.
+    let bad = temp("layout-bad.jsonl", b"{}\nnot json\n");
+    let out = stpreset(&["render", arg(&preset_file), "--chat", arg(&bad)], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("chat line 2"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn the_render_document_names_example_lines() {
+    let p = preset(
+        json!([{"identifier": "dialogueExamples", "marker": true}]),
+        json!([{"identifier": "dialogueExamples", "enabled": true}]),
+    );
+    let mut c = ctx(json!({"user": "Alice", "layout": "sillytavern"}));
+    card(json!({"name": "Sera", "mes_example": "<START>\nAlice: Q\nSera: A"})).apply_to(&mut c);
+    let doc: Value = serde_json::from_str(
+        &Preset::from_json(p.to_string().as_bytes())
+            .unwrap()
+            .compile()
+            .render(&c)
+            .to_json(),
+    )
+    .unwrap();
+    let m = &doc["messages"];
+    assert_eq!(
+        m[0]["source"],
+        json!({"setting": "new_example_chat_prompt"})
+    );
+    assert_eq!(
+        (m[1]["name"].as_str(), &m[1]["source"]),
+        (Some("example_user"), &json!({"example": 0}))
+    );
+    assert_eq!(m[2]["name"], "example_assistant");
+}
