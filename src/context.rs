@@ -453,6 +453,8 @@ struct ContextFile {
     pin_examples: Option<bool>,
     chat_id_hash: Option<serde_json::Value>,
     pick_reroll_seed: Option<serde_json::Value>,
+    quiet_prompt: Option<String>,
+    quiet_skip_wi: Option<bool>,
 }
 
 /// `char_depth_prompt` in a context file: `{"text", "depth" (default 4), "role" (default
@@ -704,6 +706,8 @@ fn user_settings(file: &ContextFile) -> Result<crate::layout::UserSettings, Cont
         }
     }
     st.pin_examples = file.pin_examples.unwrap_or(false);
+    st.quiet_prompt = file.quiet_prompt.clone().unwrap_or_default();
+    st.quiet_skip_wi = file.quiet_skip_wi.unwrap_or(false);
     st.chat_id_hash = count_field(
         "chat_id_hash",
         file.chat_id_hash.as_ref(),

@@ -124,6 +124,10 @@ pub struct UserSettings {
     pub chat_id_hash: Option<u64>,
     /// `pick_reroll_seed` of the chat metadata, joined into `{{pick}}`'s seed.
     pub pick_reroll_seed: Option<String>,
+    /// The prompt of a `quiet` generation (SPEC §18.1; empty: none).
+    pub quiet_prompt: String,
+    /// A `quiet` generation skips World Info at depth and outlets (ST's `skipWIAN`).
+    pub quiet_skip_wi: bool,
 }
 
 impl Default for UserSettings {
@@ -142,6 +146,8 @@ impl Default for UserSettings {
             pin_examples: false,
             chat_id_hash: None,
             pick_reroll_seed: None,
+            quiet_prompt: String::new(),
+            quiet_skip_wi: false,
         }
     }
 }

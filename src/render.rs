@@ -515,10 +515,24 @@ pub(crate) fn with_original(
     ctx: &Context,
     once: bool,
 ) -> String {
+    with_value(id, template, "{{original}}", original, ctx, once)
+}
+
+/// `template` expanded with the macro `tag` (ASCII case-insensitive, e.g. `{{original}}`)
+/// standing for `value`, which is data: it is never parsed again. `once`: only the first
+/// occurrence has the value.
+pub(crate) fn with_value(
+    id: &str,
+    template: &str,
+    tag: &str,
+    original: String,
+    ctx: &Context,
+    once: bool,
+) -> String {
     use crate::syntax::catalog::SCRIPT_VALUE;
     // The value token is a macro's output: `original` is data, never parsed again.
     let token = format!("{{{{{SCRIPT_VALUE}::0}}}}");
-    let pieces = crate::lore::split_ascii_ci(template, "{{original}}");
+    let pieces = crate::lore::split_ascii_ci(template, tag);
     let rewritten = if once && pieces.len() > 2 {
         format!("{}{token}{}", pieces[0], pieces[1..].concat())
     } else {
@@ -602,6 +616,14 @@ impl Rendered<'_> {
     /// The rendered context's model.
     pub(crate) fn model(&self) -> &str {
         &self.speakers.model
+    }
+
+    /// Claude's prefill as the layout rendered it (`None`: none for this generation).
+    pub(crate) fn set_prefill(&mut self, prefill: Option<String>) {
+        self.preset_options.assistant_prefill = match prefill {
+            Some(p) if !p.is_empty() => Tri::Value(p),
+            _ => Tri::Null,
+        };
     }
 
     /// The preset's settings as request options.

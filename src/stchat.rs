@@ -173,10 +173,10 @@ impl Context {
                 };
             }
         }
-        if self.user.is_empty() || self.user == "User" {
-            if let Some(u) = header.get("user_name").and_then(Value::as_str) {
-                self.user = u.to_string();
-            }
+        if (self.user.is_empty() || self.user == "User")
+            && let Some(u) = header.get("user_name").and_then(Value::as_str)
+        {
+            self.user = u.to_string();
         }
         if self.char.is_empty()
             && let Some(c) = header.get("character_name").and_then(Value::as_str)

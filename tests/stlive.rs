@@ -119,6 +119,9 @@ fn recorded_sillytavern_bodies() {
     let cases = doc["cases"].as_array().expect("cases");
     let shared = root().join("../shared");
     let (mut ran, mut skipped, mut listed) = (0, 0, 0);
+    // SPEC §17.3: at most 5% of the corpus cases may be listed (the harness's probe preset
+    // prints `{{random}}` on purpose, so its cases are all listed and counted apart).
+    let (mut corpus, mut corpus_listed) = (0, 0);
     let mut failures = Vec::new();
     for case in cases {
         let id = case["id"].as_str().expect("id");
@@ -158,6 +161,8 @@ fn recorded_sillytavern_bodies() {
         let preset = Preset::from_json(&bytes).expect("preset imports");
         let (body, _) = preset.compile().render(&ctx).to_request(&options);
         let ours = digest(&normalise(body), short);
+        let in_corpus = inputs["preset"]["group"] != "probe";
+        corpus += usize::from(in_corpus);
         let want = match case.get("listed") {
             Some(l) => {
                 assert!(
@@ -165,6 +170,7 @@ fn recorded_sillytavern_bodies() {
                     "{id}: listed names a rule"
                 );
                 listed += 1;
+                corpus_listed += usize::from(in_corpus);
                 &case["ours_expected"]
             }
             None => &case["expected"],
@@ -187,7 +193,7 @@ fn recorded_sillytavern_bodies() {
         failures.join("\n")
     );
     assert!(
-        listed * 20 <= ran.max(1),
-        "more than 5% of the cases are listed: {listed} of {ran}"
+        corpus_listed * 20 <= corpus,
+        "more than 5% of the corpus cases are listed: {corpus_listed} of {corpus} ({listed} of {ran} in all)"
     );
 }

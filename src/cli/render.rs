@@ -54,6 +54,16 @@ pub(crate) enum ShapeArg {
     Google,
 }
 
+impl From<ShapeArg> for Shape {
+    fn from(s: ShapeArg) -> Shape {
+        match s {
+            ShapeArg::Openai => Shape::OpenAi,
+            ShapeArg::Anthropic => Shape::Anthropic,
+            ShapeArg::Google => Shape::Google,
+        }
+    }
+}
+
 #[derive(Args)]
 pub(crate) struct AuditArgs {
     /// Preset file (SillyTavern JSON); `-` reads standard input.
@@ -136,11 +146,7 @@ pub(crate) fn print_result(
 ) -> std::io::Result<()> {
     let mut provider = ctx.provider_options.clone();
     if let Some(shape) = shape {
-        provider.shape = Some(match shape {
-            ShapeArg::Openai => Shape::OpenAi,
-            ShapeArg::Anthropic => Shape::Anthropic,
-            ShapeArg::Google => Shape::Google,
-        });
+        provider.shape = Some(shape.into());
     }
     match (provider.shape.is_some(), format) {
         (true, Format::Text) => {
@@ -177,6 +183,13 @@ pub(crate) fn render(args: RenderArgs) -> Result<(), Failure> {
     }
     if let Some(path) = &args.chat {
         apply_chat(&mut ctx, path)?;
+    }
+    // SillyTavern builds some prompts for its source (a Claude continue's prefill): the
+    // layout reads the shape at render time (the seed layout only when the request is made).
+    if ctx.layout == stpreset::Layout::SillyTavern
+        && let Some(shape) = args.shape
+    {
+        ctx.provider_options.shape = Some(shape.into());
     }
     args.lore.apply(&mut ctx)?;
     let out = preset.compile().render(&ctx);

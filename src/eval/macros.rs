@@ -90,12 +90,24 @@ impl Run<'_, '_> {
                 if ctx.time_awareness {
                     let now = self.eng.now;
                     let idle = self.eng.idle.get_or_insert_with(|| {
-                        let since = ctx
+                        let history = ctx
                             .items
                             .iter()
-                            .filter(|i| i.tag == Some(Tag::DialogueHistory) && i.role == Role::User)
-                            .filter_map(|i| i.time)
-                            .next_back();
+                            .filter(|i| i.tag == Some(Tag::DialogueHistory));
+                        let since = if self.node.st_engine {
+                            // ST's `getTimeSinceLastMessage`: the newest message is skipped,
+                            // then the latest user message's time.
+                            history
+                                .rev()
+                                .skip(1)
+                                .find(|i| i.role == Role::User)
+                                .and_then(|i| i.time)
+                        } else {
+                            history
+                                .filter(|i| i.role == Role::User)
+                                .filter_map(|i| i.time)
+                                .next_back()
+                        };
                         clock::idle(now, since)
                     });
                     out.push_str(idle);
@@ -129,6 +141,25 @@ impl Run<'_, '_> {
                         ((x * items.len() as f64) as usize).min(items.len() - 1)
                     } else if call.kind == Random {
                         self.eng.rng.random_range(0..items.len())
+                    } else if self.node.st_engine {
+                        // SillyTavern's seeded pick (core-macros.js, SPEC §17.3.7): seedrandom
+                        // of the hash of chat id hash, text hash, offset and reroll seed.
+                        let source = &self.node.tree.source;
+                        let at = (call.span.start as usize).min(source.len());
+                        let offset = source.get(..at).map_or(0, |p| p.encode_utf16().count());
+                        let st = &ctx.user_settings;
+                        let chat = st
+                            .chat_id_hash
+                            .unwrap_or_else(|| chance::st_string_hash(&ctx.chat_id));
+                        let mut seed =
+                            format!("{chat}-{}-{offset}", chance::st_string_hash(source));
+                        if let Some(r) = &st.pick_reroll_seed {
+                            seed.push('-');
+                            seed.push_str(r);
+                        }
+                        let r =
+                            chance::seedrandom_first(&chance::st_string_hash(&seed).to_string());
+                        ((r * items.len() as f64) as usize).min(items.len() - 1)
                     } else {
                         let offset = call.span.start.to_le_bytes();
                         let h = chance::stable_hash(&[

@@ -169,16 +169,14 @@ fn st_trim(text: String) -> String {
     let mut joined = String::with_capacity(text.len());
     for (i, piece) in pieces.iter().enumerate() {
         let mut p: &str = piece;
-        while i > 0 {
-            match p.strip_prefix('\n').or_else(|| p.strip_prefix("\r\n")) {
-                Some(r) => p = r,
-                None => break,
+        if i > 0 {
+            while let Some(r) = p.strip_prefix('\n').or_else(|| p.strip_prefix("\r\n")) {
+                p = r;
             }
         }
-        while i < last {
-            match p.strip_suffix('\n') {
-                Some(r) => p = r.strip_suffix('\r').unwrap_or(r),
-                None => break,
+        if i < last {
+            while let Some(r) = p.strip_suffix('\n') {
+                p = r.strip_suffix('\r').unwrap_or(r);
             }
         }
         joined.push_str(p);

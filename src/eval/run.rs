@@ -58,10 +58,9 @@ const SEGMENT: usize = 1024 * 1024;
 const WRONG_COUNT: &str = "wrong number of arguments: the macro stays literal";
 
 /// What SillyTavern's stock extensions make of their macros on a fresh install (no summary,
-/// no Author's Note, the default reasoning template), for the SillyTavern engine: the tag
-/// `{{name}}` without arguments, the name ASCII case-insensitive.
-fn stock_extension_macro(tag: &str) -> Option<&'static str> {
-    let name = tag.strip_prefix("{{")?.strip_suffix("}}")?.trim();
+/// no Author's Note, the default reasoning template), for the SillyTavern engine: a macro
+/// without arguments, its name ASCII case-insensitive.
+fn stock_extension_macro(name: &str) -> Option<&'static str> {
     const STOCK: [(&str, &str); 7] = [
         ("summary", ""),
         ("authorsNote", ""),
@@ -528,6 +527,27 @@ impl<'r, 'a> Run<'r, 'a> {
         }
     }
 
+    /// A macro of SillyTavern's catalog that §3 lacks, for the SillyTavern engine: the stock
+    /// extensions' at a fresh install's values, and `{{lastMessageId}}` (the index of the
+    /// chat's last message, `''` without one).
+    fn st_macro(&self, tag: &str) -> Option<std::borrow::Cow<'static, str>> {
+        let name = tag.strip_prefix("{{")?.strip_suffix("}}")?.trim();
+        if name.eq_ignore_ascii_case("lastMessageId") {
+            let ctx = self.ctx();
+            let n = ctx
+                .items
+                .iter()
+                .filter(|i| i.tag == Some(crate::context::Tag::DialogueHistory))
+                .count();
+            return Some(
+                n.checked_sub(1)
+                    .map_or(String::new(), |i| i.to_string())
+                    .into(),
+            );
+        }
+        stock_extension_macro(name).map(Into::into)
+    }
+
     /// Evaluates one call into `out`.
     fn call(&mut self, c: u32, mode: Mode, out: &mut String) {
         if self.eng.work_out {
@@ -537,11 +557,9 @@ impl<'r, 'a> Run<'r, 'a> {
         let call = &tree.calls[c as usize];
         if call.kind == MacroKind::Unknown
             && self.node.st_engine
-            && let Some(value) = stock_extension_macro(tree.text(call.span))
+            && let Some(value) = self.st_macro(tree.text(call.span))
         {
-            if mode != Mode::Cond || !value.is_empty() {
-                out.push_str(value);
-            }
+            out.push_str(&value);
             return;
         }
         let stays_literal = match (call.shape, call.kind) {

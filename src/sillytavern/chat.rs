@@ -106,17 +106,17 @@ fn replace_macros(text: &str, macros: &[(&'static str, String)]) -> String {
     let mut i = 0;
     while i < bytes.len() {
         let b = bytes[i];
-        if b == b'{' || b == b'<' {
-            if let Some((key, value)) = macros.iter().find(|(key, _)| {
+        if (b == b'{' || b == b'<')
+            && let Some((key, value)) = macros.iter().find(|(key, _)| {
                 bytes.len() - i >= key.len()
                     && bytes[i..i + key.len()].eq_ignore_ascii_case(key.as_bytes())
-            }) {
-                out.push_str(&text[copied..i]);
-                out.push_str(value);
-                i += key.len();
-                copied = i;
-                continue;
-            }
+            })
+        {
+            out.push_str(&text[copied..i]);
+            out.push_str(value);
+            i += key.len();
+            copied = i;
+            continue;
         }
         i += 1;
     }
@@ -164,14 +164,6 @@ pub(crate) fn history(
         });
     }
     out
-}
-
-fn role_rank(role: Role) -> usize {
-    match role {
-        Role::System => 0,
-        Role::User => 1,
-        Role::Model => 2,
-    }
 }
 
 /// JavaScript's `String(number)` for an order key.
@@ -264,7 +256,6 @@ pub(crate) fn inject(
         newest_first.splice(at..at, group);
         inserted += n;
     }
-    let _ = role_rank;
     newest_first.reverse();
     newest_first
 }
@@ -333,8 +324,10 @@ mod tests {
 
     #[test]
     fn chat_macros_are_the_names_only() {
-        let mut ctx = Context::default();
-        ctx.user = "Alice".into();
+        let ctx = Context {
+            user: "Alice".into(),
+            ..Context::default()
+        };
         let macros = chat_macros(&ctx, "Sera");
         assert_eq!(
             replace_macros("{{USER}} and <BOT>: {{getvar::x}} {{char}}", &macros),

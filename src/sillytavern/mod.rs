@@ -96,6 +96,8 @@ enum Slot {
     WiFormat,
     GroupNudge,
     Impersonation,
+    Quiet,
+    Prefill,
     NewChat,
     NewExampleChat,
     AuthorsNote,
@@ -179,6 +181,28 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
         .unwrap_or_default()
         .name();
 
+    let (is_continue, is_impersonate, is_quiet) = (
+        generation == "continue",
+        generation == "impersonate",
+        generation == "quiet",
+    );
+    // A swipe builds from the chat without its last message (ST `coreChat.pop()`), while the
+    // macros still read the whole chat (SPEC §18.1).
+    let full = ctx;
+    let swiped;
+    let ctx = match full
+        .items
+        .iter()
+        .rposition(|i| i.tag == Some(Tag::DialogueHistory))
+    {
+        Some(last) if generation == "swipe" => {
+            let mut copy = full.clone();
+            copy.items.remove(last);
+            swiped = copy;
+            &swiped
+        }
+        _ => full,
+    };
     // The prompt pass over the host's items (SPEC §13), then activation (§15) on what it left.
     let regexed = parts
         .scripts
@@ -195,16 +219,20 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
             &mut diagnostics,
         )
     });
+    let skip_wi = is_quiet && ctx.user_settings.quiet_skip_wi;
+    // The macros read the whole chat and this render's outlets.
     let with_outlets;
-    let ctx = match &wi {
+    let eval_ctx = match &wi {
         Some(wi) => {
-            let mut copy = ctx.clone();
+            let mut copy = full.clone();
             copy.lore = None;
-            copy.outlets = wi.outlets.clone();
+            if !skip_wi {
+                copy.outlets = wi.outlets.clone();
+            }
             with_outlets = copy;
             &with_outlets
         }
-        None => ctx,
+        None => full,
     };
     let history_texts: Vec<Cow<'_, str>> = ctx
         .items
@@ -273,12 +301,26 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
     ] {
         before.push((slot, setting_or_default(settings, key).into_owned()));
     }
-    if generation == "impersonate" {
+    if is_impersonate {
         before.push((
             Slot::Impersonation,
             setting_or_default(settings, "impersonation_prompt").into_owned(),
         ));
     }
+    if is_quiet {
+        before.push((Slot::Quiet, st.quiet_prompt.clone()));
+    }
+    // Claude's prefill (OAI `createGenerationParameters`): the impersonation prefill for an
+    // impersonation, none for quiet and for a continue with `continue_prefill`.
+    let continue_prefill = settings.and_then(|s| s.continue_prefill).unwrap_or(false);
+    let prefill = if is_impersonate {
+        settings.and_then(|s| s.assistant_impersonation.clone())
+    } else if is_quiet || (is_continue && continue_prefill) {
+        None
+    } else {
+        settings.and_then(|s| s.assistant_prefill.clone())
+    };
+    before.push((Slot::Prefill, prefill.clone().unwrap_or_default()));
     let new_chat_key = if ctx.group.is_empty() {
         "new_chat_prompt"
     } else {
@@ -321,7 +363,7 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
     nodes.extend(on.iter().flatten().map(|&i| as_node(&plan.nodes[i])));
     let n_prompts = on.iter().flatten().count();
     nodes.extend(compiled[before.len()..].iter().map(as_node));
-    let ev = eval::evaluate(&nodes, ctx);
+    let ev = eval::evaluate(&nodes, eval_ctx);
     diagnostics.extend(ev.diagnostics);
     let mut texts = ev.texts;
     let after_texts = texts.split_off(before.len() + n_prompts);
@@ -345,9 +387,7 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
     let format = |field: Slot, format_slot: Slot, key: &str, identity: &str| {
         let value = slot_text(field);
         let fmt = setting_or_default(settings, key);
-        if value.is_empty() || fmt.is_empty() {
-            value
-        } else if fmt == identity {
+        if value.is_empty() || fmt.is_empty() || fmt == identity {
             value
         } else {
             slot_text(format_slot)
@@ -404,7 +444,12 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
     };
     let persona_in_prompt =
         !ctx.persona.is_empty() && ctx.user_settings.persona_position == PersonaPosition::InPrompt;
-    let bias = slot_text(Slot::Bias);
+    // No "Start Reply With" for an impersonation or a continue (SC `getBiasStrings`).
+    let bias = if is_impersonate || is_continue {
+        String::new()
+    } else {
+        slot_text(Slot::Bias)
+    };
     for marker in Marker::ALL {
         let content = match marker {
             Marker::WorldInfoBefore => format_wi(slot_text(Slot::LoreBefore)),
@@ -413,7 +458,7 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
             Marker::CharPersonality => personality_text.clone(),
             Marker::Scenario => scenario_text.clone(),
             Marker::Impersonate => slot_text(Slot::Impersonation),
-            Marker::QuietPrompt => String::new(),
+            Marker::QuietPrompt => slot_text(Slot::Quiet),
             Marker::GroupNudge => slot_text(Slot::GroupNudge),
             Marker::Bias => bias.clone(),
             Marker::PersonaDescription if persona_in_prompt => slot_text(Slot::Persona),
@@ -487,36 +532,43 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
             .map(|m| i64::from(m) - i64::from(effective.reserve_tokens)),
         counter,
     };
-    let mut slots: Vec<Option<Vec<Out>>> = vec![None; collection.len()];
+    // ST's `ChatCompletion` writes collections at their prompt's index of a sparse array and
+    // pushes the continue and control collections after the highest index written so far.
+    let mut slots: std::collections::BTreeMap<usize, Vec<Out>> = Default::default();
     let index = |id: &str| collection.iter().position(|p| &*p.identifier == id);
     let mut overflow = false;
     budget.spend(3);
-    let add =
-        |id: &str, slots: &mut Vec<Option<Vec<Out>>>, budget: &mut Budget, overflow: &mut bool| {
-            if *overflow {
-                return;
-            }
-            let Some(i) = index(id) else { return };
-            if disabled(id) && id != "main" {
-                return;
-            }
-            let p = &collection[i];
-            if p.in_chat {
-                return;
-            }
-            let cost = budget.cost(p.role, &p.content, None);
-            if !budget.afford(cost) {
-                *overflow = true;
-                return;
-            }
-            budget.spend(cost);
-            slots[i] = Some(vec![Out {
+    let add = |id: &str,
+               slots: &mut std::collections::BTreeMap<usize, Vec<Out>>,
+               budget: &mut Budget,
+               overflow: &mut bool| {
+        if *overflow {
+            return;
+        }
+        let Some(i) = index(id) else { return };
+        if disabled(id) && id != "main" {
+            return;
+        }
+        let p = &collection[i];
+        if p.in_chat {
+            return;
+        }
+        let cost = budget.cost(p.role, &p.content, None);
+        if !budget.afford(cost) {
+            *overflow = true;
+            return;
+        }
+        budget.spend(cost);
+        slots.insert(
+            i,
+            vec![Out {
                 role: p.role,
                 text: p.content.clone(),
                 name: None,
                 source: Source::Node(p.identifier.clone()),
-            }]);
-        };
+            }],
+        );
+    };
     for id in [
         "worldInfoBefore",
         "main",
@@ -529,15 +581,22 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
         add(id, &mut slots, &mut budget, &mut overflow);
     }
     let mut control: Vec<Out> = Vec::new();
-    if generation == "impersonate"
-        && let Some(p) = collection.iter().find(|p| &*p.identifier == "impersonate")
-    {
-        control.push(Out {
-            role: p.role,
-            text: p.content.clone(),
-            name: None,
-            source: Source::Setting("impersonation_prompt"),
-        });
+    for (on, id, key) in [
+        (is_impersonate, "impersonate", "impersonation_prompt"),
+        (is_quiet, "quietPrompt", "quiet_prompt"),
+    ] {
+        if let Some(p) = collection
+            .iter()
+            .find(|p| &*p.identifier == id)
+            .filter(|_| on)
+        {
+            control.push(Out {
+                role: p.role,
+                text: p.content.clone(),
+                name: None,
+                source: Source::Setting(key),
+            });
+        }
     }
     let control_cost: i64 = control
         .iter()
@@ -573,7 +632,7 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
     let note_applies = match note.interval {
         0 => false,
         1 => true,
-        n => user_turns > 0 && user_turns >= n && user_turns % n == 0,
+        n => user_turns > 0 && user_turns >= n && user_turns.is_multiple_of(n),
     };
     if note_applies {
         let mut text = slot_text(Slot::AuthorsNote);
@@ -605,7 +664,7 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
         } else if !text.is_empty() {
             // Relative (0 after `main`, 2 before it): an extra message in `main`'s slot.
             if let Some(i) = index("main")
-                && let Some(msgs) = &mut slots[i]
+                && let Some(msgs) = slots.get_mut(&i)
             {
                 let out = Out {
                     role: note.role,
@@ -637,7 +696,7 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
             text: slot_text(Slot::Persona),
         });
     }
-    if let Some(wi) = &wi {
+    if let Some(wi) = wi.as_ref().filter(|_| !skip_wi) {
         for (i, d) in wi.depth.iter().enumerate() {
             let role = match d.role {
                 "user" => Role::User,
@@ -669,8 +728,84 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
             })
         })
         .collect();
-    let history = chat::history(ctx, &history_texts, names_behavior, &ctx.char);
-    let lines = chat::inject(history, &injections, &extensions);
+    let mut history = chat::history(ctx, &history_texts, names_behavior, &ctx.char);
+    // A continue with `continue_prefill` takes the newest message out before the injections
+    // and sends it last (OAI `populateChatCompletion`); Claude's gets the prefill before it.
+    if is_continue
+        && continue_prefill
+        && let Some(last) = history.pop()
+    {
+        let claude = ctx.provider_options.shape == Some(crate::provider::Shape::Anthropic);
+        let prefill = if last.role == Role::Model && claude {
+            slot_text(Slot::Prefill)
+        } else {
+            String::new()
+        };
+        let text = [prefill.as_str(), last.text.as_str()]
+            .into_iter()
+            .filter(|t| !t.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        let out = Out {
+            role: last.role,
+            text,
+            name: last.name,
+            source: Source::Setting("continue_prefill"),
+        };
+        budget.spend(budget.cost(out.role, &out.text, out.name.as_deref()));
+        control.push(out);
+    }
+    let mut lines = chat::inject(history, &injections, &extensions);
+    // A continue without it moves the newest chat message and the nudge after every prompt
+    // (OAI `populateChatHistory`); `{{lastChatMessage}}` is the continued text, trimmed.
+    let mut continued: Option<Vec<Out>> = None;
+    if is_continue && !continue_prefill && index("chatHistory").is_some() {
+        let postfix = settings
+            .and_then(|s| s.continue_postfix.clone())
+            .unwrap_or_else(|| " ".into());
+        let at = lines.iter().rposition(|l| l.injected.is_none());
+        let cycle = at.map_or(String::new(), |i| {
+            let text = &lines[i].text;
+            if text.ends_with(' ') {
+                text.clone()
+            } else {
+                format!("{text}{postfix}")
+            }
+        });
+        if !cycle.is_empty() {
+            let mut msgs = Vec::new();
+            if let Some(i) = at {
+                let l = lines.remove(i);
+                msgs.push(Out {
+                    role: l.role,
+                    text: l.text,
+                    name: None,
+                    source: Source::Tag(Some(Tag::DialogueHistory)),
+                });
+            }
+            let nudge = settings
+                .and_then(|s| s.continue_nudge_prompt.clone())
+                .unwrap_or_else(|| {
+                    "[Continue your last message without repeating its original content.]".into()
+                });
+            let text = crate::render::with_value(
+                "continue_nudge_prompt",
+                &nudge,
+                "{{lastChatMessage}}",
+                crate::lore::js_trim(&cycle).to_string(),
+                eval_ctx,
+                false,
+            );
+            msgs.push(Out {
+                role: Role::System,
+                text,
+                name: None,
+                source: Source::Setting("continue_nudge_prompt"),
+            });
+            continued = Some(msgs);
+        }
+    }
+    let lines = lines;
 
     // Example blocks: the card's, with World Info's before and after them.
     let mut example_blocks: Vec<String> = Vec::new();
@@ -678,7 +813,7 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
         for (i, e) in wi.examples.iter().enumerate() {
             if e.position == "top" {
                 let mut b = examples::blocks(&slot_text(Slot::LoreExamples(i)));
-                b.extend(example_blocks.drain(..));
+                b.append(&mut example_blocks);
                 example_blocks = b;
             }
         }
@@ -703,10 +838,30 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
     let has_examples = index("dialogueExamples").is_some() && !overflow;
     let new_chat = slot_text(Slot::NewChat);
     let send_if_empty = setting_or_default(settings, "send_if_empty").into_owned();
+    // A group chat's nudge closes the history, except for an impersonation (notes rule 67).
+    let group_nudge = collection
+        .iter()
+        .find(|p| &*p.identifier == "groupNudge")
+        .filter(|_| !ctx.group.is_empty() && !is_impersonate)
+        .map(|p| Out {
+            role: p.role,
+            text: p.content.clone(),
+            name: None,
+            source: Source::Setting("group_nudge_prompt"),
+        });
+    let continue_cost: i64 = continued
+        .iter()
+        .flatten()
+        .map(|o| budget.cost(o.role, &o.text, None))
+        .sum();
     let populate_history = |budget: &mut Budget| -> Vec<Out> {
         let mut out = Vec::new();
         let new_chat_cost = budget.cost(Role::System, &new_chat, None);
         budget.spend(new_chat_cost);
+        let nudge_cost = group_nudge
+            .as_ref()
+            .map_or(0, |n| budget.cost(n.role, &n.text, None));
+        budget.spend(nudge_cost + continue_cost);
         if lines.last().is_some_and(|l| l.role == Role::Model) && !send_if_empty.is_empty() {
             let cost = budget.cost(Role::User, &send_if_empty, None);
             if budget.afford(cost) {
@@ -741,7 +896,7 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
             });
         }
         kept.reverse();
-        budget.spend(-new_chat_cost);
+        budget.spend(-new_chat_cost - nudge_cost - continue_cost);
         let mut all = vec![Out {
             role: Role::System,
             text: new_chat.clone(),
@@ -754,6 +909,7 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
         }];
         all.extend(kept);
         all.extend(out);
+        all.extend(group_nudge.clone());
         all
     };
     let new_example = slot_text(Slot::NewExampleChat);
@@ -796,28 +952,34 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
         }
         out
     };
-    let mut history_out = None;
-    let mut examples_out = None;
+    let push = |slots: &mut std::collections::BTreeMap<usize, Vec<Out>>, out: Vec<Out>| {
+        let next = slots.keys().next_back().map_or(0, |k| k + 1);
+        slots.insert(next, out);
+    };
+    let mut place_history = |slots: &mut std::collections::BTreeMap<usize, Vec<Out>>,
+                             budget: &mut Budget| {
+        if let (true, Some(i)) = (has_history, index("chatHistory")) {
+            slots.insert(i, populate_history(budget));
+            if let Some(c) = continued.take() {
+                push(slots, c);
+            }
+        }
+    };
+    let place_examples = |slots: &mut std::collections::BTreeMap<usize, Vec<Out>>,
+                          budget: &mut Budget| {
+        if let (true, Some(i)) = (has_examples, index("dialogueExamples")) {
+            slots.insert(i, populate_examples(budget));
+        }
+    };
     if st.pin_examples {
-        if has_examples {
-            examples_out = Some(populate_examples(&mut budget));
-        }
-        if has_history {
-            history_out = Some(populate_history(&mut budget));
-        }
+        place_examples(&mut slots, &mut budget);
+        place_history(&mut slots, &mut budget);
     } else {
-        if has_history {
-            history_out = Some(populate_history(&mut budget));
-        }
-        if has_examples {
-            examples_out = Some(populate_examples(&mut budget));
-        }
+        place_history(&mut slots, &mut budget);
+        place_examples(&mut slots, &mut budget);
     }
-    if let (Some(i), Some(h)) = (index("chatHistory"), history_out) {
-        slots[i] = Some(h);
-    }
-    if let (Some(i), Some(e)) = (index("dialogueExamples"), examples_out) {
-        slots[i] = Some(e);
+    if !control.is_empty() {
+        push(&mut slots, control);
     }
     if overflow {
         diagnostics.push(Diagnostic::new(
@@ -829,7 +991,7 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
 
     let mut messages = Vec::new();
     let mut names = Vec::new();
-    for out in slots.into_iter().flatten().flatten().chain(control) {
+    for out in slots.into_values().flatten() {
         // `getChat` drops messages without content.
         if out.text.is_empty() {
             continue;
@@ -840,6 +1002,7 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
     let mut rendered =
         crate::render::finish_layout(parts, ctx, messages, diagnostics, ev.variables, ev.globals);
     rendered.st = Some(Box::new(StExtra { names }));
+    rendered.set_prefill(prefill.map(|_| slot_text(Slot::Prefill)));
     rendered.wi_state = wi.map(|w| w.state);
     rendered
 }
@@ -861,6 +1024,8 @@ fn slot_id(slot: Slot) -> &'static str {
         Slot::WiFormat => "wi_format",
         Slot::GroupNudge => "group_nudge_prompt",
         Slot::Impersonation => "impersonation_prompt",
+        Slot::Quiet => "quiet_prompt",
+        Slot::Prefill => "assistant_prefill",
         Slot::NewChat => "new_chat_prompt",
         Slot::NewExampleChat => "new_example_chat_prompt",
         Slot::Bias => "start_reply_with",
