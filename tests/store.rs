@@ -1840,3 +1840,39 @@ fn a_frozen_server_fails_every_call_within_its_timeout() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// SPEC §17.1.2: the store's switches reach the prompt list SillyTavern's layout reads (its
+/// `character_id` 100001 order), per server, and survive a reopen.
+#[test]
+fn toggles_reach_the_sillytavern_layout() {
+    const ST: &[u8] = br#"{"prompts": [
+        {"identifier": "main", "content": "Main"},
+        {"identifier": "extra", "content": "EXTRA", "system_prompt": false},
+        {"identifier": "chatHistory", "marker": true}],
+      "prompt_order": [{"character_id": 100001, "order": [
+        {"identifier": "main", "enabled": true}, {"identifier": "extra", "enabled": true},
+        {"identifier": "chatHistory", "enabled": true}]}]}"#;
+    let ctx = Context::from_json(br#"{"layout": "sillytavern"}"#).unwrap();
+    let st_texts = |store: &PresetStore, server: i64| -> Vec<String> {
+        store
+            .render(server, &ctx)
+            .unwrap()
+            .unwrap()
+            .messages
+            .iter()
+            .map(|m| m.text().into_owned())
+            .collect()
+    };
+    for db in backends() {
+        let store = db.open();
+        let a = store.import(1, "a", ST).unwrap();
+        store.import(2, "a", ST).unwrap();
+        assert_eq!(st_texts(&store, 1), ["Main", "EXTRA", "[Start a new Chat]"]);
+        store.set_enabled(1, a, &[("extra", false)]).unwrap();
+        assert_eq!(st_texts(&store, 1), ["Main", "[Start a new Chat]"]);
+        assert_eq!(st_texts(&store, 2), ["Main", "EXTRA", "[Start a new Chat]"]);
+        drop(store);
+        let store = db.open();
+        assert_eq!(st_texts(&store, 1), ["Main", "[Start a new Chat]"]);
+    }
+}

@@ -290,6 +290,18 @@ impl Preset {
         diagnostics.extend(settings_diagnostics);
         let (scripts, script_diagnostics) = Scripts::import(extensions);
         diagnostics.extend(script_diagnostics);
+        // The stored switches, as the differences from the file's own: the SillyTavern layout
+        // reads its list from the file and applies them there (SPEC §17.1.2).
+        let toggles = match Preset::from_json(&raw) {
+            Ok(file) if file.nodes.len() == nodes.len() => file
+                .nodes
+                .iter()
+                .zip(&nodes)
+                .filter(|(a, b)| a.identifier == b.identifier && a.enabled != b.enabled)
+                .map(|(_, b)| (b.identifier.clone(), b.enabled))
+                .collect(),
+            _ => Vec::new(),
+        };
         Preset {
             nodes,
             diagnostics,
@@ -297,7 +309,7 @@ impl Preset {
             scripts,
             raw: raw.into(),
             limits: Limits::default(),
-            toggles: Vec::new(),
+            toggles,
             lone_surrogates,
         }
     }
