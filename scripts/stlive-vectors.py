@@ -2,7 +2,7 @@
 """Turns a recording of the live SillyTavern app (`RECORD=` of ../shared/tools/stlive) into
 the repository's vectors, `tests/stlive/vectors.json` (SPEC §17.4).
 
-    scripts/stlive-vectors.py RECORDING.json [--bin target/release/stpreset] [--out FILE]
+    scripts/stlive-vectors.py RECORDING.json [RECORDING.json ...] [--bin target/release/stpreset] [--out FILE]
 
 Each case keeps its inputs inline: the corpus preset by file name and sha256 (never copied),
 the card as JSON (cards are the harness's fixtures or this repository's), and the context
@@ -41,6 +41,16 @@ def find(dirs, name):
     sys.exit(f'stlive-vectors: {name} not found in {dirs}')
 
 
+def messages(inputs):
+    """The chat stpreset gets: as ST built the prompt from it, except that a swipe gives the
+    whole chat (the library leaves the swiped message out, SPEC §18.1)."""
+    msgs = list(inputs['messages'])
+    left = (inputs.get('chat_in_st') or {}).get('last_left_out')
+    if inputs.get('generation_type') == 'swipe' and left:
+        msgs.append(left)
+    return msgs
+
+
 def context(inputs):
     user = inputs['persona']['name']
     ctx = {
@@ -56,7 +66,7 @@ def context(inputs):
             'text': m['text'],
             'time': m['time'],
             'name': m.get('name') or (user if m['from'] == 'user' else inputs['char']),
-        } for m in inputs['messages']],
+        } for m in messages(inputs)],
     }
     text = lambda v: v if isinstance(v, str) else json.dumps(v, separators=(',', ':'))
     if inputs.get('variables'):
@@ -131,11 +141,13 @@ def enabled_text(preset):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('recording')
+    ap.add_argument('recording', nargs='+')
     ap.add_argument('--bin', default=os.path.join(ROOT, 'target', 'release', 'stpreset'))
     ap.add_argument('--out', default=os.path.join(ROOT, 'tests', 'stlive', 'vectors.json'))
     args = ap.parse_args()
-    recorded = json.load(open(args.recording))
+    recorded = [v for r in args.recording for v in json.load(open(r))]
+    ids = [v['id'] for v in recorded]
+    assert len(ids) == len(set(ids)), 'a case id is in two recordings'
     cards, cases, unlisted = {}, [], []
     for v in recorded:
         i = v['inputs']

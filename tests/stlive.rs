@@ -156,8 +156,9 @@ fn recorded_sillytavern_bodies() {
             (Some("google"), Some("makersuite" | "vertexai")) => Shape::Google,
             other => panic!("{id}: shape and source {other:?}"),
         };
-        let mut options: ProviderOptions = ctx.provider_options.clone();
-        options.shape = Some(shape);
+        // ST builds some prompts for its source (a Claude continue's prefill).
+        ctx.provider_options.shape = Some(shape);
+        let options: ProviderOptions = ctx.provider_options.clone();
         let preset = Preset::from_json(&bytes).expect("preset imports");
         let (body, _) = preset.compile().render(&ctx).to_request(&options);
         let ours = digest(&normalise(body), short);

@@ -178,57 +178,63 @@ fn order_key(order: f64) -> String {
 /// `populationInjectionPrompts`: for each depth, the prompts grouped by order (high to low),
 /// each group's roles system, user, assistant joined with `\n` (order 100 adds the extension
 /// prompts of that depth and role), spliced newest-first, then turned oldest-first.
+///
+/// ST splices each depth's messages at `depth + (messages inserted so far)` of the newest-first
+/// list, which puts them after exactly `depth` chat messages (or after all of them): built here
+/// in one pass instead of one splice per depth, so the cost is linear in history + prompts.
 pub(crate) fn inject(
     history: Vec<ChatLine>,
     prompts: &[Injection],
     extensions: &[ExtensionPrompt],
 ) -> Vec<ChatLine> {
-    let mut newest_first: Vec<ChatLine> = history.into_iter().rev().collect();
-    let mut depths: Vec<u32> = prompts
-        .iter()
-        .map(|p| p.depth)
-        .chain(
-            extensions
-                .iter()
-                .filter_map(|e| u32::try_from(e.depth).ok().filter(|d| *d <= 10_000)),
-        )
-        .collect();
-    depths.sort_unstable();
-    depths.dedup();
-    let mut inserted = 0usize;
-    for depth in depths {
-        // Groups by order: `100` always exists (the extension prompts' group); keys sorted
-        // numerically, high to low.
-        let mut orders: Vec<(String, f64)> = vec![("100".into(), 100.0)];
-        for p in prompts
-            .iter()
-            .filter(|p| p.depth == depth && !p.text.is_empty())
-        {
-            let key = order_key(p.order);
-            if !orders.iter().any(|(k, _)| *k == key) {
-                orders.push((key, p.order));
-            }
+    type AtDepth<'a> = (Vec<&'a Injection>, Vec<&'a ExtensionPrompt>);
+    let mut by_depth: std::collections::BTreeMap<u32, AtDepth<'_>> = Default::default();
+    for p in prompts.iter().filter(|p| !p.text.is_empty()) {
+        by_depth.entry(p.depth).or_default().0.push(p);
+    }
+    for e in extensions.iter().filter(|e| !e.text.is_empty()) {
+        if let Some(d) = u32::try_from(e.depth).ok().filter(|d| *d <= 10_000) {
+            by_depth.entry(d).or_default().1.push(e);
         }
-        orders.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal));
-        let mut group = Vec::new();
-        for (key, order) in &orders {
+    }
+    let total = history.len() + by_depth.len() * 3;
+    let mut newest = history.into_iter().rev();
+    let mut out: Vec<ChatLine> = Vec::with_capacity(total);
+    let mut taken = 0usize;
+    for (depth, (at, mut ext)) in by_depth {
+        // Groups by order: `100` always exists (the extension prompts' group); keys compared
+        // as JavaScript's object keys (`String(order)`), sorted numerically, high to low.
+        let mut groups: Vec<(String, f64, Vec<&Injection>)> =
+            vec![("100".into(), 100.0, Vec::new())];
+        let mut by_key: std::collections::HashMap<String, usize> = [("100".to_string(), 0)].into();
+        for p in at {
+            let key = order_key(p.order);
+            let i = *by_key.entry(key.clone()).or_insert_with(|| {
+                groups.push((key, p.order, Vec::new()));
+                groups.len() - 1
+            });
+            groups[i].2.push(p);
+        }
+        groups.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal));
+        ext.sort_by(|a, b| a.key.cmp(&b.key));
+        while taken < depth as usize {
+            match newest.next() {
+                Some(line) => out.push(line),
+                None => break,
+            }
+            taken += 1;
+        }
+        for (key, order, members) in &groups {
             for role in [Role::System, Role::User, Role::Model] {
-                let joined: Vec<&str> = prompts
+                let joined: Vec<&str> = members
                     .iter()
-                    .filter(|p| p.depth == depth && !p.text.is_empty())
-                    .filter(|p| order_key(p.order) == *key && p.role == role)
+                    .filter(|p| p.role == role)
                     .map(|p| p.text.as_str())
                     .collect();
                 let joined = joined.join("\n");
                 let extension = if key == "100" {
-                    let mut ext: Vec<&ExtensionPrompt> = extensions
-                        .iter()
-                        .filter(|e| {
-                            e.depth == u64::from(depth) && e.role == role && !e.text.is_empty()
-                        })
-                        .collect();
-                    ext.sort_by(|a, b| a.key.cmp(&b.key));
                     ext.iter()
+                        .filter(|e| e.role == role)
                         .map(|e| crate::lore::js_trim(&e.text))
                         .collect::<Vec<_>>()
                         .join("\n")
@@ -242,7 +248,7 @@ pub(crate) fn inject(
                     .collect::<Vec<_>>()
                     .join("\n");
                 if !text.is_empty() {
-                    group.push(ChatLine {
+                    out.push(ChatLine {
                         role,
                         text,
                         name: None,
@@ -251,13 +257,10 @@ pub(crate) fn inject(
                 }
             }
         }
-        let at = (depth as usize + inserted).min(newest_first.len());
-        let n = group.len();
-        newest_first.splice(at..at, group);
-        inserted += n;
     }
-    newest_first.reverse();
-    newest_first
+    out.extend(newest);
+    out.reverse();
+    out
 }
 
 #[cfg(test)]

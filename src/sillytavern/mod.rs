@@ -77,7 +77,7 @@ fn setting_or_default<'s>(settings: Option<&'s PresetSettings>, key: &str) -> Co
 }
 
 /// The templates a render evaluates besides the preset's prompts, by what they are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Slot {
     Description,
     Personality,
@@ -373,15 +373,17 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
         .iter()
         .map(|t| t.and_then(|_| prompt_texts.next()))
         .collect();
+    // By slot (a lorebook can have thousands of depth groups: no linear search per slot).
+    let by_slot: std::collections::HashMap<Slot, &String> = before
+        .iter()
+        .map(|(s, _)| *s)
+        .zip(&texts)
+        .chain(after.iter().map(|(s, _)| *s).zip(&after_texts))
+        .collect();
     let slot_text = |slot: Slot| -> String {
-        before
-            .iter()
-            .map(|(s, _)| *s)
-            .zip(&texts)
-            .chain(after.iter().map(|(s, _)| *s).zip(&after_texts))
-            .find(|(s, _)| *s == slot)
-            .map(|(_, t)| t.clone())
-            .unwrap_or_default()
+        by_slot
+            .get(&slot)
+            .map_or_else(String::new, |t| (*t).clone())
     };
     // A format that is only its own macro gives the evaluated field.
     let format = |field: Slot, format_slot: Slot, key: &str, identity: &str| {
@@ -436,12 +438,12 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
             forbid_overrides: e.forbid_overrides,
         });
     }
-    let disabled = |id: &str| {
-        plan.entries
-            .iter()
-            .find(|e| &*e.identifier == id)
-            .is_some_and(|e| !e.enabled)
-    };
+    // `isPromptDisabledForActiveCharacter`: the first order entry of the identifier is off.
+    let mut first_entry: std::collections::HashMap<&str, bool> = Default::default();
+    for e in &plan.entries {
+        first_entry.entry(&*e.identifier).or_insert(e.enabled);
+    }
+    let disabled = |id: &str| first_entry.get(id).is_some_and(|on| !on);
     let persona_in_prompt =
         !ctx.persona.is_empty() && ctx.user_settings.persona_position == PersonaPosition::InPrompt;
     // No "Start Reply With" for an impersonation or a continue (SC `getBiasStrings`).
@@ -535,7 +537,12 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
     // ST's `ChatCompletion` writes collections at their prompt's index of a sparse array and
     // pushes the continue and control collections after the highest index written so far.
     let mut slots: std::collections::BTreeMap<usize, Vec<Out>> = Default::default();
-    let index = |id: &str| collection.iter().position(|p| &*p.identifier == id);
+    // `prompts.index(id)`: the first collection entry of the identifier.
+    let mut first_index: std::collections::HashMap<&str, usize> = Default::default();
+    for (i, p) in collection.iter().enumerate() {
+        first_index.entry(&*p.identifier).or_insert(i);
+    }
+    let index = |id: &str| first_index.get(id).copied();
     let mut overflow = false;
     budget.spend(3);
     let add = |id: &str,
