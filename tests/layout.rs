@@ -285,3 +285,120 @@ fn the_render_document_names_example_lines() {
     );
     assert_eq!(m[2]["name"], "example_assistant");
 }
+
+/// A preset in ST's terms: main, history, a post-history prompt.
+fn gen_preset(settings: Value) -> Value {
+    let mut p = preset(
+        json!([
+            {"identifier": "main", "content": "Main.", "role": "system"},
+            {"identifier": "chatHistory", "marker": true},
+            {"identifier": "jailbreak", "content": "PHI.", "role": "system"}
+        ]),
+        json!([{"identifier": "main", "enabled": true}, {"identifier": "chatHistory", "enabled": true},
+               {"identifier": "jailbreak", "enabled": true}]),
+    );
+    if let (Value::Object(p), Value::Object(s)) = (&mut p, settings) {
+        p.extend(s);
+    }
+    p
+}
+
+fn gen_ctx(generation: &str, extra: Value) -> Context {
+    let mut v = json!({"user": "Alice", "char": "Sera", "layout": "sillytavern",
+        "generation_type": generation, "items": [
+        {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "Hi."},
+        {"tag": "DIALOGUE_HISTORY", "role": "model", "text": "Hello there"}]});
+    if let (Value::Object(v), Value::Object(e)) = (&mut v, extra) {
+        v.extend(e);
+    }
+    ctx(v)
+}
+
+fn contents(p: &Value, c: &Context) -> Vec<String> {
+    messages(p, c).into_iter().map(|m| m.1).collect()
+}
+
+#[test]
+fn generation_types_build_the_prompt_as_sillytavern_does() {
+    let p = gen_preset(json!({}));
+    let normal = ["Main.", "[Start a new Chat]", "Hi.", "Hello there", "PHI."];
+    assert_eq!(contents(&p, &gen_ctx("normal", json!({}))), normal);
+    assert_eq!(contents(&p, &gen_ctx("regenerate", json!({}))), normal);
+    // Continue: the last message and the nudge after every prompt.
+    assert_eq!(
+        contents(&p, &gen_ctx("continue", json!({}))),
+        ["Main.", "[Start a new Chat]", "Hi.", "PHI.", "Hello there",
+         "[Continue your last message without repeating its original content.]"]
+    );
+    let nudge = gen_preset(json!({"continue_nudge_prompt": "Go on from: {{lastChatMessage}} ({{char}})"}));
+    assert_eq!(
+        contents(&nudge, &gen_ctx("continue", json!({}))).last().unwrap(),
+        "Go on from: Hello there (Sera)"
+    );
+    // With continue_prefill: the message taken out before the injections, sent last.
+    let prefill = gen_preset(json!({"continue_prefill": true}));
+    assert_eq!(
+        contents(&prefill, &gen_ctx("continue", json!({}))),
+        ["Main.", "[Start a new Chat]", "Hi.", "PHI.", "Hello there"]
+    );
+    // Impersonate: ST's impersonation prompt last; no "Start Reply With".
+    let imp = contents(&p, &gen_ctx("impersonate", json!({"start_reply_with": "Sure"})));
+    assert!(imp.last().unwrap().starts_with("[Write your next reply from the point of view of Alice"), "{imp:?}");
+    assert!(!imp.iter().any(|t| t == "Sure"));
+    assert_eq!(contents(&p, &gen_ctx("normal", json!({"start_reply_with": "Sure"}))).last().unwrap(), "Sure");
+    // Swipe: the host gives the whole chat; the last message is left out of the prompt, while
+    // the last-message macros still read it.
+    let last = gen_preset(json!({}));
+    let mut with_macro = last.clone();
+    with_macro["prompts"][0]["content"] = json!("Last: {{lastMessage}}");
+    assert_eq!(
+        contents(&with_macro, &gen_ctx("swipe", json!({}))),
+        ["Last: Hello there", "[Start a new Chat]", "Hi.", "PHI."]
+    );
+    // Quiet: the quiet prompt last of all.
+    assert_eq!(
+        contents(&p, &gen_ctx("quiet", json!({"quiet_prompt": "Summarize {{char}}."}))).last().unwrap(),
+        "Summarize Sera."
+    );
+}
+
+#[test]
+fn claude_prefill_follows_the_generation_type() {
+    let p = gen_preset(json!({"assistant_prefill": "As {{char}}:", "assistant_impersonation": "As {{user}}:"}));
+    let last = |generation: &str| {
+        let mut c = gen_ctx(generation, json!({}));
+        c.provider_options.shape = Some(Shape::Anthropic);
+        let (body, _) = Preset::from_json(p.to_string().as_bytes())
+            .unwrap()
+            .compile()
+            .render(&c)
+            .to_request(&c.provider_options);
+        body["messages"].as_array().unwrap().last().unwrap()["content"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(last("normal"), "As Sera:");
+    assert_eq!(last("impersonate"), "As Alice:");
+    assert_ne!(last("quiet"), "As Sera:");
+}
+
+#[test]
+fn group_chats_prefix_names_and_nudge() {
+    let p = gen_preset(json!({}));
+    let mut c = ctx(json!({"user": "Alice", "char": "Sera", "layout": "sillytavern",
+        "group": ["Sera", "Mira"], "items": [
+        {"tag": "DIALOGUE_HISTORY", "role": "model", "text": "Hello.", "name": "Mira"},
+        {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "Hi.", "name": "Alice"}]}));
+    assert_eq!(
+        contents(&p, &c),
+        ["Main.", "[Start a new group chat. Group members: Sera, Mira]", "Mira: Hello.", "Hi.",
+         "[Write the next reply only as Sera.]", "PHI."]
+    );
+    c.lore.get_or_insert_with(Default::default).generation_type = stpreset::GenerationType::Impersonate;
+    assert!(!contents(&p, &c).iter().any(|t| t.starts_with("[Write the next reply only")));
+}
