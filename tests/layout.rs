@@ -327,12 +327,21 @@ fn generation_types_build_the_prompt_as_sillytavern_does() {
     // Continue: the last message and the nudge after every prompt.
     assert_eq!(
         contents(&p, &gen_ctx("continue", json!({}))),
-        ["Main.", "[Start a new Chat]", "Hi.", "PHI.", "Hello there",
-         "[Continue your last message without repeating its original content.]"]
+        [
+            "Main.",
+            "[Start a new Chat]",
+            "Hi.",
+            "PHI.",
+            "Hello there",
+            "[Continue your last message without repeating its original content.]"
+        ]
     );
-    let nudge = gen_preset(json!({"continue_nudge_prompt": "Go on from: {{lastChatMessage}} ({{char}})"}));
+    let nudge =
+        gen_preset(json!({"continue_nudge_prompt": "Go on from: {{lastChatMessage}} ({{char}})"}));
     assert_eq!(
-        contents(&nudge, &gen_ctx("continue", json!({}))).last().unwrap(),
+        contents(&nudge, &gen_ctx("continue", json!({})))
+            .last()
+            .unwrap(),
         "Go on from: Hello there (Sera)"
     );
     // With continue_prefill: the message taken out before the injections, sent last.
@@ -342,10 +351,23 @@ fn generation_types_build_the_prompt_as_sillytavern_does() {
         ["Main.", "[Start a new Chat]", "Hi.", "PHI.", "Hello there"]
     );
     // Impersonate: ST's impersonation prompt last; no "Start Reply With".
-    let imp = contents(&p, &gen_ctx("impersonate", json!({"start_reply_with": "Sure"})));
-    assert!(imp.last().unwrap().starts_with("[Write your next reply from the point of view of Alice"), "{imp:?}");
+    let imp = contents(
+        &p,
+        &gen_ctx("impersonate", json!({"start_reply_with": "Sure"})),
+    );
+    assert!(
+        imp.last()
+            .unwrap()
+            .starts_with("[Write your next reply from the point of view of Alice"),
+        "{imp:?}"
+    );
     assert!(!imp.iter().any(|t| t == "Sure"));
-    assert_eq!(contents(&p, &gen_ctx("normal", json!({"start_reply_with": "Sure"}))).last().unwrap(), "Sure");
+    assert_eq!(
+        contents(&p, &gen_ctx("normal", json!({"start_reply_with": "Sure"})))
+            .last()
+            .unwrap(),
+        "Sure"
+    );
     // Swipe: the host gives the whole chat; the last message is left out of the prompt, while
     // the last-message macros still read it.
     let last = gen_preset(json!({}));
@@ -357,14 +379,21 @@ fn generation_types_build_the_prompt_as_sillytavern_does() {
     );
     // Quiet: the quiet prompt last of all.
     assert_eq!(
-        contents(&p, &gen_ctx("quiet", json!({"quiet_prompt": "Summarize {{char}}."}))).last().unwrap(),
+        contents(
+            &p,
+            &gen_ctx("quiet", json!({"quiet_prompt": "Summarize {{char}}."}))
+        )
+        .last()
+        .unwrap(),
         "Summarize Sera."
     );
 }
 
 #[test]
 fn claude_prefill_follows_the_generation_type() {
-    let p = gen_preset(json!({"assistant_prefill": "As {{char}}:", "assistant_impersonation": "As {{user}}:"}));
+    let p = gen_preset(
+        json!({"assistant_prefill": "As {{char}}:", "assistant_impersonation": "As {{user}}:"}),
+    );
     let last = |generation: &str| {
         let mut c = gen_ctx(generation, json!({}));
         c.provider_options.shape = Some(Shape::Anthropic);
@@ -390,15 +419,83 @@ fn claude_prefill_follows_the_generation_type() {
 #[test]
 fn group_chats_prefix_names_and_nudge() {
     let p = gen_preset(json!({}));
-    let mut c = ctx(json!({"user": "Alice", "char": "Sera", "layout": "sillytavern",
+    let mut c = ctx(
+        json!({"user": "Alice", "char": "Sera", "layout": "sillytavern",
         "group": ["Sera", "Mira"], "items": [
         {"tag": "DIALOGUE_HISTORY", "role": "model", "text": "Hello.", "name": "Mira"},
-        {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "Hi.", "name": "Alice"}]}));
+        {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "Hi.", "name": "Alice"}]}),
+    );
     assert_eq!(
         contents(&p, &c),
-        ["Main.", "[Start a new group chat. Group members: Sera, Mira]", "Mira: Hello.", "Hi.",
-         "[Write the next reply only as Sera.]", "PHI."]
+        [
+            "Main.",
+            "[Start a new group chat. Group members: Sera, Mira]",
+            "Mira: Hello.",
+            "Hi.",
+            "[Write the next reply only as Sera.]",
+            "PHI."
+        ]
     );
-    c.lore.get_or_insert_with(Default::default).generation_type = stpreset::GenerationType::Impersonate;
-    assert!(!contents(&p, &c).iter().any(|t| t.starts_with("[Write the next reply only")));
+    c.lore.get_or_insert_with(Default::default).generation_type =
+        stpreset::GenerationType::Impersonate;
+    assert!(
+        !contents(&p, &c)
+            .iter()
+            .any(|t| t.starts_with("[Write the next reply only"))
+    );
+}
+
+#[test]
+fn the_budget_is_spent_in_sillytavern_order() {
+    let p = preset(
+        json!([
+            {"identifier": "main", "content": "Main.", "role": "system"},
+            {"identifier": "dialogueExamples", "marker": true},
+            {"identifier": "chatHistory", "marker": true}
+        ]),
+        json!([{"identifier": "main", "enabled": true}, {"identifier": "dialogueExamples", "enabled": true},
+               {"identifier": "chatHistory", "enabled": true}]),
+    );
+    let history: Vec<Value> = (0..40)
+        .map(|i| {
+            json!({"tag": "DIALOGUE_HISTORY", "role": if i % 2 == 0 { "user" } else { "model" },
+                         "text": format!("message number {i} of the long chat")})
+        })
+        .collect();
+    let c = |max: u32| {
+        let mut c = ctx(
+            json!({"user": "Alice", "layout": "sillytavern", "tokenizer": "words",
+            "max_context_tokens": max, "reserve_tokens": 0, "items": history}),
+        );
+        card(json!({"name": "Sera", "mes_example": "<START>\nAlice: Q?\nSera: A."}))
+            .apply_to(&mut c);
+        c
+    };
+    // Room for everything: examples and the whole history.
+    let all = contents(&p, &c(100_000));
+    assert!(all.contains(&"[Example Chat]".to_string()));
+    assert!(all.contains(&"message number 0 of the long chat".to_string()));
+    // Tight: the examples go before the oldest history, the newest messages stay.
+    let tight = contents(&p, &c(200));
+    assert!(!tight.contains(&"[Example Chat]".to_string()), "{tight:?}");
+    assert!(!tight.contains(&"message number 0 of the long chat".to_string()));
+    assert_eq!(tight.last().unwrap(), "message number 39 of the long chat");
+    // Too small for the prompts ST always sends: the body so far and ContextOverflow.
+    let small = c(5);
+    let compiled = Preset::from_json(p.to_string().as_bytes())
+        .unwrap()
+        .compile();
+    let out = compiled.render(&small);
+    assert!(
+        out.diagnostics
+            .iter()
+            .any(|d| d.kind == stpreset::DiagnosticKind::ContextOverflow)
+    );
+    // A preset without a context size has SillyTavern's (4095 - 300).
+    let long: Vec<Value> = (0..3000)
+        .map(|i| json!({"tag": "DIALOGUE_HISTORY", "role": "user", "text": format!("word {i}")}))
+        .collect();
+    let big = ctx(json!({"layout": "sillytavern", "tokenizer": "words", "items": long}));
+    let n = contents(&p, &big).len();
+    assert!(n < 3000, "{n} messages: no default budget");
 }

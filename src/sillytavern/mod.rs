@@ -528,10 +528,26 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
     let names_behavior = settings.and_then(|s| s.names_behavior).unwrap_or(0);
     let counter = ctx.options.budget.counter.for_model(&ctx.model);
     let effective = crate::render::request_options(parts.settings, ctx).1;
+    // ST's budget is always on: a preset without a context size has ST's defaults (4095
+    // and 300, OAI `default_settings`); the host's `max_context_tokens: null` turns it off.
+    let (window, reserve) = match (
+        &ctx.options.budget.max_context_tokens,
+        effective.max_context_tokens,
+    ) {
+        (crate::provider::Tri::Unset, None) => (
+            Some(4095),
+            match ctx.options.budget.reserve_tokens {
+                crate::provider::Tri::Value(r) => r,
+                _ => settings
+                    .and_then(|s| s.openai_max_tokens)
+                    .and_then(|v| u32::try_from(v).ok())
+                    .unwrap_or(300),
+            },
+        ),
+        (_, window) => (window, effective.reserve_tokens),
+    };
     let mut budget = Budget {
-        left: effective
-            .max_context_tokens
-            .map(|m| i64::from(m) - i64::from(effective.reserve_tokens)),
+        left: window.map(|m| i64::from(m) - i64::from(reserve)),
         counter,
     };
     // ST's `ChatCompletion` writes collections at their prompt's index of a sparse array and
