@@ -143,6 +143,23 @@ test("the request shape shows the provider request the CLI builds", { skip: !hav
   await page.close();
 });
 
+test("the layout picker shows the body SillyTavern sends, as the CLI builds it", { skip: !haveCorpus }, async () => {
+  const preset = join(corpus, "st-default__Default.json");
+  const page = await open(await serve(preset, "--context", context));
+  await after_(page, () => page.selectOption("#shape", "openai"));
+  await after_(page, () => page.selectOption("#layout", "sillytavern"));
+  await page.click("#tab-request");
+  const shown = JSON.parse(await page.textContent("#request"));
+  const want = cli("render", preset, "--context", context, "--layout", "sillytavern", "--shape", "openai", "--format", "json");
+  assert.deepEqual(shown, want.request);
+  await after_(page, () => page.selectOption("#layout", "seed"));
+  const seed = JSON.parse(await page.textContent("#request"));
+  assert.deepEqual(seed, cli("render", preset, "--context", context, "--shape", "openai", "--format", "json").request);
+  assert.notDeepEqual(seed, shown);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test("a diagnostic opens on its node's line with the span marked", async () => {
   const preset = join(scratch, "diag.json");
   writeFileSync(preset, JSON.stringify({ prompts: [
