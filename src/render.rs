@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use crate::assemble::{self, Extras, Message, Plan, PromptTokens, Source};
+use crate::assemble::{self, Extras, Message, Plan, PromptTokens};
 use crate::context::{Context, Tag};
 use crate::diagnostic::{Diagnostic, DiagnosticKind, Finding};
 use crate::eval::{self, EvalNode, Expanded};
@@ -648,23 +648,11 @@ impl Rendered<'_> {
             .messages
             .iter()
             .map(|m| ChatMessage {
-                keep_apart: matches!(
-                    m.source,
-                    Source::Setting(
-                        "new_chat_prompt"
-                            | "new_group_chat_prompt"
-                            | "new_example_chat_prompt"
-                            | "group_nudge_prompt"
-                    )
-                ),
+                keep_apart: m.source.keeps_apart(),
                 ..ChatMessage::new(m.role, m.text().into_owned())
             })
             .collect();
-        let names = Names {
-            user: self.speakers.user.to_string(),
-            char: self.speakers.char.to_string(),
-            group: self.speakers.group.to_vec(),
-        };
+        let names = self.names();
         let model = &self.speakers.model;
         let options = resolve::overlay(options, &self.preset_options, model);
         provider::request(&messages, &options, &names, model)

@@ -259,6 +259,22 @@ pub enum Source {
     },
 }
 
+impl Source {
+    /// SillyTavern's squash leaves its new-chat, example-chat and group-nudge prompts apart
+    /// (SPEC §14.5): what [`ChatMessage::keep_apart`](crate::ChatMessage) says of a message.
+    pub(crate) fn keeps_apart(&self) -> bool {
+        matches!(
+            self,
+            Source::Setting(
+                "new_chat_prompt"
+                    | "new_group_chat_prompt"
+                    | "new_example_chat_prompt"
+                    | "group_nudge_prompt"
+            )
+        )
+    }
+}
+
 impl Serialize for Source {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(1))?;

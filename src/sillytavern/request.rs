@@ -6,7 +6,6 @@
 use serde_json::Value;
 
 use super::StExtra;
-use crate::assemble::Source;
 use crate::diagnostic::Diagnostic;
 use crate::provider::{self, ChatMessage, ProviderOptions, Tri};
 use crate::render::Rendered;
@@ -23,16 +22,7 @@ pub(crate) fn body(
         .enumerate()
         .map(|(i, m)| ChatMessage {
             name: st.names.get(i).cloned().flatten().map(String::from),
-            // ST's squash leaves the new-chat, example-chat and group-nudge prompts apart.
-            keep_apart: matches!(
-                m.source,
-                Source::Setting(
-                    "new_chat_prompt"
-                        | "new_group_chat_prompt"
-                        | "new_example_chat_prompt"
-                        | "group_nudge_prompt"
-                )
-            ),
+            keep_apart: m.source.keeps_apart(),
             ..ChatMessage::new(m.role, m.text().into_owned())
         })
         .collect();
