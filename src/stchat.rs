@@ -58,20 +58,33 @@ impl Context {
         let bytes = bytes
             .strip_prefix(crate::context::UTF8_BOM)
             .unwrap_or(bytes);
-        let text = std::str::from_utf8(bytes).map_err(|e| ContextError::Utf8 {
-            offset: e.valid_up_to(),
-        })?;
+        if let Err(e) = std::str::from_utf8(bytes) {
+            let line = 1 + memchr::memchr_iter(b'\n', &bytes[..e.valid_up_to()]).count();
+            return Err(bad(
+                format!("chat line {line}"),
+                format!("not valid UTF-8 (byte {})", e.valid_up_to()),
+            ));
+        }
+        // Lone UTF-16 surrogates in `\u` escapes (a message cut inside an emoji) read as
+        // U+FFFD, as in a context file: JavaScript's `JSON.parse` takes them.
+        let (text, _) =
+            crate::surrogates::json_text(bytes).map_err(|offset| ContextError::Utf8 { offset })?;
         let mut lines = text
             .split('\n')
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty());
-        let Some((_, header)) = lines.next() else {
+        let Some((at, header)) = lines.next() else {
             return Err(bad("chat".into(), "the chat file is empty"));
         };
         let header: Value = serde_json::from_str(header)
             .ok()
             .filter(Value::is_object)
-            .ok_or_else(|| bad("chat line 1".into(), "not a JSON object (the chat header)"))?;
+            .ok_or_else(|| {
+                bad(
+                    format!("chat line {}", at + 1),
+                    "not a JSON object (the chat header)",
+                )
+            })?;
         let mut items = Vec::new();
         let mut lines_seen = 0u64;
         for (i, line) in lines {
@@ -83,11 +96,13 @@ impl Context {
                     format!("the chat file has more than {CHAT_MAX_MESSAGES} messages"),
                 ));
             }
-            let m: Value = serde_json::from_str(line)
-                .ok()
-                .filter(Value::is_object)
-                .ok_or_else(|| bad(field(), "not a JSON object"))?;
-            if m.get("is_system") == Some(&Value::Bool(true)) {
+            let m: Value = match serde_json::from_str::<Value>(line) {
+                Ok(m) if m.is_object() => m,
+                Ok(_) => return Err(bad(field(), "not a JSON object")),
+                Err(e) => return Err(bad(field(), format!("not a JSON object: {e}"))),
+            };
+            // ST tests these flags as JavaScript does (`!x.is_system`, `x.is_user ? …`).
+            if truthy(m.get("is_system")) {
                 continue;
             }
             let text = m
@@ -100,7 +115,7 @@ impl Context {
                     format!("`mes` is over the limit of {CHAT_MAX_TEXT_BYTES} bytes"),
                 ));
             }
-            let role = if m.get("is_user") == Some(&Value::Bool(true)) {
+            let role = if truthy(m.get("is_user")) {
                 Role::User
             } else if m.pointer("/extra/type").and_then(Value::as_str) == Some("narrator") {
                 Role::System
@@ -189,6 +204,17 @@ impl Context {
             lore.position = Some(lines_seen);
         }
         Ok(())
+    }
+}
+
+/// JavaScript truthiness of a JSON value.
+fn truthy(v: Option<&Value>) -> bool {
+    match v {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0),
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(_) => true,
     }
 }
 
@@ -291,6 +317,22 @@ mod tests {
         let err = Context::from_st_chat(b"{}\n[1]\n").unwrap_err();
         assert!(err.to_string().contains("chat line 2"), "{err}");
         assert!(Context::from_st_chat(b"").is_err());
+    }
+
+    #[test]
+    fn lone_surrogates_truthy_flags_and_line_numbers() {
+        let ctx = Context::from_st_chat(
+            b"{}\n{\"mes\": \"cut \\ud83d\"}\n{\"mes\": \"hidden\", \"is_system\": 1}\n{\"mes\": \"me\", \"is_user\": \"yes\"}\n",
+        )
+        .unwrap();
+        assert_eq!(ctx.items.len(), 2);
+        assert_eq!(ctx.items[0].text, "cut \u{FFFD}");
+        assert_eq!(ctx.items[1].role, Role::User);
+        let err = Context::from_st_chat(b"\n\nnope\n").unwrap_err();
+        assert!(err.to_string().contains("chat line 3"), "{err}");
+        let err =
+            Context::from_st_chat(b"{}\n{\"mes\": \"a\"}\n{\"mes\": \"\xff\"}\n").unwrap_err();
+        assert!(err.to_string().contains("chat line 3"), "{err}");
     }
 
     #[test]

@@ -499,3 +499,60 @@ fn the_budget_is_spent_in_sillytavern_order() {
     let n = contents(&p, &big).len();
     assert!(n < 3000, "{n} messages: no default budget");
 }
+
+#[test]
+fn repeats_in_the_order_and_trim_marks_in_data_do_nothing_more() {
+    // An in-chat prompt listed many times is taken once.
+    let mut order = vec![json!({"identifier": "chatHistory", "enabled": true})];
+    order.extend((0..1000).map(|_| json!({"identifier": "d", "enabled": true})));
+    let p = preset(
+        json!([{"identifier": "chatHistory", "marker": true},
+               {"identifier": "d", "content": "DUP", "role": "system", "system_prompt": false,
+                "injection_position": 1, "injection_depth": 0}]),
+        Value::Array(order),
+    );
+    let c = ctx(
+        json!({"layout": "sillytavern", "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}]}),
+    );
+    assert_eq!(contents(&p, &c), ["[Start a new Chat]", "hi", "DUP"]);
+    // Text that looks like a trim mark stays as written, in chat text and in what macros read.
+    let mark = "a\n\n\u{F8FF}trim\u{F8FF}\n\nb";
+    let p = preset(
+        json!([{"identifier": "main", "content": "{{lastMessage}}|{{trim}}\n|x", "role": "system"},
+               {"identifier": "chatHistory", "marker": true}]),
+        json!([{"identifier": "main", "enabled": true}, {"identifier": "chatHistory", "enabled": true}]),
+    );
+    let c = ctx(
+        json!({"layout": "sillytavern", "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": mark}]}),
+    );
+    let got = contents(&p, &c);
+    assert_eq!(got[0], format!("{mark}||x"));
+    assert_eq!(got[2], mark);
+}
+
+#[test]
+fn group_example_lines_are_found_by_any_member_name() {
+    let p = preset(
+        json!([{"identifier": "dialogueExamples", "marker": true}]),
+        json!([{"identifier": "dialogueExamples", "enabled": true}]),
+    );
+    let mut c = ctx(
+        json!({"user": "Alice", "char": "Sera", "layout": "sillytavern",
+        "group": ["Sera", "Dr: Mira", "Kai"],
+        "mes_examples_raw": "<START>\nAlice: Q\nDr: Mira: A\nAlice: R\nKai: B\nnot: a speaker"}),
+    );
+    c.char = "Sera".into();
+    // As ST's `parseExampleIntoIndividual`: a member line opens a character message, named by
+    // the text before its first colon; other lines continue the message.
+    let got = contents(&p, &c);
+    assert_eq!(
+        got,
+        [
+            "[Example Chat]",
+            "Alice: Q",
+            "Dr: Mira: A",
+            "Alice: R",
+            "Kai: B\nnot: a speaker"
+        ]
+    );
+}

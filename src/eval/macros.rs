@@ -210,7 +210,7 @@ impl Run<'_, '_> {
             Trim => match args.first() {
                 // SillyTavern's engine leaves `{{trim}}` in place and then deletes it with the
                 // newlines around it (SPEC §17, `docs/sillytavern.md`).
-                None if self.node.st_engine => out.push_str(super::ST_TRIM_MARK),
+                None if self.node.st_engine => out.push_str(super::st_trim_marker()),
                 None => self.sig.add(Signals::TRIM),
                 Some(_) => out.push_str(text(0)),
             },

@@ -96,6 +96,11 @@ pub(crate) struct Evaluation {
     pub globals: BTreeMap<String, String>,
 }
 
+/// The mark an unpaired `{{trim}}` leaves in a SillyTavern-engine node's text.
+pub(crate) fn st_trim_marker() -> &'static str {
+    st_trim_mark()
+}
+
 /// Runs both passes and the host passes over `nodes`, in order.
 pub(crate) fn evaluate(nodes: &[EvalNode<'_>], ctx: &Context) -> Evaluation {
     let mut eng = Engine::new(ctx, &ctx.host);
@@ -154,17 +159,29 @@ pub(crate) fn evaluate(nodes: &[EvalNode<'_>], ctx: &Context) -> Evaluation {
     }
 }
 
-/// Where an unpaired `{{trim}}` stood in a SillyTavern-layout node (private-use characters,
-/// removed before the text leaves the evaluator).
-pub(crate) const ST_TRIM_MARK: &str = "\u{F8FF}trim\u{F8FF}";
+/// Where an unpaired `{{trim}}` stood in a SillyTavern-layout node: private-use characters
+/// around a number drawn once per process from the OS's randomness, so no input can hold the
+/// mark (a fixed one could be written into chat text and delete newlines of a prompt). The
+/// mark never reaches the output: `st_trim` removes it.
+fn st_trim_mark() -> &'static str {
+    static MARK: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    MARK.get_or_init(|| {
+        use std::hash::{BuildHasher, Hasher};
+        let nonce = std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish();
+        format!("\u{F8FF}trim{nonce:016x}\u{F8FF}")
+    })
+}
 
 /// SillyTavern's `{{trim}}` post-processing: each mark and the newlines (`\n`, `\r\n`) on
 /// both sides of it are deleted (MacroEngine: `/(?:\r?\n)*{{trim}}(?:\r?\n)*/gi`).
 fn st_trim(text: String) -> String {
-    if !text.contains(ST_TRIM_MARK) {
+    let mark = st_trim_mark();
+    if !text.contains(mark) {
         return text;
     }
-    let pieces: Vec<&str> = text.split(ST_TRIM_MARK).collect();
+    let pieces: Vec<&str> = text.split(mark).collect();
     let last = pieces.len() - 1;
     let mut joined = String::with_capacity(text.len());
     for (i, piece) in pieces.iter().enumerate() {

@@ -52,11 +52,13 @@ pub(crate) fn sanitize_name(name: &str) -> String {
 /// The macros SPEC §17.3.5 replaces in chat text, case-insensitively, with their values.
 fn chat_macros(ctx: &Context, char: &str) -> Vec<(&'static str, String)> {
     let group = ctx.group.join(", ");
+    let muted: std::collections::HashSet<&str> =
+        ctx.group_muted.iter().map(String::as_str).collect();
     let not_muted: Vec<&str> = ctx
         .group
         .iter()
-        .filter(|m| !ctx.group_muted.contains(m))
         .map(String::as_str)
+        .filter(|m| !muted.contains(m))
         .collect();
     let char_if_not_group = if ctx.group.is_empty() {
         char.to_string()

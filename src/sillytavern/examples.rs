@@ -39,7 +39,14 @@ pub(crate) fn blocks(text: &str) -> Vec<String> {
 pub(crate) fn split(block: &str, user: &str, char: &str, group: &[String]) -> Vec<ExampleLine> {
     let user_tag = format!("{user}:");
     let char_tag = format!("{char}:");
-    let member_tags: Vec<String> = group.iter().map(|m| format!("{m}:")).collect();
+    // `groupBotNames.some(n => line.startsWith(n))`: a line starts with `Name:` when the text up
+    // to one of its colons is a member's name, so each colon is one lookup (linear in the
+    // line, whatever the group's size).
+    let members: std::collections::HashSet<&str> = group.iter().map(String::as_str).collect();
+    let member_line = |line: &str| {
+        line.match_indices(':')
+            .any(|(at, _)| members.contains(&line[..at]))
+    };
     let mut out = Vec::new();
     let mut lines: Vec<&str> = Vec::new();
     let (mut in_user, mut in_bot) = (false, false);
@@ -69,8 +76,8 @@ pub(crate) fn split(block: &str, user: &str, char: &str, group: &[String]) -> Ve
                 add(&mut out, &mut lines, &name, false);
             }
             in_bot = false;
-        } else if line.starts_with(&char_tag) || member_tags.iter().any(|t| line.starts_with(t)) {
-            if !line.starts_with(&char_tag) && !member_tags.is_empty() {
+        } else if line.starts_with(&char_tag) || member_line(line) {
+            if !line.starts_with(&char_tag) && !members.is_empty() {
                 bot_name = line.split(':').next().unwrap_or_default().to_string();
             }
             in_bot = true;

@@ -98,6 +98,7 @@ enum Slot {
     Impersonation,
     Quiet,
     Prefill,
+    ContinuePrefill,
     NewChat,
     NewExampleChat,
     AuthorsNote,
@@ -321,6 +322,11 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
         settings.and_then(|s| s.assistant_prefill.clone())
     };
     before.push((Slot::Prefill, prefill.clone().unwrap_or_default()));
+    if is_continue && continue_prefill {
+        // The continued message carries the prefill instead (for Claude).
+        let text = settings.and_then(|s| s.assistant_prefill.clone());
+        before.push((Slot::ContinuePrefill, text.unwrap_or_default()));
+    }
     let new_chat_key = if ctx.group.is_empty() {
         "new_chat_prompt"
     } else {
@@ -760,7 +766,7 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
     {
         let claude = ctx.provider_options.shape == Some(crate::provider::Shape::Anthropic);
         let prefill = if last.role == Role::Model && claude {
-            slot_text(Slot::Prefill)
+            slot_text(Slot::ContinuePrefill)
         } else {
             String::new()
         };
@@ -1048,7 +1054,7 @@ fn slot_id(slot: Slot) -> &'static str {
         Slot::GroupNudge => "group_nudge_prompt",
         Slot::Impersonation => "impersonation_prompt",
         Slot::Quiet => "quiet_prompt",
-        Slot::Prefill => "assistant_prefill",
+        Slot::Prefill | Slot::ContinuePrefill => "assistant_prefill",
         Slot::NewChat => "new_chat_prompt",
         Slot::NewExampleChat => "new_example_chat_prompt",
         Slot::Bias => "start_reply_with",

@@ -283,7 +283,14 @@ impl StPlan {
         };
 
         let mut plan = StPlan::default();
+        // A prompt listed more than once is taken once, at its first entry (deliberate: ST
+        // would run an in-chat one's macros and inject it once per entry, so a file of a few
+        // hundred kilobytes of repeats could make gigabytes; docs/sillytavern.md).
+        let mut seen = std::collections::HashSet::new();
         for (id, enabled) in order {
+            if !seen.insert(id.clone()) {
+                continue;
+            }
             // Order references to identifiers with no prompt are removed.
             let Some(p) = prompt(&id) else { continue };
             let kind = match id.as_str() {
