@@ -110,6 +110,11 @@ pub enum DiagnosticKind {
     LorePositionMissing,
     /// Author's Note lore placed at depth 4: stpreset has no Author's Note (SPEC §15.7).
     LoreAuthorsNoteFallback,
+    /// Host items the SillyTavern layout has no place for (it reads the chat history and the
+    /// card's fields, SPEC §17.2): left out.
+    ItemsIgnored,
+    /// A model message of a group chat without a speaker `name` (SPEC §17.2): named `char`.
+    MissingSpeakerName,
 }
 
 impl DiagnosticKind {

@@ -94,7 +94,13 @@ impl Serialize for NamedMessages<'_, '_> {
                         map.serialize_entry("name", name)?;
                     }
                     map.serialize_entry("parts", self.0.parts())?;
-                    map.serialize_entry("role", &self.0.role)?;
+                    // SPEC §17.1.3: the roles ST's client posts.
+                    let role = match self.0.role {
+                        crate::Role::System => "system",
+                        crate::Role::User => "user",
+                        crate::Role::Model => "assistant",
+                    };
+                    map.serialize_entry("role", role)?;
                     map.serialize_entry("source", &self.0.source)?;
                     map.end()
                 }

@@ -8,60 +8,17 @@ use std::collections::BTreeMap;
 
 use crate::assemble::{self, Extras, Message, Plan, PromptTokens};
 use crate::context::{Context, Tag};
-use crate::diagnostic::{Diagnostic, DiagnosticKind, Finding};
+use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::eval::{self, EvalNode, Expanded};
 use crate::identity::convert_identities;
-use crate::limits::{Limits, OutputBudget};
+use crate::limits::OutputBudget;
+pub(crate) use crate::node::CompiledNode;
 use crate::options::Budget;
 use crate::provider::{self, ChatMessage, Names, ProviderOptions, Tri};
 use crate::scripts::Scripts;
 use crate::settings::resolve::{self, EffectiveOptions};
 use crate::settings::{PresetSettings, PresetSettingsUse, TEMPLATES};
-use crate::syntax::{self, Tree};
 use crate::tokens::Known;
-
-/// One template compiled: its tree and parse findings, under the identifier it renders as.
-#[derive(Debug)]
-pub(crate) struct CompiledNode {
-    pub id: Box<str>,
-    pub tree: Tree,
-    pub findings: Vec<Finding>,
-}
-
-impl CompiledNode {
-    pub fn compile(id: &str, source: &str, limits: &Limits) -> CompiledNode {
-        let (tree, findings) = syntax::parse(source.into(), limits);
-        CompiledNode {
-            id: id.into(),
-            tree,
-            findings,
-        }
-    }
-
-    pub(crate) fn eval(&self) -> EvalNode<'_> {
-        EvalNode {
-            id: &self.id,
-            tree: &self.tree,
-            findings: &self.findings,
-            personality: None,
-            suppresses: true,
-            st_engine: false,
-        }
-    }
-
-    /// A setting's template (SPEC §14.6), when it takes part in a render: present, not blank,
-    /// and not a format that changes nothing.
-    pub fn setting(key: &str, text: Option<&str>, limits: &Limits) -> Option<CompiledNode> {
-        let text = text?;
-        let identity = matches!(
-            (key, text),
-            ("personality_format", "{{personality}}")
-                | ("scenario_format", "{{scenario}}")
-                | ("wi_format", "{0}")
-        );
-        (!text.trim().is_empty() && !identity).then(|| CompiledNode::compile(key, text, limits))
-    }
-}
 
 /// The result of rendering a preset. Its messages borrow the context's text where they pass
 /// it through unchanged (chat history, most host items); [`Rendered::into_owned`] detaches it.
@@ -206,7 +163,13 @@ pub(crate) fn preset<'c>(
 ) -> Rendered<'c> {
     // The one place the layout is chosen (SPEC §17.1).
     if let Some(plan) = parts.st_plan {
-        return crate::sillytavern::render(parts, plan, ctx);
+        let inputs = crate::sillytavern::Inputs {
+            import: parts.import,
+            settings: parts.settings,
+            scripts: parts.scripts,
+            regex_allowed: parts.regex_allowed,
+        };
+        return finish_layout(parts, ctx, crate::sillytavern::render(&inputs, plan, ctx));
     }
     if ctx.lore.is_some() || ctx.char_depth_prompt.is_some() {
         // Rendered from a copy of the context, whose texts are not the chat's items.
@@ -379,30 +342,30 @@ fn render_preset<'c>(
 }
 
 /// A render result around messages another layout built (SPEC §17): the context's names and
-/// model, and the options the preset's settings give.
-pub(crate) fn finish_layout(
+/// model, and the options the preset's settings give, with the layout's prefill.
+fn finish_layout(
     parts: &PresetParts<'_>,
     ctx: &Context,
-    messages: Vec<Message<'static>>,
-    diagnostics: Vec<Diagnostic>,
-    variables: BTreeMap<String, String>,
-    globals: BTreeMap<String, String>,
+    out: crate::sillytavern::Output,
 ) -> Rendered<'static> {
     let applied = applied(parts.settings, ctx);
     let settings = applied.as_deref();
-    let prefill = settings.and_then(|s| s.assistant_prefill.clone());
-    let resolved = resolve_with(settings, prefill, ctx);
+    let mut resolved = resolve_with(settings, None, ctx);
+    resolved.preset.assistant_prefill = match out.prefill {
+        Some(p) if !p.is_empty() => Tri::Value(p),
+        _ => Tri::Null,
+    };
     Rendered {
-        messages,
-        diagnostics,
-        variables,
-        globals,
+        messages: out.messages,
+        diagnostics: out.diagnostics,
+        variables: out.variables,
+        globals: out.globals,
         tokens: None,
         speakers: Speakers::of(ctx).into_owned(),
         preset_options: resolved.preset,
         effective: resolved.effective,
-        wi_state: None,
-        st: None,
+        wi_state: out.wi_state,
+        st: Some(Box::new(out.extra)),
     }
 }
 
@@ -444,19 +407,8 @@ pub fn request_options(
 
 /// The settings that apply with `ctx` (SPEC §14.3): the preset's, none, or the preset's with
 /// the context's edits.
-pub(crate) fn applied<'s>(
-    settings: &'s PresetSettings,
-    ctx: &Context,
-) -> Option<Cow<'s, PresetSettings>> {
-    match &ctx.preset_settings {
-        PresetSettingsUse::Ignore => None,
-        PresetSettingsUse::Edit(edit) => {
-            let mut s = settings.clone();
-            s.edit(&edit.0);
-            Some(Cow::Owned(s))
-        }
-        _ => Some(Cow::Borrowed(settings)),
-    }
+fn applied<'s>(settings: &'s PresetSettings, ctx: &Context) -> Option<Cow<'s, PresetSettings>> {
+    resolve::applied(settings, &ctx.preset_settings)
 }
 
 /// The preset's contribution as options, and the effective §12 options with `ctx`.
@@ -470,15 +422,14 @@ fn resolve_with(
     prefill: Option<String>,
     ctx: &Context,
 ) -> Resolved {
-    let preset = settings.map_or_else(ProviderOptions::default, |s| {
-        resolve::preset_options(s, prefill)
-    });
-    let options = resolve::overlay(&ctx.provider_options, &preset, &ctx.model);
-    let window = resolve::budget(&ctx.options.budget, &ctx.provider_options, settings);
-    Resolved {
-        effective: resolve::effective(&options, window),
-        preset,
-    }
+    let (preset, effective) = resolve::resolved(
+        settings,
+        prefill,
+        &ctx.provider_options,
+        &ctx.model,
+        &ctx.options.budget,
+    );
+    Resolved { preset, effective }
 }
 
 /// SPEC §15.2 "Card prompts": a non-empty `char_prompt` (`char_instruction`) is the text of the
@@ -500,50 +451,8 @@ pub(crate) fn card_prompts(nodes: &[&str], texts: &mut [String], ctx: &Context) 
             continue;
         };
         let original = std::mem::take(&mut texts[k]);
-        texts[k] = with_original(id, prompt, original, ctx, false);
+        texts[k] = eval::with_original(id, prompt, original, ctx, false);
     }
-}
-
-/// `template` expanded with every `{{original}}` (ASCII case-insensitive) standing for
-/// `original`, which is data: it is never parsed again.
-/// `once`: only the first `{{original}}` has the value, later ones are empty (SillyTavern's
-/// macro engine, SPEC §17.3.6).
-pub(crate) fn with_original(
-    id: &str,
-    template: &str,
-    original: String,
-    ctx: &Context,
-    once: bool,
-) -> String {
-    with_value(id, template, "{{original}}", original, ctx, once)
-}
-
-/// `template` expanded with the macro `tag` (ASCII case-insensitive, e.g. `{{original}}`)
-/// standing for `value`, which is data: it is never parsed again. `once`: only the first
-/// occurrence has the value.
-pub(crate) fn with_value(
-    id: &str,
-    template: &str,
-    tag: &str,
-    original: String,
-    ctx: &Context,
-    once: bool,
-) -> String {
-    use crate::syntax::catalog::SCRIPT_VALUE;
-    // The value token is a macro's output: `original` is data, never parsed again.
-    let token = format!("{{{{{SCRIPT_VALUE}::0}}}}");
-    let pieces = crate::lore::split_ascii_ci(template, tag);
-    let rewritten = if once && pieces.len() > 2 {
-        format!("{}{token}{}", pieces[0], pieces[1..].concat())
-    } else {
-        pieces.join(&token)
-    };
-    let limits = ctx.options.limits.clamped();
-    let (tree, _) = crate::syntax::parse(rewritten.into(), &limits);
-    let seed = crate::eval::stream_seed(ctx.seed, "nodes");
-    let mut engine = crate::eval::ScriptEngine::new(ctx, seed, false);
-    let mut notes = Vec::new();
-    engine.expand(id, &tree, vec![original], false, None, &mut notes)
 }
 
 /// The `SYSTEM_PERSONALITY` items' texts as placed, joined with `\n`.
@@ -613,24 +522,6 @@ impl Rendered<'_> {
         }
     }
 
-    /// The rendered context's model.
-    pub(crate) fn model(&self) -> &str {
-        &self.speakers.model
-    }
-
-    /// Claude's prefill as the layout rendered it (`None`: none for this generation).
-    pub(crate) fn set_prefill(&mut self, prefill: Option<String>) {
-        self.preset_options.assistant_prefill = match prefill {
-            Some(p) if !p.is_empty() => Tri::Value(p),
-            _ => Tri::Null,
-        };
-    }
-
-    /// The preset's settings as request options.
-    pub(crate) fn preset_options(&self) -> &ProviderOptions {
-        &self.preset_options
-    }
-
     /// The `name` of message `i` (the SillyTavern layout's example lines, and history items
     /// in `names_behavior` 1; SPEC §17.1.3). `None` in the seed layout.
     pub fn message_name(&self, i: usize) -> Option<&str> {
@@ -642,7 +533,14 @@ impl Rendered<'_> {
     /// preset's settings. Names and model are the rendered context's.
     pub fn to_request(&self, options: &ProviderOptions) -> (serde_json::Value, Vec<Diagnostic>) {
         if let Some(st) = &self.st {
-            return crate::sillytavern::request::body(self, st, options);
+            return crate::sillytavern::request::body(
+                &self.messages,
+                st,
+                &self.preset_options,
+                options,
+                &self.names(),
+                &self.speakers.model,
+            );
         }
         let messages: Vec<ChatMessage> = self
             .messages

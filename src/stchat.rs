@@ -79,10 +79,11 @@ impl Context {
         let header: Value = serde_json::from_str(header)
             .ok()
             .filter(Value::is_object)
+            .filter(|h: &Value| h.get("mes").is_none())
             .ok_or_else(|| {
                 bad(
                     format!("chat line {}", at + 1),
-                    "not a JSON object (the chat header)",
+                    "not the chat header (a SillyTavern chat file is one JSON object per line: a header, then the messages)",
                 )
             })?;
         let mut items = Vec::new();

@@ -556,3 +556,38 @@ fn group_example_lines_are_found_by_any_member_name() {
         ]
     );
 }
+
+#[test]
+fn what_the_layout_leaves_out_is_said() {
+    let p = gen_preset(json!({}));
+    let kinds = |c: &Context| -> Vec<stpreset::DiagnosticKind> {
+        Preset::from_json(p.to_string().as_bytes())
+            .unwrap()
+            .compile()
+            .render(c)
+            .diagnostics
+            .iter()
+            .map(|d| d.kind)
+            .collect()
+    };
+    let c = ctx(json!({"layout": "sillytavern", "items": [
+        {"tag": "KNOWLEDGE_SERVER_MEMORIES", "role": "system", "text": "a memory"},
+        {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}]}));
+    assert!(kinds(&c).contains(&stpreset::DiagnosticKind::ItemsIgnored));
+    let group = ctx(
+        json!({"layout": "sillytavern", "char": "Sera", "group": ["Sera", "Mira"], "items": [
+        {"tag": "DIALOGUE_HISTORY", "role": "model", "text": "who am I"}]}),
+    );
+    assert!(kinds(&group).contains(&stpreset::DiagnosticKind::MissingSpeakerName));
+    let history: Vec<Value> = (0..50)
+        .map(|i| json!({"tag": "DIALOGUE_HISTORY", "role": "user", "text": format!("line {i} of many words here")}))
+        .collect();
+    let tight = ctx(
+        json!({"layout": "sillytavern", "tokenizer": "words", "max_context_tokens": 120,
+        "reserve_tokens": 0, "items": history}),
+    );
+    assert!(kinds(&tight).contains(&stpreset::DiagnosticKind::HistoryTrimmed));
+    // A chat file whose first line is a message is refused: it has no header.
+    let err = Context::from_st_chat(b"{\"name\": \"Sera\", \"mes\": \"hello\"}\n").unwrap_err();
+    assert!(err.to_string().contains("header"), "{err}");
+}

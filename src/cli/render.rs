@@ -181,9 +181,7 @@ pub(crate) fn render(args: RenderArgs) -> Result<(), Failure> {
             LayoutArg::Sillytavern => stpreset::Layout::SillyTavern,
         };
     }
-    if let Some(path) = &args.chat {
-        apply_chat(&mut ctx, path)?;
-    }
+
     // SillyTavern builds some prompts for its source (a Claude continue's prefill): the
     // layout reads the shape at render time (the seed layout only when the request is made).
     if ctx.layout == stpreset::Layout::SillyTavern
@@ -192,6 +190,10 @@ pub(crate) fn render(args: RenderArgs) -> Result<(), Failure> {
         ctx.provider_options.shape = Some(shape.into());
     }
     args.lore.apply(&mut ctx)?;
+    // After the card: the card's name wins over the chat header's `character_name`.
+    if let Some(path) = &args.chat {
+        apply_chat(&mut ctx, path)?;
+    }
     let out = preset.compile().render(&ctx);
     let file = super::input_name(&args.preset);
     let mut stdout = super::stdout();

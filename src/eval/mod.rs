@@ -326,6 +326,48 @@ impl<'a> Engine<'a> {
     }
 }
 
+/// `template` expanded with every `{{original}}` (ASCII case-insensitive) standing for
+/// `original`, which is data: it is never parsed again.
+/// `once`: only the first `{{original}}` has the value, later ones are empty (SillyTavern's
+/// macro engine, SPEC §17.3.6).
+pub(crate) fn with_original(
+    id: &str,
+    template: &str,
+    original: String,
+    ctx: &Context,
+    once: bool,
+) -> String {
+    with_value(id, template, "{{original}}", original, ctx, once)
+}
+
+/// `template` expanded with the macro `tag` (ASCII case-insensitive, e.g. `{{original}}`)
+/// standing for `value`, which is data: it is never parsed again. `once`: only the first
+/// occurrence has the value.
+pub(crate) fn with_value(
+    id: &str,
+    template: &str,
+    tag: &str,
+    original: String,
+    ctx: &Context,
+    once: bool,
+) -> String {
+    use crate::syntax::catalog::SCRIPT_VALUE;
+    // The value token is a macro's output: `original` is data, never parsed again.
+    let token = format!("{{{{{SCRIPT_VALUE}::0}}}}");
+    let pieces = crate::jstext::split_ascii_ci(template, tag);
+    let rewritten = if once && pieces.len() > 2 {
+        format!("{}{token}{}", pieces[0], pieces[1..].concat())
+    } else {
+        pieces.join(&token)
+    };
+    let limits = ctx.options.limits.clamped();
+    let (tree, _) = crate::syntax::parse(rewritten.into(), &limits);
+    let seed = crate::eval::stream_seed(ctx.seed, "nodes");
+    let mut engine = crate::eval::ScriptEngine::new(ctx, seed, false);
+    let mut notes = Vec::new();
+    engine.expand(id, &tree, vec![original], false, None, &mut notes)
+}
+
 /// Expands regex scripts' templates for one pass (SPEC §13.5): one RNG stream and one work
 /// budget for the whole pass, and every expansion starting from the context's variables.
 pub(crate) struct ScriptEngine<'a> {

@@ -52,36 +52,7 @@ pub(super) enum Key {
     },
 }
 
-/// What JS `trim` and `\s` see as space: Unicode `White_Space` except U+0085 (Node does not
-/// count NEL), plus U+FEFF. Rust's `str::trim` strips U+0085 and keeps U+FEFF.
-pub(crate) fn js_space(c: char) -> bool {
-    (c.is_whitespace() && c != '\u{85}') || c == '\u{feff}'
-}
-
-/// ECMAScript `String.prototype.trim`.
-pub(crate) fn js_trim(s: &str) -> &str {
-    s.trim_matches(js_space)
-}
-
-/// `text` split on every ASCII case-insensitive occurrence of `tag` (ASCII, non-empty), as JS
-/// `split(/TAG/gi)` without the `u` flag: `<START>` example separators, `{{original}}`.
-pub(crate) fn split_ascii_ci<'t>(text: &'t str, tag: &str) -> Vec<&'t str> {
-    let (b, t) = (text.as_bytes(), tag.as_bytes());
-    let mut pieces = Vec::new();
-    let (mut last, mut i) = (0, 0);
-    while i + t.len() <= b.len() {
-        if b[i..i + t.len()].eq_ignore_ascii_case(t) {
-            // An ASCII tag starts and ends on char boundaries.
-            pieces.push(&text[last..i]);
-            i += t.len();
-            last = i;
-        } else {
-            i += 1;
-        }
-    }
-    pieces.push(&text[last..]);
-    pieces
-}
+pub(crate) use crate::jstext::{js_space, js_trim, split_ascii_ci};
 
 impl Key {
     /// Reads an expanded key: `/BODY/FLAGS` compiles as a regex when it can (paying from the

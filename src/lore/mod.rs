@@ -22,7 +22,6 @@ pub use activate::{
 pub(crate) use book::read_lorebooks;
 pub use book::{LoreSource, Lorebook};
 pub use card::{Card, CardFormat, DepthPrompt};
-pub(crate) use keys::{js_trim, split_ascii_ci};
 pub use settings::{GenerationType, LoreInput, WiSettings};
 pub use state::{Effect, EffectKind, WiState};
 

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::PresetSettings;
+use super::{PresetSettings, PresetSettingsUse};
 use crate::options::Budget;
 use crate::provider::{self, PostProcessing, ProviderOptions, Shape, Tri};
 
@@ -127,6 +127,40 @@ pub(crate) fn budget(
         Tri::Unset => 0,
     };
     (window, reserve)
+}
+
+/// The settings that apply (SPEC §14.3): the preset's, none, or the preset's with the
+/// context's edits.
+pub(crate) fn applied<'s>(
+    settings: &'s PresetSettings,
+    using: &PresetSettingsUse,
+) -> Option<std::borrow::Cow<'s, PresetSettings>> {
+    use std::borrow::Cow;
+    match using {
+        PresetSettingsUse::Ignore => None,
+        PresetSettingsUse::Edit(edit) => {
+            let mut s = settings.clone();
+            s.edit(&edit.0);
+            Some(Cow::Owned(s))
+        }
+        _ => Some(Cow::Borrowed(settings)),
+    }
+}
+
+/// The preset's contribution as request options (its prefill as given), and the effective
+/// §12 options with the host's `provider` options, `model` and `budget`.
+pub(crate) fn resolved(
+    settings: Option<&PresetSettings>,
+    prefill: Option<String>,
+    provider: &ProviderOptions,
+    model: &str,
+    budget: &Budget,
+) -> (ProviderOptions, EffectiveOptions) {
+    let preset = settings.map_or_else(ProviderOptions::default, |s| preset_options(s, prefill));
+    let options = overlay(provider, &preset, model);
+    let window = self::budget(budget, provider, settings);
+    let effective = effective(&options, window);
+    (preset, effective)
 }
 
 /// The observable §12 options of resolved request options and budget.

@@ -237,7 +237,7 @@ pub(crate) fn inject(
                 let extension = if key == "100" {
                     ext.iter()
                         .filter(|e| e.role == role)
-                        .map(|e| crate::lore::js_trim(&e.text))
+                        .map(|e| crate::jstext::js_trim(&e.text))
                         .collect::<Vec<_>>()
                         .join("\n")
                 } else {
@@ -246,7 +246,7 @@ pub(crate) fn inject(
                 let text = [joined.as_str(), extension.as_str()]
                     .into_iter()
                     .filter(|t| !t.is_empty())
-                    .map(crate::lore::js_trim)
+                    .map(crate::jstext::js_trim)
                     .collect::<Vec<_>>()
                     .join("\n");
                 if !text.is_empty() {

@@ -2,7 +2,7 @@
 //! the text into `<START>` blocks, `parseExampleIntoIndividual` each block into messages named
 //! `example_user` / `example_assistant`.
 
-use crate::lore::{js_trim, split_ascii_ci};
+use crate::jstext::{js_trim, split_ascii_ci};
 
 /// One example message: `user` says whether it is the user's line.
 #[derive(Debug, Clone, PartialEq, Eq)]

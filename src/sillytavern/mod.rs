@@ -1,7 +1,8 @@
 //! The SillyTavern layout (SPEC §17): a preset, card, lore and chat become the message list
 //! the live SillyTavern 1.18 app builds (`Generate` → `prepareOpenAIMessages` →
 //! `populateChatCompletion`) and then the body its server posts. The layout is chosen once,
-//! in [`crate::render::preset`]; nothing below `render` branches on it. Stages, in order:
+//! in `render::preset`, which wraps this module's [`Output`]; this module stands below
+//! `render` and nothing else branches on the layout. Stages, in order:
 //!
 //! 1. [`prompts`] (compile time): the prompt list ST reads from the file;
 //! 2. `evaluate` (here): card fields, lore, settings and prompt contents as templates, in
@@ -28,10 +29,12 @@ use crate::context::{Context, Tag};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::eval::{self, EvalNode};
 use crate::layout::PersonaPosition;
-use crate::render::{CompiledNode, PresetParts, Rendered};
+use crate::node::CompiledNode;
 use crate::role::Role;
 use crate::scripts::ItemText;
+use crate::scripts::Scripts;
 use crate::settings::PresetSettings;
+use crate::settings::resolve;
 use crate::tokens::TokenCounter;
 
 use chat::{ExtensionPrompt, Injection};
@@ -42,6 +45,28 @@ use prompts::{Kind, Marker};
 #[derive(Debug, Clone, Default)]
 pub(crate) struct StExtra {
     pub names: Vec<Option<Box<str>>>,
+}
+
+/// What a render in this layout reads of a compiled preset besides its prompt list.
+pub(crate) struct Inputs<'p> {
+    /// Import diagnostics, first in the result.
+    pub import: &'p [Diagnostic],
+    pub settings: &'p PresetSettings,
+    pub scripts: &'p Scripts,
+    /// Whether the preset's regex scripts run (SPEC §13.6.1).
+    pub regex_allowed: bool,
+}
+
+/// A render in this layout, for `render` to wrap (the messages own their text).
+pub(crate) struct Output {
+    pub messages: Vec<Message<'static>>,
+    pub extra: StExtra,
+    pub diagnostics: Vec<Diagnostic>,
+    pub variables: std::collections::BTreeMap<String, String>,
+    pub globals: std::collections::BTreeMap<String, String>,
+    /// Claude's prefill as rendered for this generation type (`None`: none).
+    pub prefill: Option<String>,
+    pub wi_state: Option<crate::lore::WiState>,
 }
 
 /// ST's fresh-install value of a template setting the preset lacks (`default_settings`).
@@ -165,7 +190,7 @@ impl Budget {
 }
 
 /// Renders a compiled preset in the SillyTavern layout. The result owns its text.
-pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> Rendered<'static> {
+pub(crate) fn render(parts: &Inputs<'_>, plan: &StPlan, ctx: &Context) -> Output {
     let mut diagnostics: Vec<Diagnostic> = parts.import.to_vec();
     if ctx.lone_surrogates > 0 {
         diagnostics.push(Diagnostic::lone_surrogates(
@@ -173,7 +198,7 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
             ctx.lone_surrogates,
         ));
     }
-    let applied = crate::render::applied(parts.settings, ctx);
+    let applied = resolve::applied(parts.settings, &ctx.preset_settings);
     let settings = applied.as_deref();
     let generation = ctx
         .lore
@@ -246,21 +271,75 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
         })
         .collect();
 
+    // The layout reads the chat history and the card's fields: say which host items it
+    // leaves out (a bot moving from the seed layout may be feeding memories as items).
+    let mut ignored: std::collections::BTreeMap<String, usize> = Default::default();
+    for item in &ctx.items {
+        match item.tag {
+            Some(
+                Tag::DialogueHistory
+                | Tag::SystemPersonaPrompt
+                | Tag::SystemPersonality
+                | Tag::DialogueSample,
+            ) => {}
+            tag => {
+                let name = serde_json::to_value(tag)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_else(|| "untagged".into());
+                *ignored.entry(name).or_default() += 1;
+            }
+        }
+    }
+    if !ignored.is_empty() {
+        let list: Vec<String> = ignored.iter().map(|(t, n)| format!("{n} {t}")).collect();
+        diagnostics.push(Diagnostic::new(
+            DiagnosticKind::ItemsIgnored,
+            None,
+            format!(
+                "the SillyTavern layout reads the chat history and the card's fields; left out: {}",
+                list.join(", ")
+            ),
+        ));
+    }
+    if !ctx.group.is_empty() {
+        let unnamed = ctx
+            .items
+            .iter()
+            .filter(|i| {
+                i.tag == Some(Tag::DialogueHistory) && i.role == Role::Model && i.name.is_none()
+            })
+            .count();
+        if unnamed > 0 {
+            diagnostics.push(Diagnostic::new(
+                DiagnosticKind::MissingSpeakerName,
+                None,
+                format!(
+                    "{unnamed} character messages of the group chat have no `name`: named `{}`",
+                    ctx.char
+                ),
+            ));
+        }
+    }
+
     // 2. Templates, in ST's order of substitution: the card's fields (`getCharacterCardFields`),
     // the lore, the formats and nudges, the prompts (`getPromptCollection`), then the chat's
     // prompts.
     let st = &ctx.user_settings;
     let limits = ctx.options.limits.clamped();
-    let trimmed = |s: &str| crate::lore::js_trim(s).to_string();
+    let trimmed = |s: &str| crate::jstext::js_trim(s).to_string();
     let scenario = if st.chat_scenario.is_empty() {
         &ctx.scenario
     } else {
         &st.chat_scenario
     };
-    let mes_examples = if st.chat_mes_example.is_empty() {
-        &ctx.mes_examples_raw
-    } else {
+    // The card's raw example text (`mes_examples` when the host gives only that).
+    let mes_examples = if !st.chat_mes_example.is_empty() {
         &st.chat_mes_example
+    } else if ctx.mes_examples_raw.is_empty() {
+        &ctx.mes_examples
+    } else {
+        &ctx.mes_examples_raw
     };
     let description = if ctx.description.is_empty() {
         tagged_text(ctx, Tag::SystemPersonaPrompt)
@@ -517,7 +596,7 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
             ctx.prefer_char_instruction,
         ),
     ] {
-        let card_text = crate::lore::js_trim(card_text);
+        let card_text = crate::jstext::js_trim(card_text);
         if !prefer || card_text.is_empty() {
             continue;
         }
@@ -526,14 +605,20 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
             && !disabled(&p.identifier)
         {
             let original = std::mem::take(&mut p.content);
-            p.content = crate::render::with_original(&p.identifier, card_text, original, ctx, true);
+            p.content = crate::eval::with_original(&p.identifier, card_text, original, ctx, true);
         }
     }
 
     // 4.–6. Populate, in ST's order.
     let names_behavior = settings.and_then(|s| s.names_behavior).unwrap_or(0);
     let counter = ctx.options.budget.counter.for_model(&ctx.model);
-    let effective = crate::render::request_options(parts.settings, ctx).1;
+    let (_, effective) = resolve::resolved(
+        settings,
+        None,
+        &ctx.provider_options,
+        &ctx.model,
+        &ctx.options.budget,
+    );
     // ST's budget is always on: a preset without a context size has ST's defaults (4095
     // and 300, OAI `default_settings`); the host's `max_context_tokens: null` turns it off.
     let (window, reserve) = match (
@@ -817,11 +902,11 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
                 .unwrap_or_else(|| {
                     "[Continue your last message without repeating its original content.]".into()
                 });
-            let text = crate::render::with_value(
+            let text = crate::eval::with_value(
                 "continue_nudge_prompt",
                 &nudge,
                 "{{lastChatMessage}}",
-                crate::lore::js_trim(&cycle).to_string(),
+                crate::jstext::js_trim(&cycle).to_string(),
                 eval_ctx,
                 false,
             );
@@ -985,10 +1070,18 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
         let next = slots.keys().next_back().map_or(0, |k| k + 1);
         slots.insert(next, out);
     };
+    let history_count = lines.iter().filter(|l| l.injected.is_none()).count();
+    let kept_history = std::cell::Cell::new(history_count);
     let mut place_history = |slots: &mut std::collections::BTreeMap<usize, Vec<Out>>,
                              budget: &mut Budget| {
         if let (true, Some(i)) = (has_history, index("chatHistory")) {
-            slots.insert(i, populate_history(budget));
+            let h = populate_history(budget);
+            kept_history.set(
+                h.iter()
+                    .filter(|o| matches!(o.source, Source::Tag(Some(Tag::DialogueHistory))))
+                    .count(),
+            );
+            slots.insert(i, h);
             if let Some(c) = continued.take() {
                 push(slots, c);
             }
@@ -1010,6 +1103,16 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
     if !control.is_empty() {
         push(&mut slots, control);
     }
+    if kept_history.get() < history_count {
+        diagnostics.push(Diagnostic::new(
+            DiagnosticKind::HistoryTrimmed,
+            None,
+            format!(
+                "the token budget dropped {} of {history_count} history items (SillyTavern's order: the oldest, after the examples)",
+                history_count - kept_history.get()
+            ),
+        ));
+    }
     if overflow {
         diagnostics.push(Diagnostic::new(
             DiagnosticKind::ContextOverflow,
@@ -1028,12 +1131,15 @@ pub(crate) fn render(parts: &PresetParts<'_>, plan: &StPlan, ctx: &Context) -> R
         names.push(out.name.map(String::into_boxed_str));
         messages.push(Message::new(out.role, out.text, out.source));
     }
-    let mut rendered =
-        crate::render::finish_layout(parts, ctx, messages, diagnostics, ev.variables, ev.globals);
-    rendered.st = Some(Box::new(StExtra { names }));
-    rendered.set_prefill(prefill.map(|_| slot_text(Slot::Prefill)));
-    rendered.wi_state = wi.map(|w| w.state);
-    rendered
+    Output {
+        messages,
+        extra: StExtra { names },
+        diagnostics,
+        variables: ev.variables,
+        globals: ev.globals,
+        prefill: prefill.map(|_| slot_text(Slot::Prefill)),
+        wi_state: wi.map(|w| w.state),
+    }
 }
 
 fn slot_id(slot: Slot) -> &'static str {

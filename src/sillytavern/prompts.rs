@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::limits::Limits;
-use crate::render::CompiledNode;
+use crate::node::CompiledNode;
 use crate::role::Role;
 
 /// What a prompt is to the request builder.

@@ -7,17 +7,19 @@ use serde_json::Value;
 
 use super::StExtra;
 use crate::diagnostic::Diagnostic;
-use crate::provider::{self, ChatMessage, ProviderOptions, Tri};
-use crate::render::Rendered;
+use crate::provider::{self, ChatMessage, Names, ProviderOptions, Tri};
 
-/// The body ST's server posts for `rendered`'s messages.
+/// The body ST's server posts for these messages (`names`: each one's `name`), with the
+/// preset's options under the host's `options`.
 pub(crate) fn body(
-    rendered: &Rendered<'_>,
+    messages: &[crate::assemble::Message<'_>],
     st: &StExtra,
+    preset: &ProviderOptions,
     options: &ProviderOptions,
+    names: &Names,
+    model: &str,
 ) -> (Value, Vec<Diagnostic>) {
-    let messages: Vec<ChatMessage> = rendered
-        .messages
+    let messages: Vec<ChatMessage> = messages
         .iter()
         .enumerate()
         .map(|(i, m)| ChatMessage {
@@ -26,13 +28,11 @@ pub(crate) fn body(
             ..ChatMessage::new(m.role, m.text().into_owned())
         })
         .collect();
-    let names = rendered.names();
-    let model = rendered.model();
-    let mut options = crate::settings::resolve::overlay(options, rendered.preset_options(), model);
+    let mut options = crate::settings::resolve::overlay(options, preset, model);
     // ST's `use_sysprompt` is off unless the preset or the host turns it on (SPEC §17.3.6).
     if matches!(options.use_system_prompt, Tri::Unset) {
         options.use_system_prompt = Tri::Value(false);
     }
     options.keep_blank = true;
-    provider::request(&messages, &options, &names, model)
+    provider::request(&messages, &options, names, model)
 }
