@@ -79,7 +79,7 @@ pub use report::TextReport;
 pub use scripts::{PassKind, Placement, PromptPass, RegexPass, RegexScript, Regexed, Substitute};
 pub use settings::resolve::EffectiveOptions;
 pub use settings::{PresetSettings, PresetSettingsUse, SettingsEdit};
-pub use stchat::{CHAT_MAX_FILE_BYTES, CHAT_MAX_MESSAGES};
+pub use stchat::{CHAT_MAX_FILE_BYTES, CHAT_MAX_MESSAGES, st_chat_context};
 #[cfg(feature = "store")]
 pub use store::{Clock, PresetStore, PresetSummary, StoreError, StoreOptions, SystemClock};
 pub use template::{Template, expand};

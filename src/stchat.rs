@@ -219,6 +219,82 @@ fn truthy(v: Option<&Value>) -> bool {
     }
 }
 
+/// The context-file fields a SillyTavern chat file gives (SPEC §9, §17.5): `items` (its
+/// messages as `DIALOGUE_HISTORY` items), and where the file has them `user`, `char`,
+/// `variables`, `chat_id_hash`, `pick_reroll_seed`, `chat_scenario`, `chat_mes_example`,
+/// `chat_system_prompt`, `author_note` and `position`; keys in byte order. What the packages
+/// hand a bot that builds its context as an object.
+///
+/// ```
+/// let v = stpreset::st_chat_context(b"{\"user_name\": \"Alice\"}\n{\"name\": \"Sera\", \"mes\": \"Hi\"}\n").unwrap();
+/// assert_eq!(v["items"][0]["name"], "Sera");
+/// assert_eq!((v["user"].as_str(), v["position"].as_u64()), (Some("Alice"), Some(1)));
+/// ```
+pub fn st_chat_context(bytes: &[u8]) -> Result<Value, ContextError> {
+    let ctx = Context::from_st_chat(bytes)?;
+    let role = |r: Role| match r {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Model => "model",
+    };
+    let items: Vec<Value> = ctx
+        .items
+        .iter()
+        .map(|i| {
+            let mut o = serde_json::json!({"tag": "DIALOGUE_HISTORY", "role": role(i.role), "text": i.text});
+            if let Some(n) = &i.name {
+                o["name"] = n.as_str().into();
+            }
+            if let Some(t) = i.time {
+                o["time"] = t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true).into();
+            }
+            o
+        })
+        .collect();
+    let mut v = serde_json::Map::new();
+    v.insert("items".into(), items.into());
+    if ctx.user != "User" {
+        v.insert("user".into(), ctx.user.clone().into());
+    }
+    if !ctx.char.is_empty() {
+        v.insert("char".into(), ctx.char.clone().into());
+    }
+    if !ctx.variables.is_empty() {
+        v.insert(
+            "variables".into(),
+            serde_json::to_value(&ctx.variables).unwrap_or_default(),
+        );
+    }
+    let st = &ctx.user_settings;
+    if let Some(h) = st.chat_id_hash {
+        v.insert("chat_id_hash".into(), h.into());
+    }
+    if let Some(r) = &st.pick_reroll_seed {
+        v.insert("pick_reroll_seed".into(), r.clone().into());
+    }
+    for (key, value) in [
+        ("chat_scenario", &st.chat_scenario),
+        ("chat_mes_example", &st.chat_mes_example),
+        ("chat_system_prompt", &st.chat_system_prompt),
+    ] {
+        if !value.is_empty() {
+            v.insert(key.into(), value.clone().into());
+        }
+    }
+    let note = &st.author_note;
+    if *note != crate::layout::AuthorsNote::default() {
+        v.insert(
+            "author_note".into(),
+            serde_json::json!({"text": note.text, "interval": note.interval, "position": note.position,
+                "depth": note.depth, "role": match note.role { Role::Model => "assistant", r => role(r) }}),
+        );
+    }
+    if let Some(p) = ctx.lore.as_ref().and_then(|l| l.position) {
+        v.insert("position".into(), p.into());
+    }
+    Ok(Value::Object(v))
+}
+
 /// ST's `parseTimestamp`: Unix milliseconds, ISO 8601, `June 19, 2023 2:20pm`, or the
 /// humanized `2024-07-12@01h31m37s[123ms]` (times without a zone read as UTC).
 fn parse_timestamp(v: &Value) -> Option<DateTime<Utc>> {

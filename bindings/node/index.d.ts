@@ -446,6 +446,13 @@ export declare class Template {
  * Loads a tokenizer's vocabulary now (0.3–0.4 s each, once per process) rather than in the
  * first budgeted render: `'auto'` (default) loads both `o200k` and `cl100k`.
  */
+/**
+ * Reads a SillyTavern chat file (`.jsonl`, SPEC §17.5) into context fields to merge into a
+ * context: `items` and, where the file has them, `user`, `char`, `variables`, `chat_id_hash`,
+ * `pick_reroll_seed`, `chat_scenario`, `chat_mes_example`, `chat_system_prompt`, `author_note`,
+ * `position`. Throws `ContextError`.
+ */
+export declare function readStChat(bytes: Uint8Array | string): Partial<Context> & { items: ContextItem[] };
 export declare function preloadTokenizer(name?: 'auto' | 'o200k' | 'cl100k' | 'approx' | 'words'): void;
 
 export declare function expand(source: string | Buffer, context?: ContextLike): Expansion;

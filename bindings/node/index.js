@@ -714,6 +714,19 @@ function readCard(bytes, options = {}) {
 }
 
 /**
+ * Reads a SillyTavern chat file (`.jsonl` as ST saves and exports it, SPEC §17.5; a Buffer,
+ * Uint8Array or string) into context fields: `items` (its messages, hidden ones left out, each
+ * with its speaker's `name` and `time`) and, where the file has them, `user`, `char`,
+ * `variables`, `chat_id_hash`, `author_note`, `position`, ... Merge them into your context
+ * (with `layout: 'sillytavern'` to replay the chat as ST would). Throws `ContextError`.
+ */
+function readStChat(bytes) {
+  if (typeof bytes === 'string') bytes = Buffer.from(bytes, 'utf8');
+  if (!(bytes instanceof Uint8Array)) throw new TypeError('readStChat takes the chat file as a Buffer, a Uint8Array or a string');
+  return JSON.parse(call(() => native.readStChatJson(buffer(bytes))));
+}
+
+/**
  * The World Info activation a render of `context` would place (its `lorebooks`, `world_info`,
  * `wi_state`, `position`, `generation_type`): `{ activated, before, after, depth, examples,
  * an_top, an_bottom, outlets, state, diagnostics }` (SPEC §15.7). Keep `state` and pass it back
@@ -737,6 +750,7 @@ module.exports = {
   Template,
   expand,
   readCard,
+  readStChat,
   lore,
   preloadTokenizer,
   StpresetError,

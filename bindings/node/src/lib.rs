@@ -325,6 +325,15 @@ pub fn read_card_json(bytes: Buffer, png: Option<bool>) -> Result<String> {
         .map_err(|e| error("CardError", e.kind(), e))
 }
 
+/// A SillyTavern chat file (`.jsonl`, SPEC §17.5) as context fields, JSON; a file that does
+/// not read is a `ContextError` naming its line.
+#[napi]
+pub fn read_st_chat_json(bytes: Buffer) -> Result<String> {
+    stpreset::st_chat_context(&bytes)
+        .map(|v| v.to_string())
+        .map_err(|e| error("ContextError", e.kind(), e))
+}
+
 /// The World Info activation a render of this context would place (SPEC §15.7), as JSON.
 #[napi]
 pub fn lore_json(context: ContextArg<'_>) -> Result<String> {

@@ -172,3 +172,19 @@ test('layout sillytavern gives the body SillyTavern sends (SPEC §17)', () => {
   assert.notDeepStrictEqual(compiled.request({ ...ctx, layout: 'seed' }).request.messages, compiled.request(ctx).request.messages);
   assert.throws(() => compiled.request({ layout: 'tavern' }), (e) => e instanceof s.ContextError && /layout/.test(e.message));
 });
+
+test('readStChat turns a SillyTavern chat file into context fields', () => {
+  const file = [
+    JSON.stringify({ user_name: 'Alice', character_name: 'Sera', chat_metadata: { variables: { n: 2 } } }),
+    JSON.stringify({ name: 'Sera', is_user: false, mes: 'Hello.', send_date: '2025-06-15T13:50:00Z' }),
+    JSON.stringify({ name: 'Alice', is_user: true, is_system: true, mes: 'hidden' }),
+    JSON.stringify({ name: 'Alice', is_user: true, mes: 'Hi {{char}}.' }),
+  ].join('\n');
+  const fields = s.readStChat(file);
+  assert.deepStrictEqual(fields.items.map((i) => [i.role, i.name, i.text]), [['model', 'Sera', 'Hello.'], ['user', 'Alice', 'Hi {{char}}.']]);
+  assert.deepStrictEqual([fields.user, fields.char, fields.variables, fields.position], ['Alice', 'Sera', { n: '2' }, 3]);
+  const compiled = s.Preset.fromJson(PRESET).compile();
+  const out = compiled.request({ ...fields, layout: 'sillytavern', provider_options: { shape: 'openai' } });
+  assert.deepStrictEqual(out.request.messages.slice(-2), [{ role: 'assistant', content: 'Hello.' }, { role: 'user', content: 'Hi Sera.' }]);
+  assert.throws(() => s.readStChat('{}\nnot json'), (e) => e instanceof s.ContextError && /chat line 2/.test(e.message));
+});

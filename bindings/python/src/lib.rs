@@ -355,6 +355,14 @@ fn preload_tokenizer(py: Python<'_>, name: &str) -> PyResult<()> {
     Ok(())
 }
 
+/// A SillyTavern chat file (`.jsonl`, SPEC §17.5) as context fields, JSON.
+#[pyfunction]
+fn read_st_chat_json(data: Vec<u8>) -> PyResult<String> {
+    stpreset::st_chat_context(&data)
+        .map(|v| v.to_string())
+        .map_err(|e| error("ContextError", e.kind(), e))
+}
+
 /// Reads a character card (SPEC §15.1) into `{"card", "context", "diagnostics", "items"}`.
 #[pyfunction]
 fn read_card_json(py: Python<'_>, data: Vec<u8>, png: bool) -> PyResult<String> {
@@ -378,6 +386,7 @@ fn lore_json(py: Python<'_>, context: ContextArg<'_>) -> PyResult<String> {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(preload_tokenizer, m)?)?;
     m.add_function(wrap_pyfunction!(read_card_json, m)?)?;
+    m.add_function(wrap_pyfunction!(read_st_chat_json, m)?)?;
     m.add_function(wrap_pyfunction!(lore_json, m)?)?;
     m.add_class::<Preset>()?;
     m.add_class::<CompiledPreset>()?;

@@ -200,3 +200,24 @@ def test_layout_sillytavern_gives_the_body_sillytavern_sends():
     assert seed != compiled.render_request(ctx)["request"]["messages"]
     with pytest.raises(stpreset.ContextError, match="layout"):
         compiled.render_request({"layout": "tavern"})
+
+
+def test_read_st_chat_turns_a_sillytavern_chat_file_into_context_fields():
+    lines = [
+        {"user_name": "Alice", "character_name": "Sera", "chat_metadata": {"variables": {"n": 2}}},
+        {"name": "Sera", "is_user": False, "mes": "Hello.", "send_date": "2025-06-15T13:50:00Z"},
+        {"name": "Alice", "is_user": True, "is_system": True, "mes": "hidden"},
+        {"name": "Alice", "is_user": True, "mes": "Hi {{char}}."},
+    ]
+    fields = stpreset.read_st_chat("\n".join(json.dumps(line) for line in lines))
+    assert [(i["role"], i["name"], i["text"]) for i in fields["items"]] == [
+        ("model", "Sera", "Hello."), ("user", "Alice", "Hi {{char}}."),
+    ]
+    assert (fields["user"], fields["char"], fields["variables"], fields["position"]) == ("Alice", "Sera", {"n": "2"}, 3)
+    compiled = stpreset.Preset.from_json(PRESET).compile()
+    out = compiled.render_request({**fields, "layout": "sillytavern", "provider_options": {"shape": "openai"}})
+    assert out["request"]["messages"][-2:] == [
+        {"role": "assistant", "content": "Hello."}, {"role": "user", "content": "Hi Sera."},
+    ]
+    with pytest.raises(stpreset.ContextError, match="chat line 2"):
+        stpreset.read_st_chat("{}\nnot json")

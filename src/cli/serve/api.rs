@@ -73,6 +73,9 @@ struct Request<'a> {
     /// `render --layout`: `"seed"` or `"sillytavern"` (SPEC §17.1); overrides the context's.
     #[serde(default)]
     layout: Option<LayoutName>,
+    /// `render --chat`: a SillyTavern chat file's text (`.jsonl`, SPEC §17.5) as the history.
+    #[serde(default)]
+    chat: Option<String>,
     /// `render --allow-regex`: the preset's regex scripts may run on the history.
     #[serde(default)]
     allow_regex: bool,
@@ -158,6 +161,10 @@ fn load(body: &[u8]) -> Result<Loaded, Answer> {
         Some(LayoutName::Seed) => ctx.layout = stpreset::Layout::Seed,
         Some(LayoutName::Sillytavern) => ctx.layout = stpreset::Layout::SillyTavern,
         None => {}
+    }
+    if let Some(chat) = &request.chat {
+        ctx.apply_st_chat(chat.as_bytes())
+            .map_err(|e| Answer::error(422, "chat", &format!("chat: {e}")))?;
     }
     toggle(&mut preset, &request.toggles)?;
     let mut provider = ctx.provider_options.clone();
@@ -624,6 +631,30 @@ mod tests {
             ),
         );
         assert_ne!(seed.body, st.body);
+    }
+
+    #[test]
+    fn a_sillytavern_chat_file_is_the_history() {
+        let chat = r#"{}\n{\"name\": \"Sera\", \"mes\": \"Hello.\"}\n{\"name\": \"Alice\", \"is_user\": true, \"mes\": \"Hi.\"}"#;
+        let extra = format!(r#", "chat": "{chat}", "layout": "sillytavern""#);
+        let a = answer(Endpoint::Render, &body(PRESET, &extra));
+        assert_eq!(a.status, 200, "{}", a.body);
+        let v = json(&a);
+        let texts: Vec<_> = v["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["parts"][0].as_str().unwrap().to_string())
+            .collect();
+        assert!(
+            texts.ends_with(&["Hello.".to_string(), "Hi.".to_string()]),
+            "{texts:?}"
+        );
+        let a = answer(Endpoint::Render, &body(PRESET, r#", "chat": "nope""#));
+        assert_eq!(
+            (a.status, json(&a)["error"]["kind"].as_str()),
+            (422, Some("chat"))
+        );
     }
 
     #[test]

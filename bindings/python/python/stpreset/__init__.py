@@ -76,6 +76,7 @@ __all__ = [
     "Template",
     "expand",
     "preload_tokenizer",
+    "read_st_chat",
     "StpresetError",
     "PresetError",
     "ContextError",
@@ -568,6 +569,20 @@ def read_card(data, *, png: bool = False) -> dict:
     if not isinstance(png, bool):
         raise TypeError("png must be True or False")
     return _json.loads(_call(_native.read_card_json, bytes(data), png))
+
+
+def read_st_chat(data) -> dict:
+    """Reads a SillyTavern chat file (``.jsonl`` as ST saves and exports it, SPEC §17.5;
+    ``bytes`` or ``str``) into context fields: ``items`` (its messages, hidden ones left out,
+    each with its speaker's ``name`` and ``time``) and, where the file has them, ``user``,
+    ``char``, ``variables``, ``chat_id_hash``, ``author_note``, ``position``, ... Merge them into
+    your context (with ``"layout": "sillytavern"`` to replay the chat as ST would). Raises
+    ``ContextError``."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"read_st_chat takes the chat file as bytes or str, not {type(data).__name__}")
+    return _json.loads(_call(_native.read_st_chat_json, bytes(data)))
 
 
 def lore(context=None) -> dict:
