@@ -355,12 +355,15 @@ fn finish_layout(
         Some(p) if !p.is_empty() => Tri::Value(p),
         _ => Tri::Null,
     };
+    // SPEC §12.4's count of what is sent (the layout's budget is always on unless the host
+    // turned it off with `max_context_tokens: null`).
+    let budgeted = !matches!(ctx.options.budget.max_context_tokens, Tri::Null);
     Rendered {
         messages: out.messages,
         diagnostics: out.diagnostics,
         variables: out.variables,
         globals: out.globals,
-        tokens: None,
+        tokens: budgeted.then(|| PromptTokens::of_list(&ctx.options.budget.counter, &ctx.model)),
         speakers: Speakers::of(ctx).into_owned(),
         preset_options: resolved.preset,
         effective: resolved.effective,

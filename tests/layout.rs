@@ -491,6 +491,10 @@ fn the_budget_is_spent_in_sillytavern_order() {
             .iter()
             .any(|d| d.kind == stpreset::DiagnosticKind::ContextOverflow)
     );
+    // The prompt's tokens are reported, as in the seed layout.
+    let fits = c(100_000);
+    let counted = compiled.render(&fits).prompt_tokens();
+    assert!(counted.is_some_and(|n| n > 100), "{counted:?}");
     // A preset without a context size has SillyTavern's (4095 - 300).
     let long: Vec<Value> = (0..3000)
         .map(|i| json!({"tag": "DIALOGUE_HISTORY", "role": "user", "text": format!("word {i}")}))

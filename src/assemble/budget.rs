@@ -98,6 +98,15 @@ impl fmt::Debug for PromptTokens<'_> {
 }
 
 impl<'c> PromptTokens<'c> {
+    /// The count of a message list another layout budgeted, counted when first asked for.
+    pub fn of_list(counter: &crate::tokens::Counter, model: &str) -> PromptTokens<'static> {
+        PromptTokens {
+            resolved: counter.resolve(model),
+            known: OnceLock::new(),
+            items: None,
+        }
+    }
+
     /// The same count, free of the chat it rendered (counted without its memory).
     pub fn into_owned(self) -> PromptTokens<'static> {
         PromptTokens {
