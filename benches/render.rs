@@ -23,6 +23,13 @@ fn bench(c: &mut Criterion) {
         });
         g.bench_function("compile", |b| b.iter(|| black_box(&preset).compile()));
         g.bench_function("render", |b| b.iter(|| compiled.render(black_box(&ctx))));
+        // The SillyTavern layout of the same context (SPEC §17): its prompt list is built on
+        // the first render and kept, so this is a turn's cost.
+        let mut st_ctx = ctx.clone();
+        st_ctx.layout = stpreset::Layout::SillyTavern;
+        g.bench_function("render_sillytavern", |b| {
+            b.iter(|| compiled.render(black_box(&st_ctx)))
+        });
         // What a bot keeping a `Chat` pays per turn (issue 20).
         g.bench_function("render_chat", |b| {
             b.iter(|| compiled.render_chat(black_box(&chat)))

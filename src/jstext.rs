@@ -31,3 +31,16 @@ pub(crate) fn split_ascii_ci<'t>(text: &'t str, tag: &str) -> Vec<&'t str> {
     pieces.push(&text[last..]);
     pieces
 }
+
+/// JavaScript truthiness of a JSON value (`if (x)`): what SillyTavern tests `enabled`,
+/// `is_user`, `is_system` with.
+pub(crate) fn js_truthy(v: Option<&serde_json::Value>) -> bool {
+    use serde_json::Value;
+    match v {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0),
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(_) => true,
+    }
+}

@@ -103,7 +103,7 @@ impl Context {
                 Err(e) => return Err(bad(field(), format!("not a JSON object: {e}"))),
             };
             // ST tests these flags as JavaScript does (`!x.is_system`, `x.is_user ? …`).
-            if truthy(m.get("is_system")) {
+            if crate::jstext::js_truthy(m.get("is_system")) {
                 continue;
             }
             let text = m
@@ -116,7 +116,7 @@ impl Context {
                     format!("`mes` is over the limit of {CHAT_MAX_TEXT_BYTES} bytes"),
                 ));
             }
-            let role = if truthy(m.get("is_user")) {
+            let role = if crate::jstext::js_truthy(m.get("is_user")) {
                 Role::User
             } else if m.pointer("/extra/type").and_then(Value::as_str) == Some("narrator") {
                 Role::System
@@ -205,17 +205,6 @@ impl Context {
             lore.position = Some(lines_seen);
         }
         Ok(())
-    }
-}
-
-/// JavaScript truthiness of a JSON value.
-fn truthy(v: Option<&Value>) -> bool {
-    match v {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(Value::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0),
-        Some(Value::String(s)) => !s.is_empty(),
-        Some(_) => true,
     }
 }
 

@@ -184,17 +184,6 @@ fn literal_blank_comments(text: &str) -> std::borrow::Cow<'_, str> {
     out.into()
 }
 
-/// JavaScript truthiness of a JSON value.
-fn truthy(v: Option<&Value>) -> bool {
-    match v {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(Value::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0),
-        Some(Value::String(s)) => !s.is_empty(),
-        Some(_) => true,
-    }
-}
-
 fn role_of(v: Option<&Value>) -> Option<Role> {
     match v.and_then(Value::as_str) {
         Some("system") => Some(Role::System),
@@ -271,7 +260,7 @@ impl StPlan {
                     o.iter()
                         .filter_map(|e| {
                             let id = e.get("identifier")?.as_str()?;
-                            Some((id.to_string(), truthy(e.get("enabled"))))
+                            Some((id.to_string(), crate::jstext::js_truthy(e.get("enabled"))))
                         })
                         .collect()
                 })
