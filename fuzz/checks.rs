@@ -21,11 +21,47 @@ pub fn context() -> Context {
     .expect("fixed context parses")
 }
 
-/// Bytes → tokens → tree. Never panics; invalid UTF-8 is refused, nothing else is.
+/// The text a template's bytes stand for (docs/hardening.md, "Numbers and encodings"),
+/// written out again here so the fuzzer checks the engine against a second reading: UTF-8
+/// as it is; a surrogate written as three bytes (`ED A0..BF 80..BF`) is half a character,
+/// two halves side by side are the character, a lone half U+FFFD; anything else that is not
+/// UTF-8 (a surrogate cut short among it) has no text.
+pub fn wtf8_text(data: &[u8]) -> Option<String> {
+    let half = |i: usize| match data.get(i..i + 3)? {
+        &[0xED, b1 @ 0xA0..=0xBF, b2 @ 0x80..=0xBF] => {
+            Some(0xD000 | (u32::from(b1 & 0x3F) << 6) | u32::from(b2 & 0x3F))
+        }
+        _ => None,
+    };
+    let mut out = Vec::with_capacity(data.len());
+    let mut i = 0;
+    while i < data.len() {
+        match (half(i), half(i + 3)) {
+            (Some(high @ 0xD800..=0xDBFF), Some(low @ 0xDC00..=0xDFFF)) => {
+                let c = char::from_u32(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))?;
+                out.extend_from_slice(c.to_string().as_bytes());
+                i += 6;
+            }
+            (Some(_), _) => {
+                out.extend_from_slice("\u{FFFD}".as_bytes());
+                i += 3;
+            }
+            _ => {
+                out.push(data[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Bytes → tokens → tree. Never panics; the source is the text the bytes stand for
+/// ([`wtf8_text`]), and bytes that stand for none are refused, as are oversize ones.
 pub fn parse(data: &[u8]) {
+    let oversize = data.len() > stpreset::Limits::default().template_bytes;
     match Template::from_bytes(data) {
-        Ok(t) => assert_eq!(t.source().as_bytes(), data),
-        Err(_) => assert!(std::str::from_utf8(data).is_err()),
+        Ok(t) => assert_eq!(Some(t.source()), wtf8_text(data).as_deref()),
+        Err(_) => assert!(oversize || wtf8_text(data).is_none()),
     }
 }
 
@@ -384,6 +420,59 @@ pub fn card(data: &[u8]) {
             let mut ctx = stpreset::Context::default();
             card.apply_to(&mut ctx);
             let _ = stpreset::WiResult::for_context(&ctx);
+        }
+    }
+}
+
+/// A preset, a card and a SillyTavern chat file (`PRESET \0 CARD \0 CHAT.jsonl`, any part
+/// missing or refused left out) rendered under `layout: "sillytavern"` (SPEC §17–§18), in
+/// each generation type: never a panic, the output cap holds (SPEC §8), the same input gives
+/// the same messages, and every shape's body is bounded by the messages.
+pub fn st_layout(data: &[u8]) {
+    let mut parts = data.splitn(3, |&b| b == 0);
+    let Ok(preset) = Preset::from_json(parts.next().unwrap_or_default()) else {
+        return;
+    };
+    let compiled = preset.compile();
+    let mut ctx = context();
+    let limits = stpreset::Limits::default();
+    if let Some(card) = parts.next()
+        && let Ok(card) = stpreset::Card::from_bytes(card, stpreset::CardFormat::Auto, &limits)
+    {
+        card.apply_to(&mut ctx);
+    }
+    if let Some(chat) = parts.next() {
+        let _ = ctx.apply_st_chat(chat);
+    }
+    ctx.layout = stpreset::Layout::SillyTavern;
+    ctx.now = context().now;
+    ctx.items.truncate(64);
+    use stpreset::GenerationType as G;
+    for generation in [G::Normal, G::Continue, G::Impersonate, G::Swipe, G::Quiet] {
+        ctx.lore
+            .get_or_insert_with(|| stpreset::LoreInput::new(Vec::new()))
+            .generation_type = generation;
+        let a = compiled.render(&ctx);
+        let total: usize = a.messages.iter().map(stpreset::Message::len).sum();
+        assert!(
+            total <= ctx.options.limits.output_bytes,
+            "{total} bytes out"
+        );
+        let b = compiled.render(&ctx);
+        assert_eq!(a.messages, b.messages, "same input, same messages");
+        for shape in [
+            stpreset::Shape::OpenAi,
+            stpreset::Shape::Anthropic,
+            stpreset::Shape::Google,
+        ] {
+            let mut options = ctx.provider_options.clone();
+            options.shape = Some(shape);
+            let (request, _) = a.to_request(&options);
+            let size = request.to_string().len();
+            let extra = options.placeholder.len()
+                + a.effective_options().assistant_prefill.len()
+                + ctx.model.len();
+            assert!(size <= 4 * total + 6 * extra + 64 * a.messages.len() + 4096);
         }
     }
 }

@@ -107,7 +107,6 @@ put("cli", json.dumps({"prompts": [{"identifier": "main", "content": "Hi"},
                                                "assistant_prefill": "Ok", "cache_at_depth": 1},
                           "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "a b c"},
                                     {"tag": "DIALOGUE_HISTORY", "role": "model", "text": ""}]}))
-print("seeds written to", out)
 # SPEC §13: regex scripts, one per vector case with a text (MODE \0 find \0 replace \0 trim \0 text).
 regex = os.path.join(conf, "regex.json")
 if os.path.exists(regex):
@@ -125,3 +124,55 @@ if os.path.exists(regex):
             text = case["input"].get("text") or ""
             put("regex", bytes([mode]) + b"\0" + "\0".join([s["findRegex"], s.get("replaceString") or "",
                 str(trims[0]) if isinstance(trims, list) and trims else "", text]).encode())
+
+# Character cards (SPEC §15.1): the stlive fixture cards as JSON, and the conformance cards
+# in the files their vectors carry (PNG and JSON, base64 in the vector).
+import base64
+fixtures = os.path.join(shared, "tools", "stlive", "fixtures")
+cards = []
+if os.path.isdir(fixtures):
+    for name in sorted(os.listdir(fixtures)):
+        if name.startswith("card-") and name.endswith(".json"):
+            raw = open(os.path.join(fixtures, name), "rb").read()
+            cards.append(raw)
+            put("card", raw)
+wi = os.path.join(conf, "worldinfo.json")
+if os.path.exists(wi):
+    for case in json.load(open(wi))["cases"]:
+        i = case["input"]
+        if "file_b64" in i:
+            put("card", base64.b64decode(i["file_b64"]))
+        # World Info: each book, then the first turn's messages (BOOK \0 MESSAGE \0 ...).
+        books = i.get("books") or ([i["book"]] if "book" in i else [])
+        turns = i.get("turns") or [{}]
+        msgs = [m.get("text", "") for m in turns[0].get("history", [])]
+        for b in books[:2]:
+            data = b.get("data", b) if isinstance(b, dict) else b
+            put("lore", "\0".join([json.dumps(data)] + msgs))
+
+# A Chat (context JSON) with a render, a splice and a keep between renders.
+for case in json.load(open(os.path.join(conf, "renders.json")))[:40]:
+    ctx = json.dumps(case["context"]).encode()
+    item = json.dumps([{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "{{user}} hi"}]).encode()
+    put("chat", ctx + b"\0r\0s\x00\x00" + item + b"\0k\0r")
+
+# The SillyTavern layout: a preset, a card and a chat file (PRESET \0 CARD \0 CHAT.jsonl).
+def st_chat(path):
+    chat = json.load(open(path))
+    lines = [json.dumps({"user_name": chat["user"], "character_name": chat["char"],
+                         "chat_metadata": {"chat_id_hash": 7}})]
+    for m in chat["messages"]:
+        user = m["from"] == "user"
+        lines.append(json.dumps({"name": chat["user"] if user else chat["char"], "is_user": user,
+                                 "mes": m["text"], "send_date": m["time"]}))
+    return "\n".join(lines).encode()
+chats = [st_chat(os.path.join(fixtures, n)) for n in ["chat-sera.json", "chat-mira.json"]
+         if os.path.exists(os.path.join(fixtures, n))] or [b""]
+small = [b'{"prompts": [{"identifier": "main", "content": "Be {{char}}."}, {"identifier": "dialogueExamples", "marker": true}, {"identifier": "chatHistory", "marker": true}, {"identifier": "d", "content": "{{user}}!", "injection_position": 1, "injection_depth": 1}]}']
+for name in sorted(os.listdir(presets)):
+    raw = open(os.path.join(presets, name), "rb").read()
+    if len(raw) < 256 * 1024:
+        small.append(raw)
+for n, preset in enumerate(small):
+    put("st_layout", preset + b"\0" + (cards[n % len(cards)] if cards else b"") + b"\0" + chats[n % len(chats)])
+print("seeds written to", out)

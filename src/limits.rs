@@ -213,6 +213,16 @@ impl OutputBudget {
         false
     }
 
+    /// The bytes left.
+    pub fn left(&self) -> usize {
+        self.left
+    }
+
+    /// Spends `n` bytes written elsewhere within [`left`](Self::left).
+    pub fn charge(&mut self, n: usize) {
+        self.left = self.left.saturating_sub(n);
+    }
+
     /// [`spend`](Self::spend) for a message part: a borrowed part is cut by re-borrowing.
     pub fn spend_part(&mut self, part: &mut std::borrow::Cow<'_, str>) -> bool {
         use std::borrow::Cow;

@@ -137,8 +137,14 @@ fn wtf8_surrogate(bytes: &[u8], out: &mut Vec<u8>, at: &mut Vec<usize>) -> usize
         };
         Some(0xD000 | (u32::from(b1 & 0x3F) << 6) | u32::from(b2 & 0x3F))
     };
-    if let (Some(high @ 0xD800..=0xDBFF), Some(low @ 0xDC00..=0xDFFF)) =
-        (unit(bytes), bytes.get(3..).and_then(unit))
+    let Some(first) = unit(bytes) else {
+        // `ED A0..BF` without a third byte of `80..BF` encodes no surrogate: it is invalid
+        // UTF-8 like any other, kept for the UTF-8 check to refuse (docs/hardening.md).
+        out.push(bytes[0]);
+        return 1;
+    };
+    if let (high @ 0xD800..=0xDBFF, Some(low @ 0xDC00..=0xDFFF)) =
+        (first, bytes.get(3..).and_then(unit))
     {
         let c = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00);
         let mut buf = [0u8; 4];
@@ -233,6 +239,12 @@ mod tests {
             json_text(br#"{"a": "\ud800"}"#).unwrap(),
             (r#"{"a": "\ufffd"}"#.into(), 1)
         );
-        assert_eq!(fix(b"\"\xED\xA0").1, 1);
+        // A surrogate cut short is no surrogate: invalid UTF-8, refused at its first byte.
+        assert!(repair_json_at(b"\"\xED\xA0").1.is_empty());
+        assert_eq!(json_text(b"\"\xED\xA0\"").unwrap_err(), 1);
+        let (text, n) = repair_text(b"\xED\xAD");
+        assert_eq!((text.as_ref(), n), (b"\xED\xAD".as_slice(), 0));
+        assert!(crate::Template::from_bytes(b"\xED\xAD").is_err());
+        assert!(crate::Template::from_bytes(b"a\xED\xAD\xED\xB8\x80").is_err());
     }
 }

@@ -69,3 +69,8 @@ fn lore_regressions() {
 fn card_regressions() {
     replay("card", checks::card);
 }
+
+#[test]
+fn st_layout_regressions() {
+    replay("st_layout", checks::st_layout);
+}

@@ -18,7 +18,7 @@ mod place;
 use std::ops::Range;
 use std::sync::Arc;
 
-pub(crate) use budget::PromptTokens;
+pub(crate) use budget::{PromptTokens, limit_output};
 pub use message::{Message, Source};
 
 use crate::context::{Context, Role};

@@ -100,12 +100,25 @@ fn chat_macros(ctx: &Context, char: &str) -> Vec<(&'static str, String)> {
 }
 
 /// `text` with every macro of `macros` replaced, ASCII case-insensitively, in one left-to-right
-/// scan (so a value is never scanned again: chat text stays data).
-fn replace_macros(text: &str, macros: &[(&'static str, String)]) -> String {
+/// scan (so a value is never scanned again: chat text stays data), written into `out` up to
+/// `room` bytes in all. Returns `false` when the text was cut there: 100,000 `{{user}}` under a
+/// 10 KB name would make a gigabyte, so the output stops at the render's cap instead (SPEC §8)
+/// and the work is linear in the text plus the room.
+fn replace_macros(
+    text: &str,
+    macros: &[(&'static str, String)],
+    out: &mut String,
+    room: usize,
+) -> bool {
+    let limit = out.len().saturating_add(room);
     let bytes = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
     let mut copied = 0;
     let mut i = 0;
+    let push = |out: &mut String, s: &str| {
+        let keep = crate::limits::fit(s, limit - out.len());
+        out.push_str(keep);
+        keep.len() == s.len()
+    };
     while i < bytes.len() {
         let b = bytes[i];
         if (b == b'{' || b == b'<')
@@ -114,58 +127,72 @@ fn replace_macros(text: &str, macros: &[(&'static str, String)]) -> String {
                     && bytes[i..i + key.len()].eq_ignore_ascii_case(key.as_bytes())
             })
         {
-            out.push_str(&text[copied..i]);
-            out.push_str(value);
+            if !push(out, &text[copied..i]) || !push(out, value) {
+                return false;
+            }
             i += key.len();
             copied = i;
             continue;
         }
         i += 1;
     }
-    out.push_str(&text[copied..]);
-    out
+    push(out, &text[copied..])
 }
 
 /// The history items as ST's `setOpenAIMessages` + `populateChatHistory` make them, oldest
 /// first. `texts` are the items' texts after the prompt pass (by item index); `char` is the
-/// speaker ST generates for.
+/// speaker ST generates for. The texts share `room` bytes, newest first as the history budget
+/// keeps them: past it an item is cut (then empty) and `false` returned, so a hostile chat
+/// costs the output cap, not its names times its macros. Within the cap every text is ST's.
 pub(crate) fn history(
     ctx: &Context,
     texts: &[std::borrow::Cow<'_, str>],
     names_behavior: i64,
     char: &str,
-) -> Vec<ChatLine> {
+    mut room: usize,
+) -> (Vec<ChatLine>, bool) {
     let macros = chat_macros(ctx, char);
     let in_group = !ctx.group.is_empty();
     let mut out = Vec::new();
-    for (i, item) in ctx.items.iter().enumerate() {
+    let mut whole = true;
+    for (i, item) in ctx.items.iter().enumerate().rev() {
         if item.tag != Some(Tag::DialogueHistory) {
             continue;
         }
         let narrator = item.role == Role::System;
-        let name = item.name.clone().unwrap_or_else(|| match item.role {
-            Role::User => ctx.user.clone(),
-            _ => ctx.char.clone(),
+        let name = item.name.as_deref().unwrap_or(match item.role {
+            Role::User => &ctx.user,
+            _ => &ctx.char,
         });
-        let text = replace_macros(&texts[i], &macros).replace('\r', "");
         let prefixed = match names_behavior {
             0 => in_group && name != ctx.user,
             2 => !narrator,
             _ => false,
         };
-        let text = if prefixed {
-            format!("{name}: {text}")
+        let prefix_len = if prefixed { name.len() + 2 } else { 0 };
+        let mut body = String::new();
+        whole &=
+            prefix_len <= room && replace_macros(&texts[i], &macros, &mut body, room - prefix_len);
+        if body.contains('\r') {
+            body = body.replace('\r', "");
+        }
+        let text = if !prefixed {
+            body
+        } else if prefix_len <= room {
+            format!("{name}: {body}")
         } else {
-            text
+            crate::limits::fit(&format!("{name}: "), room).to_string()
         };
+        room -= text.len().min(room);
         out.push(ChatLine {
             role: item.role,
             text,
-            name: (names_behavior == 1).then(|| sanitize_name(&name)),
+            name: (names_behavior == 1).then(|| sanitize_name(name)),
             injected: None,
         });
     }
-    out
+    out.reverse();
+    (out, whole)
 }
 
 /// JavaScript's `String(number)` for an order key.
@@ -334,10 +361,53 @@ mod tests {
             ..Context::default()
         };
         let macros = chat_macros(&ctx, "Sera");
-        assert_eq!(
-            replace_macros("{{USER}} and <BOT>: {{getvar::x}} {{char}}", &macros),
-            "Alice and Sera: {{getvar::x}} Sera"
-        );
+        let mut out = String::new();
+        assert!(replace_macros(
+            "{{USER}} and <BOT>: {{getvar::x}} {{char}}",
+            &macros,
+            &mut out,
+            usize::MAX
+        ));
+        assert_eq!(out, "Alice and Sera: {{getvar::x}} Sera");
+    }
+
+    #[test]
+    fn name_macros_stop_at_the_room() {
+        let ctx = Context {
+            user: "é".repeat(5_000),
+            ..Context::default()
+        };
+        let macros = chat_macros(&ctx, "Sera");
+        // 100,000 names of 10 KB would be a gigabyte: the text stops at the room, on a char
+        // boundary, after a scan of the input.
+        let mut out = String::from("ab");
+        assert!(!replace_macros(
+            &"{{user}}".repeat(100_000),
+            &macros,
+            &mut out,
+            25_001
+        ));
+        assert_eq!(out.len(), 2 + 25_000);
+        let mut out = String::new();
+        assert!(replace_macros("x{{user}}y", &macros, &mut out, 10_002));
+        assert_eq!(out.len(), 10_002);
+        // Newest first: the newest item is whole, the older one cut, the oldest empty.
+        let mut ctx = ctx;
+        for text in ["old", "{{user}}", "new {{user}}"] {
+            ctx.items.push(crate::context::ContextItem::new(
+                Some(Tag::DialogueHistory),
+                Role::User,
+                text,
+            ));
+        }
+        let texts: Vec<std::borrow::Cow<'_, str>> =
+            ctx.items.iter().map(|i| i.text.as_str().into()).collect();
+        let (lines, whole) = history(&ctx, &texts, 0, "Sera", 15_000);
+        assert!(!whole);
+        let lens: Vec<usize> = lines.iter().map(|l| l.text.len()).collect();
+        assert_eq!(lens, [0, 4_996, 10_004]);
+        let (_, whole) = history(&ctx, &texts, 0, "Sera", 20_007);
+        assert!(whole);
     }
 
     #[test]

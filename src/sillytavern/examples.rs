@@ -40,11 +40,14 @@ pub(crate) fn split(block: &str, user: &str, char: &str, group: &[String]) -> Ve
     let user_tag = format!("{user}:");
     let char_tag = format!("{char}:");
     // `groupBotNames.some(n => line.startsWith(n))`: a line starts with `Name:` when the text up
-    // to one of its colons is a member's name, so each colon is one lookup (linear in the
-    // line, whatever the group's size).
+    // to one of its colons is a member's name, so each colon is one lookup. Only colons within
+    // the longest name can end one: a line of a million colons hashes no prefix longer than a
+    // name (linear in the line, whatever the group's size).
     let members: std::collections::HashSet<&str> = group.iter().map(String::as_str).collect();
+    let longest = group.iter().map(String::len).max().unwrap_or(0);
     let member_line = |line: &str| {
         line.match_indices(':')
+            .take_while(|&(at, _)| at <= longest)
             .any(|(at, _)| members.contains(&line[..at]))
     };
     let mut out = Vec::new();
@@ -127,5 +130,20 @@ mod tests {
         );
         assert!(split(&b[2], "Alice", "Oren", &[]).is_empty());
         assert!(blocks("<START>").is_empty());
+    }
+
+    #[test]
+    fn group_member_lines_found_past_other_colons() {
+        let group = ["Oren".to_string(), "Mira: the elder".to_string()];
+        let block = "<START>\nMira: the elder: Hello.\nAlice: Hi.\nOren:: ok";
+        let lines = split(block, "Alice", "Oren", &group);
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0].text, "Mira: the elder: Hello.");
+        assert!(lines[1].user);
+        // A line of colons longer than every name is no member's line, and costs one pass.
+        let colons = format!("<START>\nAlice: x\n{}", ":".repeat(1 << 16));
+        let lines = split(&colons, "Alice", "Oren", &group);
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].user);
     }
 }

@@ -609,6 +609,16 @@ pub(crate) fn render(parts: &Inputs<'_>, plan: &StPlan, ctx: &Context) -> Output
         }
     }
 
+    // The output cap (SPEC §8), spent before any text is counted or copied again: the
+    // prompts in collection order, the depth prompts, the chat newest first, the examples;
+    // the messages are cut at the cap once more at the end. Within the cap nothing changes.
+    let cap = limits.output_bytes;
+    let mut room = crate::limits::OutputBudget::new(cap);
+    let mut cut = false;
+    for p in &mut collection {
+        cut |= !room.spend(&mut p.content);
+    }
+
     // 4.–6. Populate, in ST's order.
     let names_behavior = settings.and_then(|s| s.names_behavior).unwrap_or(0);
     let counter = ctx.options.budget.counter.for_model(&ctx.model);
@@ -842,7 +852,13 @@ pub(crate) fn render(parts: &Inputs<'_>, plan: &StPlan, ctx: &Context) -> Output
             })
         })
         .collect();
-    let mut history = chat::history(ctx, &history_texts, names_behavior, &ctx.char);
+    for e in &mut extensions {
+        cut |= !room.spend(&mut e.text);
+    }
+    let (mut history, whole) =
+        chat::history(ctx, &history_texts, names_behavior, &ctx.char, room.left());
+    cut |= !whole;
+    room.charge(history.iter().map(|l| l.text.len()).sum());
     // A continue with `continue_prefill` takes the newest message out before the injections
     // and sends it last (OAI `populateChatCompletion`); Claude's gets the prefill before it.
     if is_continue
@@ -942,10 +958,13 @@ pub(crate) fn render(parts: &Inputs<'_>, plan: &StPlan, ctx: &Context) -> Output
             }
         }
     }
-    let example_lines: Vec<Vec<examples::ExampleLine>> = example_blocks
+    let mut example_lines: Vec<Vec<examples::ExampleLine>> = example_blocks
         .iter()
         .map(|b| examples::split(b, &ctx.user, &ctx.char, &ctx.group))
         .collect();
+    for line in example_lines.iter_mut().flatten() {
+        cut |= !room.spend(&mut line.text);
+    }
 
     let has_history =
         index("chatHistory").is_some_and(|i| collection[i].kind == Kind::ChatHistory) && !overflow;
@@ -1130,6 +1149,18 @@ pub(crate) fn render(parts: &Inputs<'_>, plan: &StPlan, ctx: &Context) -> Output
         }
         names.push(out.name.map(String::into_boxed_str));
         messages.push(Message::new(out.role, out.text, out.source));
+    }
+    match crate::assemble::limit_output(&mut messages, cap) {
+        Some(c) => {
+            names.truncate(messages.len());
+            diagnostics.push(c.diagnostic);
+        }
+        None if cut => diagnostics.push(Diagnostic::new(
+            DiagnosticKind::LimitReached,
+            None,
+            format!("rendered output cut at the limit of {cap} bytes"),
+        )),
+        None => {}
     }
     Output {
         messages,
