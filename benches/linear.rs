@@ -1374,6 +1374,126 @@ fn lore(t: &mut Table) {
     );
 }
 
+/// The SillyTavern layout's own dimensions (SPEC §17–§18; issue 52): chat name macros, example
+/// lines, the prompt list, switches, injections and the group's size.
+fn st_layout(t: &mut Table) {
+    let st = |ctx: &mut Context| {
+        ctx.layout = stpreset::Layout::SillyTavern;
+        ctx.options.limits = roomy();
+    };
+    let order = |ids: &[String]| {
+        json!([{"character_id": 100001, "order": ids.iter()
+            .map(|id| json!({"identifier": id, "enabled": true})).collect::<Vec<_>>()}])
+    };
+    let markers = json!([{"identifier": "main", "content": "Be {{char}}."},
+        {"identifier": "dialogueExamples", "marker": true},
+        {"identifier": "chatHistory", "marker": true}]);
+    let base = Preset::from_json(&serde_json::to_vec(&json!({"prompts": markers})).expect("json"))
+        .expect("preset")
+        .compile();
+    t.row(
+        "st/chat-name-macros-under-a-1KB-name",
+        2_000,
+        |n| {
+            let mut ctx = context(0);
+            st(&mut ctx);
+            ctx.user = "u".repeat(1_000);
+            ctx.items.push(stpreset::ContextItem::new(
+                Some(stpreset::Tag::DialogueHistory),
+                stpreset::Role::User,
+                "{{user}}<USER>".repeat(n),
+            ));
+            ctx
+        },
+        |ctx| {
+            black_box(base.render(ctx));
+        },
+    );
+    t.row(
+        "st/group-example-line-of-colons",
+        100_000,
+        |n| {
+            let mut ctx = context(0);
+            st(&mut ctx);
+            ctx.group = vec!["Tomori".into(), "Kaede".into(), "Mira".into()];
+            ctx.mes_examples_raw = format!("<START>\nAlice: hi\n{}\nKaede: yo", ":".repeat(n));
+            ctx
+        },
+        |ctx| {
+            black_box(base.render(ctx));
+        },
+    );
+    let many = |n: usize, inject: bool| {
+        let ids: Vec<String> = (0..n).map(|i| format!("p{i}")).collect();
+        let prompts: Vec<serde_json::Value> = ids
+            .iter()
+            .map(|id| {
+                if inject {
+                    json!({"identifier": id, "content": "x", "injection_position": 1,
+                           "injection_depth": 1})
+                } else {
+                    json!({"identifier": id, "content": "x"})
+                }
+            })
+            .collect();
+        let doc = json!({"prompts": prompts, "prompt_order": order(&ids)});
+        Preset::from_json(&serde_json::to_vec(&doc).expect("json")).expect("preset")
+    };
+    let mut ctx = context(0);
+    st(&mut ctx);
+    t.row(
+        "st/prompt-list-in-the-100001-order",
+        2_000,
+        |n| many(n, false),
+        |p| {
+            black_box(p.compile().render(&ctx));
+        },
+    );
+    t.row(
+        "st/a-switch-per-prompt",
+        2_000,
+        |n| many(n, false),
+        |p| {
+            let mut p = p.clone();
+            let ids: Vec<String> = p.nodes().iter().map(|n| n.identifier.clone()).collect();
+            p.set_enabled_all(ids.iter().map(|id| (id.as_str(), false)))
+                .expect("switches");
+            black_box(p.compile().render(&ctx));
+        },
+    );
+    t.row(
+        "st/injection-prompts-without-a-chat",
+        800,
+        |n| many(n, true).compile(),
+        |p| {
+            black_box(p.render(&ctx));
+        },
+    );
+    t.row(
+        "st/group-members-each-speaking",
+        1_000,
+        |n| {
+            let mut ctx = context(0);
+            st(&mut ctx);
+            ctx.group = (0..n).map(|i| format!("M{i}")).collect();
+            ctx.char = "M0".into();
+            for i in 0..n {
+                let mut item = stpreset::ContextItem::new(
+                    Some(stpreset::Tag::DialogueHistory),
+                    stpreset::Role::Model,
+                    "{{notChar}} {{group}}",
+                );
+                item.name = Some(format!("M{i}"));
+                ctx.items.push(item);
+            }
+            ctx
+        },
+        |ctx| {
+            black_box(base.render(ctx));
+        },
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mode = match args.iter().position(|a| a == "--one") {
@@ -1404,6 +1524,7 @@ fn main() {
     regex(&mut t);
     chats(&mut t);
     lore(&mut t);
+    st_layout(&mut t);
     if table {
         println!("\n{} rows, worst ratio {:.1}", t.rows, t.worst);
     }

@@ -88,6 +88,8 @@ pub struct Context {
     /// Lone UTF-16 surrogates the context file held, each read as U+FFFD: a render reports
     /// them in one `LoneSurrogate` note.
     pub lone_surrogates: usize,
+    /// The chat-file lines that held them (`apply_st_chat`), for the note.
+    pub(crate) surrogate_lines: Vec<usize>,
     /// World Info to activate and place in a render (SPEC §15.9); `None`: none.
     pub lore: Option<crate::lore::LoreInput>,
     /// A non-empty `char_prompt` replaces the text of an enabled `main` node, with
@@ -141,6 +143,7 @@ impl Default for Context {
             preset_settings: PresetSettingsUse::Use,
             allow_preset_regex: false,
             lone_surrogates: 0,
+            surrogate_lines: Vec::new(),
             lore: None,
             prefer_char_prompt: true,
             prefer_char_instruction: true,
@@ -752,6 +755,34 @@ impl Context {
 }
 
 impl Context {
+    /// The `LoneSurrogate` note of a render of this context, when its input had any: one
+    /// note, naming the chat-file lines (the first 20) when a chat file held them.
+    pub(crate) fn surrogate_note(&self) -> Option<crate::diagnostic::Diagnostic> {
+        if self.lone_surrogates == 0 {
+            return None;
+        }
+        let input = if self.surrogate_lines.is_empty() {
+            "the context".to_string()
+        } else {
+            let lines: Vec<String> = self
+                .surrogate_lines
+                .iter()
+                .take(20)
+                .map(usize::to_string)
+                .collect();
+            let more = if self.surrogate_lines.len() > 20 {
+                ", …"
+            } else {
+                ""
+            };
+            format!("the context (chat file lines {}{more})", lines.join(", "))
+        };
+        Some(crate::diagnostic::Diagnostic::lone_surrogates(
+            &input,
+            self.lone_surrogates,
+        ))
+    }
+
     /// Reads a context file (SPEC §9). Unknown fields and unknown tags are errors that name them.
     ///
     /// ```
@@ -877,6 +908,7 @@ impl Context {
             preset_settings: preset_settings_field(file.preset_settings.as_ref())?,
             allow_preset_regex: file.allow_preset_regex,
             lone_surrogates,
+            surrogate_lines: Vec::new(),
             lore,
             prefer_char_prompt: file.prefer_char_prompt.unwrap_or(true),
             prefer_char_instruction: file.prefer_char_instruction.unwrap_or(true),

@@ -114,11 +114,8 @@ pub(crate) fn template(node: &CompiledNode, ctx: &Context) -> Expansion {
         return out;
     }
     let mut ev = eval::evaluate(std::slice::from_ref(&node.eval()), ctx);
-    if ctx.lone_surrogates > 0 {
-        ev.diagnostics.insert(
-            0,
-            Diagnostic::lone_surrogates("the context", ctx.lone_surrogates),
-        );
+    if let Some(note) = ctx.surrogate_note() {
+        ev.diagnostics.insert(0, note);
     }
     let mut text = ev.texts.pop().unwrap_or_default();
     let cap = ctx.options.limits.clamped().output_bytes;
@@ -259,12 +256,7 @@ fn render_preset<'c>(
     }));
     let mut diagnostics = Vec::with_capacity(parts.import.len() + 8);
     diagnostics.extend_from_slice(parts.import);
-    if ctx.lone_surrogates > 0 {
-        diagnostics.push(Diagnostic::lone_surrogates(
-            "the context",
-            ctx.lone_surrogates,
-        ));
-    }
+    diagnostics.extend(ctx.surrogate_note());
     // The prompt pass runs on the host's items before anything else reads them (SPEC §16).
     let regexed = match early {
         Some((regexed, notes)) => {

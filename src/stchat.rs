@@ -23,6 +23,44 @@ fn bad(field: String, problem: impl Into<String>) -> ContextError {
     }
 }
 
+/// One JSON object of a chat file read one level deep: each member kept as its raw text until
+/// it is read. SillyTavern's `JSON.parse` takes any depth, and extensions keep deep state in
+/// `extra` and `chat_metadata`; serde_json's `Value` stops at 128 levels. Raw members are
+/// skipped without recursion (serde_json's `ignore_value` keeps its own stack), so a member
+/// 100,000 levels deep costs its bytes and is never read unless the layout needs it. A key
+/// given twice keeps its last value, as `JSON.parse` does.
+struct Shallow<'a>(std::collections::HashMap<String, &'a serde_json::value::RawValue>);
+
+impl<'a> Shallow<'a> {
+    fn parse(text: &'a str) -> Option<Shallow<'a>> {
+        serde_json::from_str(text).ok().map(Shallow)
+    }
+
+    /// The member `key` as an object one level deep.
+    fn object(&self, key: &str) -> Option<Shallow<'a>> {
+        Shallow::parse(self.0.get(key)?.get())
+    }
+
+    /// The member `key` as a value; `None` when missing or nested past serde_json's limit.
+    fn value(&self, key: &str) -> Option<Value> {
+        serde_json::from_str(self.0.get(key)?.get()).ok()
+    }
+
+    /// JavaScript's truthiness of the member (`!!x.is_user`): any array or object is true,
+    /// however deep.
+    fn truthy(&self, key: &str) -> bool {
+        match self.0.get(key).map(|r| r.get().trim_start()) {
+            Some(raw) if raw.starts_with(['[', '{']) => true,
+            Some(raw) => crate::jstext::js_truthy(serde_json::from_str(raw).ok().as_ref()),
+            None => false,
+        }
+    }
+
+    fn string(&self, key: &str) -> Option<String> {
+        serde_json::from_str(self.0.get(key)?.get()).ok()
+    }
+}
+
 impl Context {
     /// A context whose history is a SillyTavern chat file (SPEC §17.5).
     ///
@@ -66,9 +104,24 @@ impl Context {
             ));
         }
         // Lone UTF-16 surrogates in `\u` escapes (a message cut inside an emoji) read as
-        // U+FFFD, as in a context file: JavaScript's `JSON.parse` takes them.
-        let (text, _) =
-            crate::surrogates::json_text(bytes).map_err(|offset| ContextError::Utf8 { offset })?;
+        // U+FFFD, as in a context file: JavaScript's `JSON.parse` takes them. The render's
+        // `LoneSurrogate` note names their lines.
+        let (text, at) = crate::surrogates::repair_json_at(bytes);
+        let text = std::str::from_utf8(&text).map_err(|e| ContextError::Utf8 {
+            offset: e.valid_up_to(),
+        })?;
+        if !at.is_empty() {
+            let mut line = 1;
+            let mut from = 0;
+            for &offset in &at {
+                line += memchr::memchr_iter(b'\n', &text.as_bytes()[from..offset]).count();
+                from = offset;
+                if self.surrogate_lines.last() != Some(&line) {
+                    self.surrogate_lines.push(line);
+                }
+            }
+            self.lone_surrogates += at.len();
+        }
         let mut lines = text
             .split('\n')
             .enumerate()
@@ -76,10 +129,8 @@ impl Context {
         let Some((at, header)) = lines.next() else {
             return Err(bad("chat".into(), "the chat file is empty"));
         };
-        let header: Value = serde_json::from_str(header)
-            .ok()
-            .filter(Value::is_object)
-            .filter(|h: &Value| h.get("mes").is_none())
+        let header = Shallow::parse(header)
+            .filter(|h| !h.0.contains_key("mes"))
             .ok_or_else(|| {
                 bad(
                     format!("chat line {}", at + 1),
@@ -97,18 +148,17 @@ impl Context {
                     format!("the chat file has more than {CHAT_MAX_MESSAGES} messages"),
                 ));
             }
-            let m: Value = match serde_json::from_str::<Value>(line) {
-                Ok(m) if m.is_object() => m,
-                Ok(_) => return Err(bad(field(), "not a JSON object")),
+            let m = match serde_json::from_str(line) {
+                Ok(m) => Shallow(m),
+                Err(e) if e.is_data() => return Err(bad(field(), "not a JSON object")),
                 Err(e) => return Err(bad(field(), format!("not a JSON object: {e}"))),
             };
             // ST tests these flags as JavaScript does (`!x.is_system`, `x.is_user ? …`).
-            if crate::jstext::js_truthy(m.get("is_system")) {
+            if m.truthy("is_system") {
                 continue;
             }
             let text = m
-                .get("mes")
-                .and_then(Value::as_str)
+                .string("mes")
                 .ok_or_else(|| bad(field(), "`mes` is not a string"))?;
             if text.len() > CHAT_MAX_TEXT_BYTES {
                 return Err(bad(
@@ -116,34 +166,38 @@ impl Context {
                     format!("`mes` is over the limit of {CHAT_MAX_TEXT_BYTES} bytes"),
                 ));
             }
-            let role = if crate::jstext::js_truthy(m.get("is_user")) {
+            let role = if m.truthy("is_user") {
                 Role::User
-            } else if m.pointer("/extra/type").and_then(Value::as_str) == Some("narrator") {
+            } else if m.object("extra").and_then(|e| e.string("type")).as_deref()
+                == Some("narrator")
+            {
                 Role::System
             } else {
                 Role::Model
             };
             let mut item = ContextItem::new(Some(Tag::DialogueHistory), role, text);
-            item.name = m.get("name").and_then(Value::as_str).map(str::to_string);
-            item.time = m.get("send_date").and_then(parse_timestamp);
+            item.name = m.string("name");
+            item.time = m.value("send_date").as_ref().and_then(parse_timestamp);
             items.push(item);
         }
         self.items.retain(|i| i.tag != Some(Tag::DialogueHistory));
         self.items.extend(items);
-        let meta = header.get("chat_metadata");
-        let get = |key: &str| meta.and_then(|m| m.get(key));
-        if let Some(Value::Object(vars)) = get("variables") {
-            for (k, v) in vars {
-                let v = match v {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
+        let meta = header.object("chat_metadata");
+        let get = |key: &str| meta.as_ref().and_then(|m| m.value(key));
+        if let Some(vars) = meta.as_ref().and_then(|m| m.object("variables")) {
+            for (k, raw) in &vars.0 {
+                // A value too deep for `Value` is kept as its JSON text, as a shallow one is.
+                let v = match serde_json::from_str::<Value>(raw.get()) {
+                    Ok(Value::String(s)) => s,
+                    Ok(other) => other.to_string(),
+                    Err(_) => raw.get().trim().to_string(),
                 };
                 self.variables.entry(k.clone()).or_insert(v);
             }
         }
         let st = &mut self.user_settings;
         if st.chat_id_hash.is_none() {
-            st.chat_id_hash = get("chat_id_hash").and_then(Value::as_u64);
+            st.chat_id_hash = get("chat_id_hash").as_ref().and_then(Value::as_u64);
         }
         if st.pick_reroll_seed.is_none() {
             st.pick_reroll_seed = get("pick_reroll_seed").and_then(|v| match v {
@@ -158,7 +212,7 @@ impl Context {
             (&mut st.chat_system_prompt, "system_prompt"),
         ] {
             if slot.is_empty()
-                && let Some(v) = get(key).and_then(Value::as_str)
+                && let Some(v) = get(key).as_ref().and_then(Value::as_str)
             {
                 *slot = v.to_string();
             }
@@ -166,22 +220,23 @@ impl Context {
         let note = &mut st.author_note;
         let fresh = crate::layout::AuthorsNote::default();
         if *note == fresh {
-            if let Some(t) = get("note_prompt").and_then(Value::as_str) {
+            if let Some(t) = get("note_prompt").as_ref().and_then(Value::as_str) {
                 note.text = t.to_string();
             }
-            if let Some(n) = get("note_interval").and_then(Value::as_u64) {
+            if let Some(n) = get("note_interval").as_ref().and_then(Value::as_u64) {
                 note.interval = n;
             }
             if let Some(p) = get("note_position")
+                .as_ref()
                 .and_then(Value::as_u64)
                 .filter(|p| *p <= 2)
             {
                 note.position = p as u8;
             }
-            if let Some(d) = get("note_depth").and_then(Value::as_u64) {
+            if let Some(d) = get("note_depth").as_ref().and_then(Value::as_u64) {
                 note.depth = d.min(10_000);
             }
-            if let Some(r) = get("note_role").and_then(Value::as_u64) {
+            if let Some(r) = get("note_role").as_ref().and_then(Value::as_u64) {
                 note.role = match r {
                     1 => Role::User,
                     2 => Role::Model,
@@ -190,12 +245,12 @@ impl Context {
             }
         }
         if (self.user.is_empty() || self.user == "User")
-            && let Some(u) = header.get("user_name").and_then(Value::as_str)
+            && let Some(u) = header.string("user_name")
         {
             self.user = u.to_string();
         }
         if self.char.is_empty()
-            && let Some(c) = header.get("character_name").and_then(Value::as_str)
+            && let Some(c) = header.string("character_name")
         {
             self.char = c.to_string();
         }
@@ -399,6 +454,49 @@ mod tests {
         let err =
             Context::from_st_chat(b"{}\n{\"mes\": \"a\"}\n{\"mes\": \"\xff\"}\n").unwrap_err();
         assert!(err.to_string().contains("chat line 3"), "{err}");
+    }
+
+    #[test]
+    fn deep_extra_and_metadata_are_read_as_sillytavern_reads_them() {
+        // `JSON.parse` takes any depth: 100,000 levels of an extension's state in `extra`
+        // or in the metadata leave the chat readable (and cost their bytes, no recursion).
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let chat = format!(
+            "{{\"chat_metadata\": {{\"ext\": {deep}, \"variables\": {{\"v\": {deep}, \"n\": 2}}}}}}\n\
+             {{\"name\": \"N\", \"mes\": \"x\", \"extra\": {{\"state\": {deep}, \"type\": \"narrator\"}}}}\n\
+             {{\"mes\": \"y\", \"is_user\": {deep}, \"mes\": \"z\"}}\n"
+        );
+        let ctx = Context::from_st_chat(chat.as_bytes()).unwrap();
+        assert_eq!(ctx.items.len(), 2);
+        assert_eq!(ctx.items[0].role, Role::System);
+        // An array is truthy; a key given twice keeps its last value.
+        assert_eq!(
+            (ctx.items[1].role, ctx.items[1].text.as_str()),
+            (Role::User, "z")
+        );
+        assert_eq!(ctx.variables["n"], "2");
+        assert_eq!(ctx.variables["v"].len(), 200_000);
+    }
+
+    #[test]
+    fn lone_surrogates_are_noted_with_their_lines() {
+        let ctx = Context::from_st_chat(
+            b"{}\n{\"mes\": \"a \\ud83d\"}\n{\"mes\": \"b\"}\n{\"mes\": \"\\ude00 \\ud800\"}\n",
+        )
+        .unwrap();
+        assert_eq!(ctx.lone_surrogates, 3);
+        let note = ctx.surrogate_note().unwrap();
+        assert_eq!(note.kind, crate::DiagnosticKind::LoneSurrogate);
+        assert!(
+            note.message.contains("chat file lines 2, 4"),
+            "{}",
+            note.message
+        );
+        assert!(
+            note.message.contains("3 lone UTF-16 surrogates"),
+            "{}",
+            note.message
+        );
     }
 
     #[test]

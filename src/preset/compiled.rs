@@ -195,11 +195,8 @@ impl CompiledPreset {
     /// `RegexScriptInvalid`s.
     pub fn apply_regex(&self, text: &str, pass: &RegexPass, ctx: &Context) -> Regexed {
         let mut out = self.scripts.apply(text, pass, ctx, self.regex_allowed(ctx));
-        if ctx.lone_surrogates > 0 {
-            out.diagnostics.insert(
-                0,
-                Diagnostic::lone_surrogates("the context", ctx.lone_surrogates),
-            );
+        if let Some(note) = ctx.surrogate_note() {
+            out.diagnostics.insert(0, note);
         }
         out
     }
@@ -259,12 +256,7 @@ impl CompiledPreset {
     /// it (with no `name` prefix), `None` for a lore item it dropped.
     pub fn prompt_pass(&self, ctx: &Context) -> PromptPass {
         let mut diagnostics = Vec::new();
-        if ctx.lone_surrogates > 0 {
-            diagnostics.push(Diagnostic::lone_surrogates(
-                "the context",
-                ctx.lone_surrogates,
-            ));
-        }
+        diagnostics.extend(ctx.surrogate_note());
         let changed =
             self.scripts
                 .prompt_items(ctx, self.regex_allowed(ctx), true, &mut diagnostics);

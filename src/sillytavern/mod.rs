@@ -192,12 +192,7 @@ impl Budget {
 /// Renders a compiled preset in the SillyTavern layout. The result owns its text.
 pub(crate) fn render(parts: &Inputs<'_>, plan: &StPlan, ctx: &Context) -> Output {
     let mut diagnostics: Vec<Diagnostic> = parts.import.to_vec();
-    if ctx.lone_surrogates > 0 {
-        diagnostics.push(Diagnostic::lone_surrogates(
-            "the context",
-            ctx.lone_surrogates,
-        ));
-    }
+    diagnostics.extend(ctx.surrogate_note());
     let applied = resolve::applied(parts.settings, &ctx.preset_settings);
     let settings = applied.as_deref();
     let generation = ctx

@@ -60,6 +60,7 @@ async function open(url, viewport = { width: 1280, height: 800 }, colorScheme = 
   const page = await browser.newPage({ viewport, colorScheme });
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
+  page.on("console", (m) => { if (m.type() === "error") errors.push(`console: ${m.text()}`); });
   page.on("dialog", (d) => { errors.push(`dialog: ${d.message()}`); d.dismiss(); });
   await page.goto(url);
   await page.waitForSelector("body[data-rendered]", { timeout: 60_000 });
@@ -82,7 +83,9 @@ function sourceId(source) {
   if ("node" in source) return source.node;
   if ("tag" in source) return source.tag ?? "untagged";
   if ("setting" in source) return `setting:${source.setting}`;
-  return source.injection.map(sourceId).join(" ");
+  if ("example" in source) return `example:${source.example}`;
+  // The seed layout joins sources into one message; the SillyTavern layout gives a depth.
+  return Array.isArray(source.injection) ? source.injection.map(sourceId).join(" ") : `depth:${source.injection.depth}`;
 }
 
 /** The page's messages: role, source and parts, read through the stable hooks. */
@@ -108,6 +111,26 @@ for (const name of CORPUS) {
     const want = cli("render", preset, "--context", context, "--format", "json");
     assert.deepEqual(await shownMessages(page), expected(want));
     assert.equal(await page.locator("#diagnostics > *").count(), want.diagnostics.length);
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  });
+}
+
+// The SillyTavern layout's render document (depth messages, example lines, settings) on the
+// page: the example context with a card's fields, examples and a depth injection in the chat.
+const stContext = join(scratch, "st-context.json");
+writeFileSync(stContext, JSON.stringify({
+  ...JSON.parse(readFileSync(context, "utf8")),
+  layout: "sillytavern",
+  mes_examples_raw: "<START>\n{{user}}: Hi?\n{{char}}: Hello.",
+}));
+
+for (const name of CORPUS) {
+  test(`corpus ${name} in the SillyTavern layout: the page shows every message the CLI renders`, { skip: !haveCorpus }, async () => {
+    const preset = join(corpus, name);
+    const page = await open(await serve(preset, "--context", stContext));
+    const want = cli("render", preset, "--context", stContext, "--format", "json");
+    assert.deepEqual(await shownMessages(page), expected(want));
     assert.deepEqual(page.errors, []);
     await page.close();
   });

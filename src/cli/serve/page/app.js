@@ -218,12 +218,22 @@ function showNodes(nodes) {
   $("nodes").replaceChildren(list);
 }
 
+// `injection` is, in the seed layout, the list of sources joined into one message and, in
+// the SillyTavern layout, one depth message's `{depth, order, role}`.
+function joined(source) {
+  return Array.isArray(source.injection) ? source.injection : null;
+}
+
 // The identifier or tag a message came from (`data-source`).
 function sourceId(source) {
   if ("node" in source) return source.node;
   if ("tag" in source) return source.tag ?? "untagged";
   if ("setting" in source) return `setting:${source.setting}`;
-  if ("injection" in source) return source.injection.map(sourceId).join(" ");
+  if ("example" in source) return `example:${source.example}`;
+  if ("injection" in source) {
+    const parts = joined(source);
+    return parts ? parts.map(sourceId).join(" ") : `depth:${source.injection?.depth}`;
+  }
   return "";
 }
 
@@ -234,7 +244,13 @@ function sourceLabel(source) {
   }
   if ("tag" in source) return source.tag ? `host item ${source.tag}` : "untagged host item";
   if ("setting" in source) return `setting ${shown(source.setting)}`;
-  if ("injection" in source) return `injected at depth: ${source.injection.map(sourceId).map(shown).join(", ")}`;
+  if ("example" in source) return `example line ${Number(source.example) + 1}`;
+  if ("injection" in source) {
+    const parts = joined(source);
+    if (parts) return `injected at depth: ${parts.map(sourceId).map(shown).join(", ")}`;
+    const at = source.injection ?? {};
+    return `injected at depth ${at.depth}, order ${at.order} (${at.role})`;
+  }
   return "";
 }
 
