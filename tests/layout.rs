@@ -595,3 +595,108 @@ fn what_the_layout_leaves_out_is_said() {
     let err = Context::from_st_chat(b"{\"name\": \"Sera\", \"mes\": \"hello\"}\n").unwrap_err();
     assert!(err.to_string().contains("header"), "{err}");
 }
+
+/// The shapes of the hostile review of the SillyTavern layout (issue 52), at their reported
+/// sizes: each stays within the output cap with one `LimitReached`, and text under the cap is
+/// SillyTavern's. Time is measured in benches/linear.rs, never here.
+#[test]
+fn hostile_shapes_stay_within_the_output_cap() {
+    let cap = Limits::default().output_bytes;
+    let p = Preset::from_json(
+        br#"{"prompts": [{"identifier": "main", "content": "Be {{char}}."},
+        {"identifier": "dialogueExamples", "marker": true},
+        {"identifier": "chatHistory", "marker": true}]}"#,
+    )
+    .unwrap()
+    .compile();
+    let check = |c: &Context, what: &str| {
+        let out = p.render(c);
+        let total: usize = out.messages.iter().map(stpreset::Message::len).sum();
+        assert!(total <= cap, "{what}: {total} bytes");
+        let cut = out
+            .diagnostics
+            .iter()
+            .filter(|d| d.kind == stpreset::DiagnosticKind::LimitReached)
+            .count();
+        // One for the layout's cap; a card's fields also meet the evaluator's work budget.
+        assert!(cut >= 1, "{what}: {:?}", out.diagnostics);
+        if !what.starts_with("card fields") {
+            assert_eq!(cut, 1, "{what}: {:?}", out.diagnostics);
+        }
+    };
+    // 1. A 10 KB user name and one message of 100,000 `{{user}}` (a gigabyte replaced), with
+    //    the history budget off and on.
+    let chat = format!(
+        "{}\n{}\n",
+        json!({"user_name": "u".repeat(10_000), "character_name": "Sera"}),
+        json!({"name": "x", "is_user": true, "mes": "{{user}}".repeat(100_000)})
+    );
+    let mut c = Context::from_st_chat(chat.as_bytes()).unwrap();
+    c.layout = Layout::SillyTavern;
+    c.options.budget.max_context_tokens = stpreset::Tri::Null;
+    check(&c, "user name macros, no budget");
+    // The same through the card's 10 KB name (`<BOT>`) and ten 1 KB group members.
+    let mut c = ctx(json!({"layout": "sillytavern", "char": "b".repeat(10_000),
+        "max_context_tokens": null,
+        "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "<BOT>".repeat(100_000)}]}));
+    check(&c, "card name macros");
+    c.group = (0..10)
+        .map(|i| format!("{i}{}", "m".repeat(1_000)))
+        .collect();
+    c.char = c.group[0].clone();
+    c.items[0].text = "{{notChar}}".repeat(100_000);
+    check(&c, "group member names");
+    // 3. Card fields that expand each other (SPEC §8's cap in this layout too).
+    let mut c = ctx(json!({"layout": "sillytavern", "char": "Sera", "max_context_tokens": null}));
+    card(
+        json!({"name": "Sera", "description": "{{personality}}".repeat(10_000),
+        "personality": "{{scenario}}".repeat(10_000), "scenario": "s".repeat(100),
+        "system_prompt": "{{description}}", "post_history_instructions": "{{description}}",
+        "mes_example": "<START>\n{{user}}: {{description}}"}),
+    )
+    .apply_to(&mut c);
+    check(&c, "card fields");
+}
+
+#[test]
+fn group_example_lines_of_colons_and_long_prompt_lists_render() {
+    // 2. A group example line of a million colons: no member name is that long.
+    let mut c = ctx(
+        json!({"layout": "sillytavern", "char": "Sera", "group": ["Sera", "Mira"],
+        "max_context_tokens": null, "mes_examples_raw": format!("<START>\nAlice: hi\n{}\nMira: yo", ":".repeat(1_000_000))}),
+    );
+    c.user = "Alice".into();
+    let p = preset(
+        json!([{"identifier": "main", "content": "M"},
+               {"identifier": "dialogueExamples", "marker": true},
+               {"identifier": "chatHistory", "marker": true}]),
+        json!([{"identifier": "main", "enabled": true},
+               {"identifier": "dialogueExamples", "enabled": true},
+               {"identifier": "chatHistory", "enabled": true}]),
+    );
+    let m = messages(&p, &c);
+    assert!(
+        m.iter().any(
+            |(_, text, name)| name.as_deref() == Some("example_assistant") && text == "Mira: yo"
+        )
+    );
+    // 4. 20,000 prompts, all in the 100001 order, each switched off by the host: one map.
+    let ids: Vec<String> = (0..20_000).map(|i| format!("p{i}")).collect();
+    let prompts: Vec<Value> = ids
+        .iter()
+        .map(|id| json!({"identifier": id, "content": "x", "system_prompt": false}))
+        .collect();
+    let order: Vec<Value> = ids
+        .iter()
+        .map(|id| json!({"identifier": id, "enabled": true}))
+        .collect();
+    let doc =
+        json!({"prompts": prompts, "prompt_order": [{"character_id": 100001, "order": order}]});
+    let mut preset = Preset::from_json(doc.to_string().as_bytes()).unwrap();
+    let c = ctx(json!({"layout": "sillytavern", "max_context_tokens": null}));
+    assert_eq!(preset.compile().render(&c).messages.len(), 20_000);
+    preset
+        .set_enabled_all(ids.iter().skip(1).map(|id| (id.as_str(), false)))
+        .unwrap();
+    assert_eq!(preset.compile().render(&c).messages.len(), 1);
+}
