@@ -182,15 +182,22 @@ pub fn render(data: &[u8]) {
     let Some((preset, ctx)) = preset_and_context(data) else {
         return;
     };
-    let compiled = preset.compile();
-    let a = compiled.render(&ctx);
-    let total: usize = a.messages.iter().map(stpreset::Message::len).sum();
-    assert!(total <= ctx.options.limits.output_bytes);
-    let b = compiled.render(&ctx);
-    assert_eq!(a.messages, b.messages, "same seed and clock, same messages");
+    render_bounded(&preset.compile(), &ctx);
     let _ = preset.audit();
-    // Every provider shape, with the context's options: pure functions that never fail, and
-    // whose text is bounded by the messages' (plus the placeholder and a prefill).
+}
+
+/// One render of `compiled`: its messages within the output cap, the same messages a second
+/// time, and every provider shape's body (pure functions that never fail) bounded by the
+/// messages' text plus the placeholder, a prefill and the model's name.
+fn render_bounded(compiled: &stpreset::CompiledPreset, ctx: &Context) {
+    let a = compiled.render(ctx);
+    let total: usize = a.messages.iter().map(stpreset::Message::len).sum();
+    assert!(
+        total <= ctx.options.limits.output_bytes,
+        "{total} bytes out"
+    );
+    let b = compiled.render(ctx);
+    assert_eq!(a.messages, b.messages, "same input, same messages");
     for shape in [
         stpreset::Shape::OpenAi,
         stpreset::Shape::Anthropic,
@@ -452,27 +459,6 @@ pub fn st_layout(data: &[u8]) {
         ctx.lore
             .get_or_insert_with(|| stpreset::LoreInput::new(Vec::new()))
             .generation_type = generation;
-        let a = compiled.render(&ctx);
-        let total: usize = a.messages.iter().map(stpreset::Message::len).sum();
-        assert!(
-            total <= ctx.options.limits.output_bytes,
-            "{total} bytes out"
-        );
-        let b = compiled.render(&ctx);
-        assert_eq!(a.messages, b.messages, "same input, same messages");
-        for shape in [
-            stpreset::Shape::OpenAi,
-            stpreset::Shape::Anthropic,
-            stpreset::Shape::Google,
-        ] {
-            let mut options = ctx.provider_options.clone();
-            options.shape = Some(shape);
-            let (request, _) = a.to_request(&options);
-            let size = request.to_string().len();
-            let extra = options.placeholder.len()
-                + a.effective_options().assistant_prefill.len()
-                + ctx.model.len();
-            assert!(size <= 4 * total + 6 * extra + 64 * a.messages.len() + 4096);
-        }
+        render_bounded(&compiled, &ctx);
     }
 }
