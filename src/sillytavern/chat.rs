@@ -169,20 +169,23 @@ pub(crate) fn history(
             2 => !narrator,
             _ => false,
         };
+        // The `Name: ` prefix is spent from the room too, and copied only as far as it fits:
+        // a 100 KB card name on 100,000 messages costs the room, not ten gigabytes of copies.
         let prefix_len = if prefixed { name.len() + 2 } else { 0 };
+        let mut text = String::new();
+        if prefixed {
+            text.push_str(crate::limits::fit(name, room));
+            text.push_str(crate::limits::fit(": ", room - text.len()));
+        }
         let mut body = String::new();
         whole &=
             prefix_len <= room && replace_macros(&texts[i], &macros, &mut body, room - prefix_len);
-        if body.contains('\r') {
-            body = body.replace('\r', "");
-        }
-        let text = if !prefixed {
-            body
-        } else if prefix_len <= room {
-            format!("{name}: {body}")
+        body.retain(|c| c != '\r');
+        if text.is_empty() {
+            text = body;
         } else {
-            crate::limits::fit(&format!("{name}: "), room).to_string()
-        };
+            text.push_str(&body);
+        }
         room -= text.len().min(room);
         out.push(ChatLine {
             role: item.role,
@@ -408,6 +411,34 @@ mod tests {
         assert_eq!(lens, [0, 4_996, 10_004]);
         let (_, whole) = history(&ctx, &texts, 0, "Sera", 20_007);
         assert!(whole);
+    }
+
+    #[test]
+    fn name_prefixes_are_spent_from_the_room() {
+        // A 100 KB name prefixed (names mode 2) to 10,000 messages: the newest nine whole,
+        // the tenth cut inside the name, the rest empty, and `\r` dropped from the text only.
+        let mut ctx = Context {
+            char: "c".repeat(100_000),
+            ..Context::default()
+        };
+        for _ in 0..10_000 {
+            ctx.items.push(crate::context::ContextItem::new(
+                Some(Tag::DialogueHistory),
+                Role::Model,
+                "h\ri",
+            ));
+        }
+        let texts: Vec<std::borrow::Cow<'_, str>> =
+            ctx.items.iter().map(|i| i.text.as_str().into()).collect();
+        let (lines, whole) = history(&ctx, &texts, 2, "Sera", 1_000_000);
+        assert!(!whole);
+        let full = format!("{}: hi", ctx.char);
+        assert!(lines[10_000 - 9..].iter().all(|l| l.text == full));
+        assert_eq!(
+            lines[10_000 - 10].text,
+            "c".repeat(1_000_000 - 9 * full.len())
+        );
+        assert!(lines[..10_000 - 10].iter().all(|l| l.text.is_empty()));
     }
 
     #[test]
