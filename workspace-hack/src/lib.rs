@@ -1,0 +1,1 @@
+//! Empty: this package exists for its manifest (see `Cargo.toml`).
