@@ -69,6 +69,9 @@ pub enum DiagnosticKind {
     EmptyRequest,
     /// An Anthropic or Gemini request with messages but no user turn.
     NoUserTurn,
+    /// An Anthropic turn holding only blank text, sent as SillyTavern sends it: the API refuses
+    /// it (only the SillyTavern layout keeps blank messages, as ST does).
+    BlankTurn,
     /// A preset setting of the wrong type or out of range (ignored, SPEC §14.1).
     PresetSettingIgnored,
     /// Host items that no walked anchor places: they follow the chat history.

@@ -416,6 +416,89 @@ fn claude_prefill_follows_the_generation_type() {
     assert_ne!(last("quiet"), "As Sera:");
 }
 
+/// The Anthropic body's turns as (role, [block texts]), and the diagnostics' kinds.
+fn claude_turns(p: &Value, c: &Context) -> (Vec<(String, Vec<String>)>, Vec<String>) {
+    let mut options = c.provider_options.clone();
+    options.shape = Some(Shape::Anthropic);
+    let (body, notes) = Preset::from_json(p.to_string().as_bytes())
+        .unwrap()
+        .compile()
+        .render(c)
+        .to_request(&options);
+    let turns = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let texts = m["content"].as_array().unwrap().iter();
+            let texts = texts.map(|b| b["text"].as_str().unwrap().to_string());
+            (m["role"].as_str().unwrap().to_string(), texts.collect())
+        })
+        .collect();
+    let kinds = notes.iter().map(|d| format!("{:?}", d.kind)).collect();
+    (turns, kinds)
+}
+
+#[test]
+fn blank_claude_turns_are_sent_as_sillytavern_sends_them_with_a_warning() {
+    let chat = |texts: &[(&str, &str)]| {
+        let items: Vec<Value> = texts
+            .iter()
+            .map(|(role, text)| json!({"tag": "DIALOGUE_HISTORY", "role": role, "text": text}))
+            .collect();
+        json!({"items": items})
+    };
+    // ST keeps whitespace-only messages; the API refuses a turn of nothing else: said once.
+    let p = gen_preset(json!({}));
+    let c = gen_ctx(
+        "normal",
+        chat(&[
+            ("user", "Hi."),
+            ("model", " \n "),
+            ("user", "  "),
+            ("model", "Hello"),
+        ]),
+    );
+    let (turns, kinds) = claude_turns(&p, &c);
+    let roles: Vec<&str> = turns.iter().map(|t| t.0.as_str()).collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "user", "assistant", "user"],
+        "{turns:?}"
+    );
+    assert_eq!(turns[1].1, [" \n "]);
+    assert_eq!(turns[2].1, ["  "]);
+    assert_eq!(kinds, ["BlankTurn"]);
+    // A blank block beside a non-blank one is accepted: no warning.
+    let c = gen_ctx(
+        "normal",
+        chat(&[("user", "Hi."), ("user", " "), ("model", "Hello")]),
+    );
+    let (turns, kinds) = claude_turns(&p, &c);
+    assert_eq!(&turns[0].1[turns[0].1.len() - 2..], ["Hi.", " "]);
+    assert!(kinds.is_empty(), "{kinds:?}");
+    // A blank last message is the final assistant turn, as in ST.
+    let mut last = gen_preset(json!({}));
+    last["prompt_order"][0]["order"][2]["enabled"] = json!(false);
+    let c = gen_ctx("normal", chat(&[("user", "Hi."), ("model", " \n ")]));
+    let (turns, kinds) = claude_turns(&last, &c);
+    assert_eq!(
+        turns.last().unwrap(),
+        &("assistant".to_string(), vec![" \n ".to_string()])
+    );
+    assert_eq!(kinds, ["BlankTurn"]);
+    // The seed layout drops blank messages before the shape (SPEC §12.3 step 0), silently.
+    let mut seed = c.clone();
+    seed.layout = Layout::Seed;
+    let (turns, kinds) = claude_turns(&last, &seed);
+    assert!(
+        turns
+            .iter()
+            .all(|t| t.1.iter().all(|b| !b.trim().is_empty()))
+    );
+    assert!(!kinds.iter().any(|k| k == "BlankTurn"), "{kinds:?}");
+}
+
 #[test]
 fn group_chats_prefix_names_and_nudge() {
     let p = gen_preset(json!({}));

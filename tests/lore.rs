@@ -708,3 +708,70 @@ fn a_context_files_card_values_are_read_and_the_depth_prompt_placed() {
     );
     assert!(out.wi_state().is_none(), "no lore, no state");
 }
+
+/// Issue 38's levels book: every entry's keys miss, and entries with distinct
+/// `delayUntilRecursion` values force one full pass per level. The gates and key tests of those
+/// passes are charged to the call's plain total, so the call stops where it runs out, says so
+/// once, and stops at the same test every time; under the total nothing changes.
+#[test]
+fn recursion_levels_spend_the_plain_total() {
+    let levels_book = |entries: usize, keys: usize, levels: usize| {
+        let mut e = serde_json::Map::new();
+        for i in 0..entries {
+            let mut ent = json!({"uid": i, "key": vec!["zq"; keys], "content": format!("c{i}")});
+            if i < levels {
+                ent["delayUntilRecursion"] = json!(i + 1);
+            }
+            // The first level's entry is constant: it activates in the first recursion pass.
+            if i == 0 {
+                ent["constant"] = json!(true);
+            }
+            e.insert(i.to_string(), ent);
+        }
+        json!({"entries": e}).to_string()
+    };
+    let run = |limits: &Limits| {
+        let book = Lorebook::from_json("b", levels_book(2000, 40, 130).as_bytes(), limits).unwrap();
+        let ctx = Context::default();
+        let mut wi = WiInput::new(&ctx);
+        wi.history = vec![WiMessage {
+            name: "",
+            text: "nothing here",
+        }];
+        activate(
+            &[book],
+            &wi,
+            &WiSettings::default(),
+            &WiState::default(),
+            &mut Fixed(vec![0.5], 0),
+            &Words,
+            limits,
+        )
+    };
+    let lore_limits = |out: &stpreset::WiResult| {
+        out.diagnostics
+            .iter()
+            .filter(|d| d.kind == stpreset::DiagnosticKind::LoreLimit)
+            .count()
+    };
+    // Default limits: 128 passes of 2,000 gates and (mostly) 40 key tests each fit; the pass
+    // limit is what stops the call, after the first level's constant entry activated.
+    let full = run(&Limits::default());
+    assert!(
+        full.diagnostics
+            .iter()
+            .any(|d| d.message.contains("scan passes")),
+        "{:#?}",
+        full.diagnostics
+    );
+    assert_eq!(full.activated, ["b.0"]);
+    // A total of about half the first pass's tests: that pass stops, no recursion pass runs,
+    // and it is reported once.
+    let mut small = Limits::default();
+    small.lore_plain_steps = 2000 * 41 * 16 / 2;
+    let cut = run(&small);
+    assert_eq!(lore_limits(&cut), 1, "{:#?}", cut.diagnostics);
+    assert!(cut.activated.is_empty(), "{:?}", cut.activated);
+    assert_eq!(run(&small).activated, cut.activated);
+    assert_eq!(run(&small).diagnostics, cut.diagnostics);
+}

@@ -484,6 +484,8 @@ struct Call<'a, 'b> {
     losers: Vec<usize>,
     /// Bytes of expanded key text so far (`MAX_KEY_TEXT`).
     key_bytes: usize,
+    /// The passes' gates and key tests spent the plain total (`exhaust`).
+    exhausted: bool,
     /// Activated entries' group names (group blocking, §15.5.8).
     activated_groups: std::collections::HashSet<&'b str>,
 }
@@ -545,6 +547,7 @@ impl<'a, 'b> Call<'a, 'b> {
             losers: Vec::new(),
             activated_groups: std::collections::HashSet::new(),
             key_bytes: 0,
+            exhausted: false,
         };
         call.books(books);
         call.segments();
@@ -929,7 +932,7 @@ impl<'a, 'b> Call<'a, 'b> {
                 self.recursion.push(Segment::new(text));
             }
             let cap = self.settings.max_recursion_steps;
-            if cap > 0 && count >= cap {
+            if (cap > 0 && count >= cap) || self.exhausted {
                 break;
             }
             if count >= self.limits.lore_max_passes as u64 {
@@ -1047,7 +1050,11 @@ impl<'a, 'b> Call<'a, 'b> {
 
     /// SPEC §15.5.3: whether the entry is a candidate in this pass.
     fn gate(&mut self, i: usize, kind: PassKind) -> bool {
-        if self.done[i] {
+        if self.done[i] || self.exhausted {
+            return false;
+        }
+        if self.steps.charge_tests(1).is_err() {
+            self.exhaust();
             return false;
         }
         let (e, stuck) = (self.ents[i].entry, self.sticky[i]);
@@ -1124,6 +1131,13 @@ impl<'a, 'b> Call<'a, 'b> {
     /// Whether key `k` (primary first, then secondary) of entry `i` matches a segment the
     /// entry sees in a pass of `kind`. Only segments not yet tested are tested.
     fn key_hit(&mut self, i: usize, k: usize, kind: PassKind) -> bool {
+        if self.exhausted {
+            return false;
+        }
+        if self.steps.charge_tests(1).is_err() {
+            self.exhaust();
+            return false;
+        }
         let e = self.ents[i].entry;
         let ww = e
             .match_whole_words
@@ -1259,6 +1273,14 @@ impl<'a, 'b> Call<'a, 'b> {
             self.scanned_recursion = usize::MAX;
             self.spent();
         }
+    }
+
+    /// The passes' own work (gates and key tests) ran out of the plain total: no entry is a
+    /// candidate any more and no further pass runs (deterministic: the same inputs stop at
+    /// the same test).
+    fn exhaust(&mut self) {
+        self.exhausted = true;
+        self.spent();
     }
 
     fn spent(&mut self) {

@@ -122,7 +122,24 @@ pub(super) struct Steps {
     run_max: u64,
 }
 
+/// What one gate (an entry's checks in one pass) or one key test costs, in the plain total's
+/// unit (one byte scanned, about a nanosecond): a test is a lookup, some 10–20 ns. Charged so
+/// that the passes themselves are bounded (issue 38: 20,000 entries of 256 keys at 128
+/// recursion levels tested 655 million keys, 10 s, none of it counted).
+pub(super) const TEST_STEPS: u64 = 16;
+
 impl Steps {
+    /// Spends `n` tests from the plain total; `Err` once it has run out.
+    pub fn charge_tests(&mut self, n: u64) -> Result<(), Spent> {
+        let cost = n.saturating_mul(TEST_STEPS);
+        if cost > self.plain {
+            self.plain = 0;
+            return Err(Spent::Total);
+        }
+        self.plain -= cost;
+        Ok(())
+    }
+
     pub fn new(limits: &Limits) -> Steps {
         Steps {
             plain: limits.lore_plain_steps,

@@ -112,13 +112,14 @@ pub fn convert(
     let mode = options.post_processing.value().copied().unwrap_or_default();
     let speakers = process::Speakers::new(names);
     let list = process::post_process(list, mode, &speakers, &options.placeholder);
+    let mut notes = Vec::new();
     let request = match shape {
         Shape::OpenAi => shape::openai(list),
-        Shape::Anthropic => shape::anthropic(list, options, &speakers, model),
+        Shape::Anthropic => shape::anthropic(list, options, &speakers, model, &mut notes),
         Shape::Google => shape::google(list, options, &speakers, model),
     };
-    let diagnostics = diagnostics(&request, shape);
-    (request, diagnostics)
+    notes.extend(diagnostics(&request, shape));
+    (request, notes)
 }
 
 /// The whole request body of `options.shape` (SPEC §14.4): [`convert`]'s messages plus the

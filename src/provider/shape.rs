@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 use super::models;
 use super::process::{Speakers, any_name, example_names};
 use super::{ChatMessage, ProviderOptions};
+use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::role::Role;
 
 fn role_name(role: Role) -> &'static str {
@@ -43,6 +44,7 @@ pub(super) fn anthropic(
     options: &ProviderOptions,
     names: &Speakers<'_>,
     model: &str,
+    notes: &mut Vec<Diagnostic>,
 ) -> Value {
     // 0. The API rejects blank text blocks.
     let mut list: std::collections::VecDeque<ChatMessage> = list
@@ -83,6 +85,9 @@ pub(super) fn anthropic(
     if !prefill.trim().is_empty() {
         let prefill = prefill.trim_end().to_string();
         push(Role::Model, text_block(prefill));
+    }
+    if options.keep_blank {
+        warn_blank_turns(&turns, notes);
     }
     // 5. Caching, in SillyTavern's order.
     let ttl = options.cache_ttl.as_str();
@@ -133,6 +138,36 @@ pub(super) fn anthropic(
     }
     request.insert("messages".into(), Value::Array(messages));
     Value::Object(request)
+}
+
+/// Where blank messages are kept (the SillyTavern layout, as ST sends them: recorded, e.g.
+/// NemoEngine 5.9.1's first turn `[" "]`), a turn whose every text block is blank is sent as
+/// ST sends it, with one `BlankTurn` warning naming the first: the API refuses such a turn
+/// ("text content blocks must contain non-whitespace text"), while a blank block beside a
+/// non-blank one is accepted. Dropping it would make the request differ from ST's.
+fn warn_blank_turns(turns: &[(Role, Vec<Value>)], notes: &mut Vec<Diagnostic>) {
+    let blank = |blocks: &[Value]| {
+        blocks
+            .iter()
+            .all(|b| b["text"].as_str().is_some_and(|t| t.trim().is_empty()))
+    };
+    let mut found = turns.iter().enumerate().filter(|(_, (_, b))| blank(b));
+    if let Some((first, _)) = found.next() {
+        let more = found.count();
+        let others = match more {
+            0 => String::new(),
+            n => format!(" (and {n} more)"),
+        };
+        notes.push(Diagnostic::new(
+            DiagnosticKind::BlankTurn,
+            None,
+            format!(
+                "message {first}{others} holds only blank text: the Anthropic API refuses it \
+                 (\"text content blocks must contain non-whitespace text\"); SillyTavern sends \
+                 it as it is"
+            ),
+        ));
+    }
 }
 
 /// `{"systemInstruction"?: {"parts"}, "contents": [{"role", "parts"}]}`.
