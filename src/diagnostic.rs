@@ -113,6 +113,10 @@ pub enum DiagnosticKind {
     LorePositionMissing,
     /// Author's Note lore placed at depth 4: stpreset has no Author's Note (SPEC §15.7).
     LoreAuthorsNoteFallback,
+    /// A generation type the chat or context cannot honour as asked (a `quiet` one without a
+    /// quiet prompt, a `swipe` of a chat that ends with the user's message): what was built
+    /// instead is in the message.
+    GenerationFallback,
     /// Host items the SillyTavern layout has no place for (it reads the chat history and the
     /// card's fields, SPEC §17.2): left out.
     ItemsIgnored,

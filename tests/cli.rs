@@ -257,6 +257,31 @@ fn render_prints_provider_requests_when_a_shape_is_asked_for() {
     assert!(google["request"]["contents"].is_array());
     assert!(google["prompt_tokens"].is_null());
     assert!(google["diagnostics"].is_array() && google["variables"].is_object());
+    // `gemini` is another name for `google`, on the command line and in the context.
+    let gemini = json(&[
+        "render",
+        &preset,
+        "--context",
+        &ctx,
+        "--shape",
+        "gemini",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(gemini, google);
+    let named = temp(
+        "gemini-context.json",
+        br#"{"provider_options": {"shape": "gemini"}}"#,
+    );
+    let by_context = json(&["render", &preset, "--context", arg(&named)]);
+    assert!(by_context["contents"].is_array(), "{by_context}");
+    let out = stpreset(&["render", &preset, "--shape", "Gemini"], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("gemini"),
+        "{}",
+        text(&out.stderr)
+    );
     // The context's provider_options.shape asks too; --shape overrides it.
     let shaped = temp(
         "shaped-context.json",

@@ -247,6 +247,34 @@ fn the_cli_takes_layout_and_a_sillytavern_chat_file() {
     );
     let doc: Value = serde_json::from_slice(&seed.stdout).unwrap();
     assert_eq!(doc["messages"].as_array().unwrap().len(), 3);
+    // A quiet generation takes its prompt from --quiet-prompt, with the context's macros.
+    let quiet = |extra: &[&str]| -> Value {
+        let mut args = vec!["render", arg(&preset_file), "--layout", "sillytavern"];
+        args.extend([
+            "--chat",
+            arg(&chat_file),
+            "--generation",
+            "quiet",
+            "--format",
+            "json",
+        ]);
+        args.extend(extra);
+        let out = stpreset(&args, None);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let doc = quiet(&["--quiet-prompt", "Sum up {{char}}."]);
+    let last = doc["messages"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["parts"], json!(["Sum up Sera."]), "{doc}");
+    let doc = quiet(&[]);
+    assert!(
+        doc["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["kind"] == "GenerationFallback"),
+        "{doc}"
+    );
     // A line that is no object is named.
     let bad = temp("layout-bad.jsonl", b"{}\nnot json\n");
     let out = stpreset(&["render", arg(&preset_file), "--chat", arg(&bad)], None);
@@ -387,6 +415,42 @@ fn generation_types_build_the_prompt_as_sillytavern_does() {
         .unwrap(),
         "Summarize Sera."
     );
+}
+
+#[test]
+fn generation_types_the_chat_cannot_honour_are_said() {
+    let p = gen_preset(json!({}));
+    let render = |c: &Context| {
+        let out = Preset::from_json(p.to_string().as_bytes())
+            .unwrap()
+            .compile()
+            .render(c);
+        let texts: Vec<String> = out.messages.iter().map(|m| m.text().into_owned()).collect();
+        let fallbacks = out
+            .diagnostics
+            .iter()
+            .filter(|d| d.kind == stpreset::DiagnosticKind::GenerationFallback)
+            .count();
+        (texts, fallbacks)
+    };
+    // A swipe of a chat that ends with the user's message keeps it: a regeneration.
+    let user_last = json!({"items": [
+        {"tag": "DIALOGUE_HISTORY", "role": "model", "text": "Hello there"},
+        {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "Hi."}]});
+    let (swiped, notes) = render(&gen_ctx("swipe", user_last.clone()));
+    assert_eq!(notes, 1);
+    assert_eq!(swiped, render(&gen_ctx("regenerate", user_last)).0);
+    assert!(swiped.iter().any(|t| t == "Hi."), "{swiped:?}");
+    // A swipe of a reply leaves it out, silently.
+    let (swiped, notes) = render(&gen_ctx("swipe", json!({})));
+    assert_eq!(notes, 0);
+    assert!(!swiped.iter().any(|t| t == "Hello there"), "{swiped:?}");
+    // A quiet generation without a quiet prompt is the normal prompt, said once.
+    let (quiet, notes) = render(&gen_ctx("quiet", json!({})));
+    assert_eq!(notes, 1);
+    assert_eq!(quiet, render(&gen_ctx("normal", json!({}))).0);
+    let (_, notes) = render(&gen_ctx("quiet", json!({"quiet_prompt": "Sum up."})));
+    assert_eq!(notes, 0);
 }
 
 #[test]

@@ -205,6 +205,19 @@ fn the_api_answers_with_the_clis_documents() {
         ]);
         assert_eq!(r.body, want, "{shape}");
     }
+    // `gemini` is `google`; an unknown name is a 400 naming the field.
+    let r = server.post(
+        "/api/request",
+        &body(PRESET, CONTEXT, r#","shape":"gemini""#),
+    );
+    let google = server.post(
+        "/api/request",
+        &body(PRESET, CONTEXT, r#","shape":"google""#),
+    );
+    assert_eq!(r.body, google.body);
+    let r = server.post("/api/request", &body(PRESET, CONTEXT, r#","shape":"palm""#));
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body.contains("gemini"), "{}", r.body);
     // Toggles and regex permission change the render as the library's own switches do.
     let r = server.post(
         "/api/render",

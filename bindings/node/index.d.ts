@@ -129,7 +129,8 @@ export interface Context {
   preset_settings?: boolean | PresetSettings;
   /** SPEC §12, §14.3: the request; `null` means "the default, whatever the preset says". */
   provider_options?: {
-    shape?: 'openai' | 'anthropic' | 'google';
+    /** `gemini` is another name for `google`. */
+    shape?: 'openai' | 'anthropic' | 'google' | 'gemini';
     post_processing?: 'none' | 'merge' | 'semi' | 'strict' | 'single' | 'claude' | 'merge_tools' | 'semi_tools' | 'strict_tools' | null;
     squash_system?: boolean | null;
     use_system_prompt?: boolean | null;

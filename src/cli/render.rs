@@ -23,8 +23,8 @@ pub(crate) struct RenderArgs {
     format: Format,
     /// Print the provider request of this shape (SPEC §12) instead of the messages; overrides
     /// the context's `provider_options.shape`.
-    #[arg(long, value_enum)]
-    shape: Option<ShapeArg>,
+    #[arg(long, value_parser = shape_arg())]
+    shape: Option<Shape>,
     /// Lets the preset's regex scripts run on the history and lore (the context's
     /// `allow_preset_regex`, SPEC §13.6).
     #[arg(long)]
@@ -39,6 +39,9 @@ pub(crate) struct RenderArgs {
     /// the context's `DIALOGUE_HISTORY` items, its metadata fills what the context leaves unset.
     #[arg(long, value_name = "CHAT.jsonl")]
     chat: Option<PathBuf>,
+    /// The prompt of a `--generation quiet` (the context's `quiet_prompt`, SPEC §18.1).
+    #[arg(long, value_name = "TEXT")]
+    quiet_prompt: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -47,21 +50,11 @@ pub(crate) enum LayoutArg {
     Sillytavern,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum ShapeArg {
-    Openai,
-    Anthropic,
-    Google,
-}
-
-impl From<ShapeArg> for Shape {
-    fn from(s: ShapeArg) -> Shape {
-        match s {
-            ShapeArg::Openai => Shape::OpenAi,
-            ShapeArg::Anthropic => Shape::Anthropic,
-            ShapeArg::Google => Shape::Google,
-        }
-    }
+/// `--shape`: one of [`Shape::NAMES`] (`gemini` is `google`), listed in `--help`.
+pub(crate) fn shape_arg() -> impl clap::builder::TypedValueParser<Value = Shape> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Shape::NAMES.map(|(n, _)| n))
+        .try_map(|name| Shape::from_name(&name).ok_or("not a shape"))
 }
 
 #[derive(Args)]
@@ -140,13 +133,13 @@ pub(crate) fn print_result(
     out: &mut impl Write,
     rendered: &Rendered,
     ctx: &Context,
-    shape: Option<ShapeArg>,
+    shape: Option<Shape>,
     format: Format,
     report: &TextReport<'_>,
 ) -> std::io::Result<()> {
     let mut provider = ctx.provider_options.clone();
     if let Some(shape) = shape {
-        provider.shape = Some(shape.into());
+        provider.shape = Some(shape);
     }
     match (provider.shape.is_some(), format) {
         (true, Format::Text) => {
@@ -187,9 +180,12 @@ pub(crate) fn render(args: RenderArgs) -> Result<(), Failure> {
     if ctx.layout == stpreset::Layout::SillyTavern
         && let Some(shape) = args.shape
     {
-        ctx.provider_options.shape = Some(shape.into());
+        ctx.provider_options.shape = Some(shape);
     }
     args.lore.apply(&mut ctx)?;
+    if let Some(prompt) = args.quiet_prompt {
+        ctx.user_settings.quiet_prompt = prompt;
+    }
     // After the card: the card's name wins over the chat header's `character_name`.
     if let Some(path) = &args.chat {
         apply_chat(&mut ctx, path)?;

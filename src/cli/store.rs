@@ -97,8 +97,8 @@ enum StoreCommand {
         format: Format,
         /// Print the provider request of this shape instead of the messages, as
         /// `stpreset render --shape`.
-        #[arg(long, value_enum)]
-        shape: Option<super::render::ShapeArg>,
+        #[arg(long, value_parser = super::render::shape_arg())]
+        shape: Option<stpreset::Shape>,
         /// Lets the preset's regex scripts run when the store allows them too (the context's
         /// `allow_preset_regex`).
         #[arg(long)]

@@ -16,6 +16,32 @@ pub enum Shape {
     Google,
 }
 
+impl Shape {
+    /// Every name a context, the CLI, `serve` and the packages accept, canonical first:
+    /// `gemini` is another name for `google` (the provider and the README say Gemini; SPEC
+    /// §12 says `google`).
+    pub const NAMES: [(&'static str, Shape); 4] = [
+        ("openai", Shape::OpenAi),
+        ("anthropic", Shape::Anthropic),
+        ("google", Shape::Google),
+        ("gemini", Shape::Google),
+    ];
+
+    /// The shape of one of [`Shape::NAMES`].
+    ///
+    /// ```
+    /// use stpreset::Shape;
+    /// assert_eq!(Shape::from_name("gemini"), Some(Shape::Google));
+    /// assert_eq!(Shape::from_name("Google"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<Shape> {
+        Self::NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|&(_, s)| s)
+    }
+}
+
 /// SillyTavern's prompt post-processing (SPEC §12.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PostProcessing {
@@ -369,10 +395,9 @@ fn read(key: &str, v: &Value, o: &mut ProviderOptions) -> Result<(), String> {
     };
     match key {
         "shape" => {
-            o.shape = Some(
-                [Shape::OpenAi, Shape::Anthropic, Shape::Google]
-                    [choice(&["openai", "anthropic", "google"])?],
-            )
+            let names = Shape::NAMES.map(|(n, _)| n);
+            let shape = v.as_str().and_then(Shape::from_name);
+            o.shape = Some(shape.ok_or_else(|| one_of(&names))?);
         }
         "post_processing" => {
             use PostProcessing::*;

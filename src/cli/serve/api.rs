@@ -68,8 +68,8 @@ struct Request<'a> {
     toggles: BTreeMap<String, bool>,
     /// The provider request's shape; overrides the context's `provider_options.shape`, as
     /// `render --shape` does.
-    #[serde(default)]
-    shape: Option<ShapeName>,
+    #[serde(default, deserialize_with = "shape_name")]
+    shape: Option<Shape>,
     /// `render --layout`: `"seed"` or `"sillytavern"` (SPEC §17.1); overrides the context's.
     #[serde(default)]
     layout: Option<LayoutName>,
@@ -92,22 +92,18 @@ enum LayoutName {
     Sillytavern,
 }
 
-#[derive(Deserialize, Clone, Copy)]
-#[serde(rename_all = "lowercase")]
-enum ShapeName {
-    Openai,
-    Anthropic,
-    Google,
-}
-
-impl From<ShapeName> for Shape {
-    fn from(s: ShapeName) -> Shape {
-        match s {
-            ShapeName::Openai => Shape::OpenAi,
-            ShapeName::Anthropic => Shape::Anthropic,
-            ShapeName::Google => Shape::Google,
-        }
-    }
+/// A shape by one of [`Shape::NAMES`] (`gemini` is `google`), as the context and the CLI read it.
+fn shape_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Shape>, D::Error> {
+    let Some(name) = Option::<String>::deserialize(d)? else {
+        return Ok(None);
+    };
+    Shape::from_name(&name).map(Some).ok_or_else(|| {
+        let names = Shape::NAMES.map(|(n, _)| format!("`{n}`"));
+        serde::de::Error::custom(format!(
+            "unknown shape `{name}`, expected one of {}",
+            names.join(", ")
+        ))
+    })
 }
 
 /// Which document a `POST` asks for.
@@ -169,7 +165,7 @@ fn load(body: &[u8]) -> Result<Loaded, Answer> {
     toggle(&mut preset, &request.toggles)?;
     let mut provider = ctx.provider_options.clone();
     if let Some(shape) = request.shape {
-        provider.shape = Some(shape.into());
+        provider.shape = Some(shape);
     }
     Ok(Loaded {
         preset,
