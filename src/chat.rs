@@ -219,12 +219,91 @@ impl Chat {
         self.count_surrogates();
     }
 
+    /// The chat saved: a context file (SPEC §9) holding its fields as they are now (the
+    /// variables and globals [`Chat::keep`] carried, a `wi_state` set with
+    /// [`Chat::set_json`]), its items, and `"stpreset_chat": 1`, the format. [`Chat::from_json`]
+    /// reads it back with the same checks and bounds as any context file (a later format is
+    /// refused, naming the field), and a render of the loaded chat equals one of this chat.
+    /// Texts are saved as the chat holds them: a lone surrogate the input had is U+FFFD here,
+    /// so the loaded chat carries no `LoneSurrogate` note for it.
+    ///
+    /// ```
+    /// let mut chat = stpreset::Chat::from_json(br#"{"user": "Alice"}"#).unwrap();
+    /// chat.push(stpreset::ContextItem::new(
+    ///     Some(stpreset::Tag::DialogueHistory), stpreset::Role::User, "hi"));
+    /// chat.set_json(br#"{"variables": {"turns": "1"}}"#).unwrap();
+    /// let saved = chat.to_json();
+    /// let loaded = stpreset::Chat::from_json(saved.as_bytes()).unwrap();
+    /// assert_eq!(loaded.context().items, chat.context().items);
+    /// assert_eq!(loaded.context().variables["turns"], "1");
+    /// ```
+    pub fn to_json(&self) -> String {
+        let items: Vec<SavedItem<'_>> = self.ctx.items.iter().map(SavedItem::from).collect();
+        let mut out = String::from("{");
+        // The fields as written (a lorebook's key order is its scan order): raw, in order.
+        for (key, raw) in &self.fields {
+            if key == "stpreset_chat" {
+                continue;
+            }
+            push_member(&mut out, key, raw.get());
+        }
+        let format = crate::context::CHAT_FORMAT.to_string();
+        push_member(&mut out, "stpreset_chat", &format);
+        // Items serialize infallibly: strings, numbers and unit variants.
+        let items = serde_json::to_string(&items).unwrap_or_else(|_| "[]".into());
+        push_member(&mut out, "items", &items);
+        out.push('}');
+        out
+    }
+
     /// Adds one item at the end.
     pub fn push(&mut self, item: ContextItem) {
         self.ctx.items.push(item);
         self.item_surrogates.push(0);
         self.counts.push();
         self.addresses = OnceLock::new();
+    }
+}
+
+/// One member of a JSON object, after any before it.
+fn push_member(out: &mut String, key: &str, value: &str) {
+    if out.len() > 1 {
+        out.push(',');
+    }
+    // A key is a string: serializing one cannot fail.
+    out.push_str(&serde_json::to_string(key).unwrap_or_default());
+    out.push(':');
+    out.push_str(value);
+}
+
+/// An item as a context file writes it (the reader's field names; absent = default).
+#[derive(serde::Serialize)]
+struct SavedItem<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tag: Option<crate::context::Tag>,
+    role: crate::role::Role,
+    text: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    time: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    depth: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+}
+
+impl<'a> From<&'a ContextItem> for SavedItem<'a> {
+    fn from(i: &'a ContextItem) -> SavedItem<'a> {
+        SavedItem {
+            tag: i.tag,
+            role: i.role,
+            text: &i.text,
+            // Nanoseconds kept: the loaded time is the same instant.
+            time: i
+                .time
+                .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)),
+            depth: i.depth,
+            name: i.name.as_deref(),
+        }
     }
 }
 

@@ -458,7 +458,12 @@ struct ContextFile {
     pick_reroll_seed: Option<serde_json::Value>,
     quiet_prompt: Option<String>,
     quiet_skip_wi: Option<bool>,
+    /// A saved chat's format (`Chat::to_json`): only [`CHAT_FORMAT`] is read.
+    stpreset_chat: Option<serde_json::Value>,
 }
+
+/// The format `Chat::to_json` writes as `stpreset_chat` (docs/context.md, "Saving a chat").
+pub(crate) const CHAT_FORMAT: u64 = 1;
 
 /// `char_depth_prompt` in a context file: `{"text", "depth" (default 4), "role" (default
 /// system)}`, as `stpreset card` prints a card's.
@@ -836,6 +841,17 @@ impl Context {
             }
         })?;
         de.end().map_err(json_error)?;
+        if let Some(v) = &file.stpreset_chat
+            && v.as_u64() != Some(CHAT_FORMAT)
+        {
+            return Err(ContextError::Field {
+                field: "stpreset_chat".into(),
+                problem: format!(
+                    "a chat saved in format {} (this stpreset reads format {CHAT_FORMAT})",
+                    crate::diagnostic::excerpt(&v.to_string())
+                ),
+            });
+        }
         let lore = lore_fields(&mut file)?;
         let layout = layout_field(file.layout.as_ref())?;
         let random = random_field(file.random.as_ref())?;

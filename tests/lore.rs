@@ -775,3 +775,60 @@ fn recursion_levels_spend_the_plain_total() {
     assert_eq!(run(&small).activated, cut.activated);
     assert_eq!(run(&small).diagnostics, cut.diagnostics);
 }
+
+/// Issue 53: a chat saved with `Chat::to_json` and loaded again renders turn N+1 as the chat
+/// that was never saved: items, variables, globals and the World Info timed effects.
+#[test]
+fn a_saved_chat_renders_the_next_turn_as_the_kept_one() {
+    let preset = stpreset::Preset::from_json(
+        br#"{"prompts": [
+            {"identifier": "main", "content": "{{setvar::turns::{{getvar::turns}}I}}{{setglobalvar::g::{{getglobalvar::g}}G}}Turn {{getvar::turns}} {{getglobalvar::g}}"},
+            {"identifier": "worldInfoBefore", "marker": true},
+            {"identifier": "chatHistory", "marker": true}]}"#,
+    )
+    .unwrap()
+    .compile();
+    let json = json!({"user": "Alice", "char": "Sera", "position": 1, "world_info": {"budget_percent": 100},
+        "now": "2025-06-15T14:30:00.123456789Z",
+        "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "rain \u{1F327}", "name": "Alice",
+                   "time": "2025-06-15T14:29:00.5+02:00"}],
+        "lorebooks": [{"name": "w", "entries": {
+            "0": {"key": ["rain"], "content": "It rains.", "sticky": 3},
+            "1": {"key": ["sun"], "content": "Sunny."}}}]});
+    let mut kept = stpreset::Chat::from_json(json.to_string().as_bytes()).unwrap();
+    let turn = |chat: &mut stpreset::Chat, n: u64, text: &str| {
+        let out = preset.render(chat.context());
+        let state = serde_json::to_string(out.wi_state().unwrap()).unwrap();
+        let doc = out.to_json();
+        chat.keep(out.variables.clone(), out.globals.clone());
+        chat.set_json(format!(r#"{{"wi_state": {state}, "position": {n}}}"#).as_bytes())
+            .unwrap();
+        chat.push(stpreset::ContextItem::new(
+            Some(stpreset::Tag::DialogueHistory),
+            stpreset::Role::Model,
+            text,
+        ));
+        doc
+    };
+    turn(&mut kept, 2, "It pours.");
+    turn(&mut kept, 3, "Still.");
+    // The restart: saved, then read back as a new process would.
+    let saved = kept.to_json();
+    let mut loaded = stpreset::Chat::from_json(saved.as_bytes()).unwrap();
+    assert_eq!(loaded.context().items, kept.context().items);
+    for (n, text) in [(4, "Dry now."), (5, "Sun.")] {
+        let a = turn(&mut kept, n, text);
+        let b = turn(&mut loaded, n, text);
+        assert_eq!(a, b);
+    }
+    // The variables kept counting across the restart (four kept turns, then this render).
+    let out = preset.render(loaded.context());
+    let text: Vec<String> = out.messages.iter().map(|m| m.text().into_owned()).collect();
+    assert_eq!(text[0], "Turn IIIII GGGGG", "{text:?}");
+    assert_eq!(loaded.to_json(), kept.to_json());
+    // A later format is refused, naming the field; so is a hostile one.
+    for bad in [r#"{"stpreset_chat": 2}"#, r#"{"stpreset_chat": "1"}"#] {
+        let err = stpreset::Chat::from_json(bad.as_bytes()).unwrap_err();
+        assert!(err.to_string().contains("stpreset_chat"), "{err}");
+    }
+}

@@ -42,6 +42,8 @@ export interface ContextItem {
 
 /** The context file of SPEC §9; every field optional. */
 export interface Context {
+  /** A saved chat's format (`chat.toJSON()`). */
+  stpreset_chat?: 1;
   user?: string;
   char?: string;
   description?: string;
@@ -350,6 +352,8 @@ export declare class Chat {
   set(fields: Omit<Context, 'items'>): void;
   /** Carries a render's `variables` and `globals` into the next turn. */
   keep(result: { variables: Record<string, string>; globals: Record<string, string> }): void;
+  /** The chat saved: a context `new Chat(saved)` reads back (`JSON.stringify(chat)` stores it). */
+  toJSON(): Context;
 }
 
 /**

@@ -264,6 +264,14 @@ class Chat {
     }
     this.set({ variables: result.variables, globals: result.globals });
   }
+  /**
+   * The chat saved: a context object (its fields, items, and `stpreset_chat: 1`) that
+   * `new Chat(saved)` reads back, so `JSON.stringify(chat)` is what a bot stores across a
+   * restart (docs/context.md, "Saving a chat").
+   */
+  toJSON() {
+    return JSON.parse(this._inner.toJson());
+  }
 }
 
 // `a.splice(from, count, ...added)` without spreading a long `added` into arguments, which

@@ -132,6 +132,12 @@ impl Chat {
         }
     }
 
+    /// The chat saved as a context file's JSON (`stpreset::Chat::to_json`).
+    #[napi]
+    pub fn to_json(&self) -> String {
+        self.inner.to_json()
+    }
+
     /// How many items the chat has.
     #[napi(getter)]
     pub fn length(&self) -> u32 {

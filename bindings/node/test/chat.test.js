@@ -133,6 +133,36 @@ test('keep carries the variables a bot edited, once it read them', () => {
   assert.strictEqual(compiled.render(chat).messages[0].parts[0], 'EDITEDx');
 });
 
+test('a chat saved with JSON.stringify and read back renders the next turns as the kept one', () => {
+  const compiled = Preset.fromJson(JSON.stringify({ prompts: [
+    { identifier: 'main', content: '{{setvar::n::{{getvar::n}}x}}{{setglobalvar::g::{{getglobalvar::g}}y}}{{getvar::n}}' },
+    { identifier: 'worldInfoBefore', marker: true },
+    { identifier: 'chatHistory', marker: true },
+  ] })).compile();
+  const kept = new Chat({ position: 1, world_info: { budget_percent: 100 },
+    items: [{ tag: 'DIALOGUE_HISTORY', role: 'user', text: 'rain 🌧', name: 'Alice', time: '2025-06-15T14:29:00.5+02:00' }],
+    lorebooks: [{ name: 'w', entries: { 0: { key: ['rain'], content: 'It rains.', sticky: 3 } } }] });
+  const turn = (chat, n, text) => {
+    const out = compiled.render(chat);
+    const doc = JSON.stringify(out);
+    chat.keep(out);
+    chat.set({ wi_state: out.wi_state, position: n });
+    chat.push({ tag: 'DIALOGUE_HISTORY', role: 'model', text });
+    return doc;
+  };
+  turn(kept, 2, 'It pours.');
+  const saved = JSON.stringify(kept);
+  assert.strictEqual(JSON.parse(saved).stpreset_chat, 1);
+  assert.ok(!saved.includes('_inner'), saved);
+  const loaded = new Chat(JSON.parse(saved));
+  assert.strictEqual(loaded.length, kept.length);
+  for (const [n, text] of [[3, 'Dry now.'], [4, 'Sun.'], [5, 'Night.']]) {
+    assert.strictEqual(turn(loaded, n, text), turn(kept, n, text), `turn ${n}`);
+  }
+  assert.deepStrictEqual(loaded.toJSON(), kept.toJSON());
+  assert.throws(() => new Chat({ stpreset_chat: 2 }), (e) => e instanceof ContextError && /stpreset_chat/.test(e.message));
+});
+
 test('source names the chat keeps start over past their cap, and after a render that was not taken', () => {
   const preset = (tag, n) => Preset.fromJson(JSON.stringify({ prompts: Array.from({ length: n }, (_, i) => ({ identifier: `${tag}${i}`, content: `${tag} ${i}` })) })).compile();
   const [big, other] = [preset('a', 5000), preset('b', 300)];

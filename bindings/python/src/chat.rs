@@ -114,6 +114,11 @@ impl Chat {
             .keep(rest.0.variables.clone(), rest.0.globals.clone());
     }
 
+    /// The chat saved as a context file's JSON (`stpreset::Chat::to_json`).
+    fn to_json(&self, py: Python<'_>) -> String {
+        py.detach(|| self.inner.to_json())
+    }
+
     fn __len__(&self) -> usize {
         self.inner.len()
     }

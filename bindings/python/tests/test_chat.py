@@ -92,6 +92,47 @@ def test_keep_carries_the_variables_a_bot_edited_once_it_read_them():
     assert compiled.render(chat)["messages"][0]["parts"] == ("EDITEDx",)
 
 
+def test_a_saved_chat_read_back_renders_the_next_turns_as_the_kept_one():
+    compiled = stpreset.Preset.from_json(
+        json.dumps(
+            {
+                "prompts": [
+                    {"identifier": "main", "content": "{{setvar::n::{{getvar::n}}x}}{{getvar::n}}"},
+                    {"identifier": "worldInfoBefore", "marker": True},
+                    {"identifier": "chatHistory", "marker": True},
+                ]
+            }
+        )
+    ).compile()
+    kept = stpreset.Chat(
+        {
+            "position": 1,
+            "world_info": {"budget_percent": 100},
+            "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "rain \U0001f327", "name": "Alice"}],
+            "lorebooks": [{"name": "w", "entries": {"0": {"key": ["rain"], "content": "It rains.", "sticky": 3}}}],
+        }
+    )
+
+    def turn(chat, n, text):
+        out = compiled.render(chat)
+        doc = json.dumps(out.to_dict(), sort_keys=True)
+        chat.keep(out)
+        chat.set({"wi_state": out["wi_state"], "position": n})
+        chat.append({"tag": "DIALOGUE_HISTORY", "role": "model", "text": text})
+        return doc
+
+    turn(kept, 2, "It pours.")
+    saved = json.dumps(kept.to_dict())
+    assert json.loads(saved)["stpreset_chat"] == 1
+    loaded = stpreset.Chat(json.loads(saved))
+    assert len(loaded) == len(kept)
+    for n, text in ((3, "Dry now."), (4, "Sun."), (5, "Night.")):
+        assert turn(loaded, n, text) == turn(kept, n, text)
+    assert loaded.to_dict() == kept.to_dict()
+    with pytest.raises(stpreset.ContextError, match="stpreset_chat"):
+        stpreset.Chat({"stpreset_chat": 2})
+
+
 def test_a_refused_change_changes_nothing():
     compiled = stpreset.Preset.from_json(PRESET).compile()
     chat = stpreset.Chat({"items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "a"}]})

@@ -242,6 +242,14 @@ class Chat:
         else:
             self.set({"variables": result["variables"], "globals": result["globals"]})
 
+    def to_dict(self) -> dict:
+        """The chat saved: a context dict (its fields, items, and ``"stpreset_chat": 1``) that
+        ``Chat(saved)`` reads back; ``json.dumps`` it to store it across a restart
+        (docs/context.md, "Saving a chat")."""
+        with self._lock:
+            text = self._inner.to_json()
+        return _json.loads(text)
+
 
 def _fields(f, *args):
     """Calls ``f`` on JSON the package wrote: errors name the field, not a line and column."""
