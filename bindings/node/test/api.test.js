@@ -188,3 +188,24 @@ test('readStChat turns a SillyTavern chat file into context fields', () => {
   assert.deepStrictEqual(out.request.messages.slice(-2), [{ role: 'assistant', content: 'Hello.' }, { role: 'user', content: 'Hi Sera.' }]);
   assert.throws(() => s.readStChat('{}\nnot json'), (e) => e instanceof s.ContextError && /chat line 2/.test(e.message));
 });
+
+test('the public calls are the vocabulary file’s', () => {
+  // Every public name of the package is in bindings/vocabulary.json, and every Node name listed
+  // there exists (the Python suite checks its side of the same file).
+  const pkg = require('..');
+  const table = JSON.parse(require('node:fs').readFileSync(require('node:path').join(__dirname, '..', '..', 'vocabulary.json'), 'utf8'));
+  const listed = new Set(table.calls.filter((c) => c.node !== null).map((c) => c.node));
+  const compiled = pkg.Preset.fromJson(PRESET).compile();
+  // A render of a chat returns a class the package does not export.
+  const classes = { ...pkg, ChatRender: compiled.render(new pkg.Chat()).constructor };
+  const publicNames = new Set();
+  for (const [name, value] of Object.entries(classes)) {
+    publicNames.add(name);
+    if (typeof value !== 'function' || !/^class\b/.test(Function.prototype.toString.call(value))) continue;
+    const statics = Object.getOwnPropertyNames(value).filter((k) => !['length', 'name', 'prototype'].includes(k));
+    const members = Object.getOwnPropertyNames(value.prototype).filter((k) => k !== 'constructor');
+    for (const k of [...statics, ...members]) if (!k.startsWith('_')) publicNames.add(`${name}.${k}`);
+  }
+  assert.deepStrictEqual([...publicNames].filter((n) => !listed.has(n)), [], 'public but not in bindings/vocabulary.json');
+  assert.deepStrictEqual([...listed].filter((n) => !publicNames.has(n)), [], 'listed in bindings/vocabulary.json but not public');
+});

@@ -1,6 +1,8 @@
 """The API's shape, errors and threads."""
 
 import json
+import pathlib
+import re
 import threading
 
 import pytest
@@ -221,3 +223,30 @@ def test_read_st_chat_turns_a_sillytavern_chat_file_into_context_fields():
     ]
     with pytest.raises(stpreset.ContextError, match="chat line 2"):
         stpreset.read_st_chat("{}\nnot json")
+
+
+def test_the_public_calls_are_the_vocabulary_files():
+    """Every public name of the package is in bindings/vocabulary.json, and every Python name
+    listed there exists (the Node suite checks its side of the same file)."""
+    table = json.loads((pathlib.Path(__file__).resolve().parents[2] / "vocabulary.json").read_text())
+    listed = {c["python"] for c in table["calls"] if c["python"] is not None}
+    public = set(stpreset.__all__)
+    for name in stpreset.__all__:
+        obj = getattr(stpreset, name)
+        if isinstance(obj, type):
+            # Calls the class adds, not a base's it overrides (FrozenDict refusing dict.update).
+            inherited = {a for base in obj.__mro__[1:] for a in vars(base)}
+            public |= {f"{name}.{a}" for a in vars(obj) if not a.startswith("_") and a not in inherited}
+    assert public - listed == set(), "public but not in bindings/vocabulary.json"
+    assert listed - public == set(), "listed in bindings/vocabulary.json but not public"
+    # Pairs differ only by the naming rule unless the file says why.
+    def snake(name):
+        cls, _, member = name.rpartition(".")
+        if not cls and name[0].isupper():
+            return name
+        words = re.sub(r"(?<=[a-z])([A-Z])", lambda m: "_" + m.group(1).lower(), member)
+        return f"{cls}.{words}" if cls else words
+
+    for c in table["calls"]:
+        if c["node"] is not None and c["python"] is not None and "why" not in c:
+            assert snake(c["node"]) == c["python"], c

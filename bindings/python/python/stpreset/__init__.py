@@ -396,16 +396,19 @@ class CompiledPreset:
                 return ChatRender(*self._inner.render_chat(context._inner))
         return _json.loads(_with_context(self._inner.render_json, context))
 
-    def render_request(self, context=None) -> dict:
+    def request(self, context=None) -> dict:
         """The provider request the context's ``provider_options`` ask for (default shape
         ``openai``), over the preset's settings (SPEC §14: model, sampling, max tokens,
         reasoning): ``{"request", "diagnostics", "prompt_tokens", "effective", "variables",
-        "globals"}``."""
+        "globals"}``. Node's ``request`` too (``bindings/vocabulary.json``)."""
         return _json.loads(_with_context(self._inner.request_json, context))
+
+    # The name before the packages shared one vocabulary: kept, the same call.
+    render_request = request
 
     def request_body(self, context=None) -> bytes:
         """Only the provider request body as UTF-8 JSON bytes, ready to POST: the fastest way
-        out (no Python objects are built); diagnostics come with ``render_request``."""
+        out (no Python objects are built); diagnostics come with ``request``."""
         return _with_context(self._inner.request_body, context)
 
 
@@ -467,6 +470,11 @@ class Template:
         if not isinstance(source, str):
             source = bytes(source)
         self._inner = _call(_native.Template, source)
+
+    @classmethod
+    def compile(cls, source) -> "Template":
+        """``Template(source)``, by Node's name (``Template.compile``)."""
+        return cls(source)
 
     def render(self, context=None) -> dict:
         """``{"text", "diagnostics", "variables"}`` (SPEC §9)."""
