@@ -374,3 +374,44 @@ impl crate::scripts::Regexed {
         }
     }
 }
+
+/// `{"diagnostics", "item": {"name", "role", "tag", "text"}, "swipes"}`.
+#[derive(Serialize)]
+struct FirstMessageDoc<'a> {
+    diagnostics: &'a [Diagnostic],
+    item: FirstItemDoc<'a>,
+    swipes: &'a [String],
+}
+
+#[derive(Serialize)]
+struct FirstItemDoc<'a> {
+    name: Option<&'a str>,
+    role: crate::role::Role,
+    tag: Option<crate::context::Tag>,
+    text: &'a str,
+}
+
+impl crate::greeting::FirstMessage {
+    /// `{"diagnostics", "item", "swipes"}`: `item` as a context file's item (push it into the
+    /// chat), what the packages' `firstMessage` / `first_message` return.
+    ///
+    /// ```
+    /// let p = stpreset::Preset::from_json(br#"{"prompts": [{"identifier": "main", "content": "x"}]}"#)
+    ///     .unwrap().compile();
+    /// let ctx = stpreset::Context::from_json(br#"{"char": "Sera", "first_mes": "Hi."}"#).unwrap();
+    /// let json = p.first_message(&ctx).unwrap().to_json();
+    /// assert!(json.contains(r#""item":{"name":"Sera","role":"model","tag":"DIALOGUE_HISTORY","text":"Hi."}"#));
+    /// ```
+    pub fn to_json(&self) -> String {
+        string(&FirstMessageDoc {
+            diagnostics: &self.diagnostics,
+            item: FirstItemDoc {
+                name: self.item.name.as_deref(),
+                role: self.item.role,
+                tag: self.item.tag,
+                text: &self.item.text,
+            },
+            swipes: &self.swipes,
+        })
+    }
+}

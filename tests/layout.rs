@@ -847,3 +847,79 @@ fn group_example_lines_of_colons_and_long_prompt_lists_render() {
         .unwrap();
     assert_eq!(preset.compile().render(&c).messages.len(), 1);
 }
+
+/// Issue 53: a chat started from a card as SillyTavern opens one (`getFirstMessage`): the
+/// first message of the character, with the alternate greetings as its swipes, each after the
+/// store pass; the CLI's `--first-message` on a chat without history.
+#[test]
+fn a_chat_starts_with_the_cards_first_message() {
+    let p = Preset::from_json(
+        json!({"prompts": [{"identifier": "chatHistory", "marker": true}],
+            "extensions": {"regex_scripts": [{"findRegex": "/<ooc>.*?<\\/ooc>/g", "replaceString": "",
+                "placement": [2]}]}})
+        .to_string()
+        .as_bytes(),
+    )
+    .unwrap()
+    .compile();
+    let mut c = ctx(json!({"char": "Sera", "user": "Alice", "allow_preset_regex": true}));
+    card(
+        json!({"name": "Sera", "first_mes": "Hello, {{user}}.<ooc>note</ooc>",
+        "alternate_greetings": ["Hm? <ooc>x</ooc>", "Yes."]}),
+    )
+    .apply_to(&mut c);
+    let first = p.first_message(&c).unwrap();
+    assert_eq!(first.swipes, ["Hello, {{user}}.", "Hm? ", "Yes."]);
+    assert_eq!(first.item.text, "Hello, {{user}}.");
+    assert_eq!(first.item.role, stpreset::Role::Model);
+    assert_eq!(first.item.tag, Some(stpreset::Tag::DialogueHistory));
+    // An empty first_mes: the alternates alone (ST shifts the empty swipe out).
+    c.first_mes.clear();
+    assert_eq!(p.first_message(&c).unwrap().swipes, ["Hm? ", "Yes."]);
+    // No greeting at all: no message.
+    c.alternate_greetings.clear();
+    assert!(p.first_message(&c).is_none());
+
+    // The CLI: --first-message SWIPE starts a chat that has no history.
+    let preset_file = temp(
+        "first-preset.json",
+        br#"{"prompts": [{"identifier": "chatHistory", "marker": true}]}"#,
+    );
+    let card_file = temp(
+        "first-card.json",
+        json!({"spec": "chara_card_v2", "spec_version": "2.0", "data": {"name": "Sera",
+            "first_mes": "Hello.", "alternate_greetings": ["Hm?"]}})
+        .to_string()
+        .as_bytes(),
+    );
+    let texts = |extra: &[&str]| -> (Option<i32>, Vec<String>, String) {
+        let mut args = vec!["render", arg(&preset_file), "--card", arg(&card_file)];
+        args.extend(extra);
+        args.extend(["--format", "json"]);
+        let out = stpreset(&args, None);
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        let texts = doc["messages"]
+            .as_array()
+            .map(|m| {
+                m.iter()
+                    .map(|m| m["parts"][0].as_str().unwrap_or("").to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
+        (out.status.code(), texts, text(&out.stderr))
+    };
+    assert_eq!(texts(&["--first-message"]).1, ["Sera: Hello."]);
+    assert_eq!(texts(&["--first-message", "1"]).1, ["Sera: Hm?"]);
+    assert!(texts(&[]).1.is_empty());
+    let (code, _, err) = texts(&["--first-message", "2"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("2 greeting"), "{err}");
+    let history = temp(
+        "first-history.json",
+        br#"{"items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}]}"#,
+    );
+    assert_eq!(
+        texts(&["--context", arg(&history), "--first-message"]).1,
+        ["hi"]
+    );
+}

@@ -265,6 +265,13 @@ export interface Regexed {
   diagnostics: Diagnostic[];
 }
 
+/** A new chat's first message (`compiled.firstMessage`): push `item` into the chat. */
+export interface FirstMessage {
+  item: ContextItem;
+  swipes: string[];
+  diagnostics: Diagnostic[];
+}
+
 /** The prompt pass over a context's items (SPEC §13.2.3). */
 export interface PromptPass {
   /** One per context item: its text after the pass (no `name` prefix); `null`: a lore item it dropped. */
@@ -395,6 +402,8 @@ export declare class CompiledPreset {
    * `RegexNotAllowed` note. Throws `ContextError` (kind `Role`) for an unknown role.
    */
   storeMessage(text: string, role: MessageRole, context?: ContextLike): Regexed;
+  /** A new chat's first message, as SillyTavern opens a chat with the character; `null` without a greeting. */
+  firstMessage(context?: ContextLike): FirstMessage | null;
   /**
    * An edited message (the store pass's scripts that have `runOnEdit`). `speaker` (or `null`)
    * stands for `{{char}}` in trim strings.

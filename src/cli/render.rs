@@ -42,6 +42,11 @@ pub(crate) struct RenderArgs {
     /// The prompt of a `--generation quiet` (the context's `quiet_prompt`, SPEC §18.1).
     #[arg(long, value_name = "TEXT")]
     quiet_prompt: Option<String>,
+    /// When the chat has no history, start it as SillyTavern opens a new chat: the card's
+    /// first message, its swipe SWIPE (0, the default: `first_mes`; then the alternate
+    /// greetings).
+    #[arg(long, value_name = "SWIPE", num_args = 0..=1, default_missing_value = "0")]
+    first_message: Option<usize>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -190,12 +195,45 @@ pub(crate) fn render(args: RenderArgs) -> Result<(), Failure> {
     if let Some(path) = &args.chat {
         apply_chat(&mut ctx, path)?;
     }
-    let out = preset.compile().render(&ctx);
+    let compiled = preset.compile();
+    if let Some(swipe) = args.first_message {
+        start_chat(&compiled, &mut ctx, swipe)?;
+    }
+    let out = compiled.render(&ctx);
     let file = super::input_name(&args.preset);
     let mut stdout = super::stdout();
     let report = TextReport::preset(&file, &preset);
     let written = print_result(&mut stdout, &out, &ctx, args.shape, args.format, &report);
     super::finish(&mut stdout, written)
+}
+
+/// `--first-message SWIPE`: a chat without history starts with the character's first message
+/// (ST's `getFirstMessage`); a chat that has history is left as it is, as ST does.
+fn start_chat(
+    compiled: &stpreset::CompiledPreset,
+    ctx: &mut Context,
+    swipe: usize,
+) -> Result<(), Failure> {
+    if ctx
+        .items
+        .iter()
+        .any(|i| i.tag == Some(stpreset::Tag::DialogueHistory))
+    {
+        return Ok(());
+    }
+    let Some(first) = compiled.first_message(ctx) else {
+        return Ok(());
+    };
+    let Some(text) = first.swipes.get(swipe) else {
+        return Err(Failure(format!(
+            "--first-message {swipe}: the character has {} greeting(s), numbered from 0",
+            first.swipes.len()
+        )));
+    };
+    let mut item = first.item;
+    item.text = text.clone();
+    ctx.items.push(item);
+    Ok(())
 }
 
 /// Reads `--chat` into the context (SPEC §17.5).

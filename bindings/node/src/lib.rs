@@ -180,6 +180,17 @@ impl CompiledPreset {
         scripts_json(self.inner.regex_scripts())
     }
 
+    /// A new chat's first message (`stpreset::CompiledPreset::first_message`): `{"diagnostics",
+    /// "item", "swipes"}` as JSON, or `null`.
+    #[napi]
+    pub fn first_message_json(&self, context: ContextArg<'_>) -> Result<String> {
+        with_context(context, |ctx| {
+            self.inner
+                .first_message(ctx)
+                .map_or_else(|| "null".to_string(), |f| f.to_json())
+        })
+    }
+
     /// A model reply or user message before the bot stores it (SPEC §13.7 store pass):
     /// `{"diagnostics", "text"}` as JSON.
     #[napi]

@@ -236,6 +236,16 @@ impl CompiledPreset {
         scripts_json(self.inner.regex_scripts())
     }
 
+    /// A new chat's first message (`stpreset::CompiledPreset::first_message`): `{"diagnostics",
+    /// "item", "swipes"}` as JSON, or `null`.
+    fn first_message_json(&self, py: Python<'_>, context: ContextArg<'_>) -> PyResult<String> {
+        context.with(py, |ctx| {
+            self.inner
+                .first_message(ctx)
+                .map_or_else(|| "null".to_string(), |f| f.to_json())
+        })
+    }
+
     /// A reply or user message before the bot stores it (SPEC §13.7 store pass):
     /// `{"diagnostics", "text"}` as JSON.
     fn store_message_json(

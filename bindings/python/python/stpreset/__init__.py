@@ -356,6 +356,13 @@ class CompiledPreset:
         """The regex scripts it runs (SPEC §13.1): ``[{"position", "name", "find_regex", ...}]``."""
         return _json.loads(self._inner.regex_scripts_json())
 
+    def first_message(self, context=None):
+        """A new chat's first message, as SillyTavern opens a chat with the context's
+        character: ``{"item", "swipes", "diagnostics"}`` (append ``item`` to the chat;
+        ``swipes`` are ``first_mes`` and the alternate greetings after the store pass), or
+        ``None`` when the card has no greeting."""
+        return _json.loads(_with_context(self._inner.first_message_json, context))
+
     def store_message(self, text: str, role: str, context=None) -> dict:
         """A model reply (``"model"``) or user message (``"user"``) before the bot stores it
         (SPEC §13.7 store pass): ``{"text", "diagnostics"}``. Scripts run only when the context

@@ -197,6 +197,11 @@ class Regexed(TypedDict):
     text: str
     diagnostics: List[Diagnostic]
 
+class FirstMessage(TypedDict):
+    item: ContextItem
+    swipes: List[str]
+    diagnostics: List[Diagnostic]
+
 class PromptPass(TypedDict):
     items: List[Optional[str]]
     diagnostics: List[Diagnostic]
@@ -290,6 +295,7 @@ class CompiledPreset:
     def request_body(self, context: _Ctx = ...) -> bytes: ...
     @property
     def regex_scripts(self) -> List[RegexScript]: ...
+    def first_message(self, context: _Ctx = ...) -> Optional[FirstMessage]: ...
     def store_message(self, text: str, role: Role, context: _Ctx = ...) -> Regexed: ...
     def edit_message(self, text: str, role: Role, speaker: Optional[str] = ..., context: _Ctx = ...) -> Regexed: ...
     def display_message(
