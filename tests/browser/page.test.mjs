@@ -8,7 +8,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, writeFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync, existsSync, mkdirSync, readFileSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -134,6 +134,37 @@ for (const name of CORPUS) {
     assert.deepEqual(page.errors, []);
     await page.close();
   });
+}
+
+// Every corpus preset in both layouts with a real card and chat (the stlive fixtures: Sera's
+// card read by `stpreset card`, her eight-message chat): the conversation shows every message
+// the CLI renders, and no page error or console error (an unhandled rejection is one) occurs.
+const fixtures = resolve(repo, "../shared/tools/stlive/fixtures");
+const ALL = haveCorpus ? readdirSync(corpus).filter((f) => f.endsWith(".json")).sort() : [];
+function cardChatContext(layout) {
+  const card = cli("card", join(fixtures, "card-sera.json"), "--format", "json");
+  const chat = JSON.parse(readFileSync(join(fixtures, "chat-sera.json"), "utf8"));
+  const items = chat.messages.map((m) => ({
+    tag: "DIALOGUE_HISTORY", role: m.from === "char" ? "model" : "user", time: m.time,
+    name: m.from === "char" ? chat.char : chat.user, text: m.text,
+  }));
+  const file = join(scratch, `card-chat-${layout}.json`);
+  writeFileSync(file, JSON.stringify({ ...card.context, user: chat.user, layout, items }));
+  return file;
+}
+for (const layout of ["seed", "sillytavern"]) {
+  for (const name of ALL) {
+    test(`corpus ${name}, ${layout} layout, card and chat: the conversation shows every message the CLI renders`, async () => {
+      const ctx = cardChatContext(layout);
+      const preset = join(corpus, name);
+      const page = await open(await serve(preset, "--context", ctx));
+      const want = cli("render", preset, "--context", ctx, "--format", "json");
+      assert.ok(want.messages.some((m) => m.parts.some((p) => p.includes("mortar and pestle"))), "the chat is rendered");
+      assert.deepEqual(await shownMessages(page), expected(want));
+      assert.deepEqual(page.errors, []);
+      await page.close();
+    });
+  }
 }
 
 test("a node switched off leaves the prompt; switched on it comes back", { skip: !haveCorpus }, async () => {

@@ -209,3 +209,14 @@ test('the public calls are the vocabulary file’s', () => {
   assert.deepStrictEqual([...publicNames].filter((n) => !listed.has(n)), [], 'public but not in bindings/vocabulary.json');
   assert.deepStrictEqual([...listed].filter((n) => !publicNames.has(n)), [], 'listed in bindings/vocabulary.json but not public');
 });
+
+test('firstMessage starts a chat as SillyTavern opens one', () => {
+  const compiled = s.Preset.fromJson(PRESET).compile();
+  const first = compiled.firstMessage({ char: 'Sera', first_mes: '', alternate_greetings: ['Hello, {{user}}.', 'Hm?'] });
+  assert.deepStrictEqual(first.item, { name: 'Sera', role: 'model', tag: 'DIALOGUE_HISTORY', text: 'Hello, {{user}}.' });
+  assert.deepStrictEqual(first.swipes, ['Hello, {{user}}.', 'Hm?']);
+  assert.strictEqual(compiled.firstMessage({ char: 'Sera' }), null);
+  const chat = new s.Chat({ char: 'Sera', first_mes: 'Hi.' });
+  chat.push(compiled.firstMessage(chat).item);
+  assert.strictEqual(chat.length, 1);
+});

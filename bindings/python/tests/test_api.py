@@ -250,3 +250,14 @@ def test_the_public_calls_are_the_vocabulary_files():
     for c in table["calls"]:
         if c["node"] is not None and c["python"] is not None and "why" not in c:
             assert snake(c["node"]) == c["python"], c
+
+
+def test_first_message_starts_a_chat_as_sillytavern_opens_one():
+    compiled = stpreset.Preset.from_json(PRESET).compile()
+    first = compiled.first_message({"char": "Sera", "first_mes": "", "alternate_greetings": ["Hello, {{user}}.", "Hm?"]})
+    assert first["item"] == {"name": "Sera", "role": "model", "tag": "DIALOGUE_HISTORY", "text": "Hello, {{user}}."}
+    assert first["swipes"] == ["Hello, {{user}}.", "Hm?"]
+    assert compiled.first_message({"char": "Sera"}) is None
+    chat = stpreset.Chat({"char": "Sera", "first_mes": "Hi."})
+    chat.append(compiled.first_message(chat)["item"])
+    assert len(chat) == 1
