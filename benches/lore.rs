@@ -1,7 +1,8 @@
 //! World Info activation (SPEC §15): a 1,000-entry book over a 200-message history with scan
 //! depth 50, alone (`activate`) and inside a render of SillyTavern's Default preset, beside the
 //! same render without lore. The book is generated (keys `topic{i}`, a tenth of them mentioned
-//! in the chat, a few groups, sticky and probability entries), so the row needs no corpus.
+//! in the chat, a few groups, sticky and probability entries), so the row needs no corpus. Two
+//! rows of issue 38's hostile books: their passes are charged to the plain-key total.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
@@ -37,6 +38,24 @@ fn book() -> Lorebook {
         .collect();
     let bytes = serde_json::to_vec(&json!({ "entries": entries })).unwrap();
     Lorebook::from_json("world", &bytes, &Limits::default()).unwrap()
+}
+
+/// Issue 38's hostile books, generated: 20,000 entries whose `keys` never match, the first
+/// 130 at distinct `delayUntilRecursion` levels (one full pass per level), or none
+/// (`min_activations` then widens the scan one message per pass). What the passes cost is
+/// charged to the call's plain-key total, so a row measures the capped activation.
+fn hostile_book(keys: usize, levels: usize) -> Lorebook {
+    let entries: serde_json::Map<String, serde_json::Value> = (0..20_000)
+        .map(|i| {
+            let mut e = json!({"uid": i, "key": vec!["zq"; keys], "content": format!("c{i}")});
+            if i < levels {
+                e["delayUntilRecursion"] = json!(i + 1);
+            }
+            (i.to_string(), e)
+        })
+        .collect();
+    let bytes = serde_json::to_vec(&json!({ "entries": entries })).unwrap();
+    Lorebook::from_json("hostile", &bytes, &Limits::default()).unwrap()
 }
 
 fn context() -> Context {
@@ -76,6 +95,42 @@ fn bench(c: &mut Criterion) {
             )
         })
     });
+    let hostile_ctx = support::realistic_context(300);
+    for (name, book, min_activations) in [
+        (
+            "hostile-130-levels-20000-entries-150-keys",
+            hostile_book(150, 130),
+            0,
+        ),
+        (
+            "hostile-min-activations-1000-depth-1",
+            hostile_book(150, 0),
+            1000,
+        ),
+    ] {
+        let books = vec![book];
+        let mut settings = WiSettings::default();
+        settings.min_activations = min_activations;
+        if min_activations > 0 {
+            settings.scan_depth = 1;
+        }
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let mut input = WiInput::new(&hostile_ctx);
+                input.position = Some(300);
+                let mut rng = SeededRandom::new(1, 300);
+                activate(
+                    black_box(&books),
+                    &input,
+                    &settings,
+                    &WiState::default(),
+                    &mut rng,
+                    &*words,
+                    &Limits::default(),
+                )
+            })
+        });
+    }
     if let Some(path) = support::corpus()
         .into_iter()
         .find(|p| p.to_string_lossy().contains("Default"))

@@ -68,7 +68,7 @@ pub struct Limits {
     pub lore_max_passes: usize,
     /// Regex-key matcher steps of one activation together.
     pub lore_regex_steps: u64,
-    /// Plain-key matching steps of one activation together: bytes scanned, plus 16 for each
+    /// Plain-key matching steps of one activation together: bytes scanned, plus 32 for each
     /// entry a pass gates and each key it tests, so the passes are bounded too.
     pub lore_plain_steps: u64,
 }

@@ -768,7 +768,7 @@ fn recursion_levels_spend_the_plain_total() {
     // A total of about half the first pass's tests: that pass stops, no recursion pass runs,
     // and it is reported once.
     let mut small = Limits::default();
-    small.lore_plain_steps = 2000 * 41 * 16 / 2;
+    small.lore_plain_steps = 2000 * 41 * 32 / 2;
     let cut = run(&small);
     assert_eq!(lore_limits(&cut), 1, "{:#?}", cut.diagnostics);
     assert!(cut.activated.is_empty(), "{:?}", cut.activated);
@@ -831,4 +831,66 @@ fn a_saved_chat_renders_the_next_turn_as_the_kept_one() {
         let err = stpreset::Chat::from_json(bad.as_bytes()).unwrap_err();
         assert!(err.to_string().contains("stpreset_chat"), "{err}");
     }
+}
+
+/// Issue 38's min-activations book: `min_activations` above what can activate, scan depth 1,
+/// a long chat: each pass widens the scan by one message and gates every entry again. The
+/// passes are charged to the plain total: cut short, reported once, the same every time.
+#[test]
+fn min_activation_passes_spend_the_plain_total() {
+    let mut e = serde_json::Map::new();
+    for i in 0..2000 {
+        e.insert(
+            i.to_string(),
+            json!({"uid": i, "key": vec!["zq"; 40], "content": "c"}),
+        );
+    }
+    let book = json!({"entries": e}).to_string();
+    let history: Vec<String> = (0..300).map(|i| format!("message {i}")).collect();
+    let run = |plain: u64| {
+        let mut limits = Limits::default();
+        limits.lore_plain_steps = plain;
+        let book = Lorebook::from_json("b", book.as_bytes(), &limits).unwrap();
+        let ctx = Context::default();
+        let mut wi = WiInput::new(&ctx);
+        wi.history = history
+            .iter()
+            .map(|t| WiMessage { name: "", text: t })
+            .collect();
+        let mut settings = WiSettings::default();
+        settings.min_activations = 1000;
+        settings.scan_depth = 1;
+        activate(
+            &[book],
+            &wi,
+            &settings,
+            &WiState::default(),
+            &mut Fixed(vec![0.5], 0),
+            &Words,
+            &limits,
+        )
+    };
+    let limited = |out: &stpreset::WiResult| {
+        out.diagnostics
+            .iter()
+            .filter(|d| d.kind == stpreset::DiagnosticKind::LoreLimit)
+            .map(|d| d.message.to_string())
+            .collect::<Vec<_>>()
+    };
+    // About three passes' tests: the call stops on the total, not on the pass limit.
+    let cut = run(2000 * 41 * 32 * 3);
+    assert_eq!(limited(&cut).len(), 1, "{:#?}", cut.diagnostics);
+    assert!(
+        limited(&cut)[0].contains("key-matching steps"),
+        "{:?}",
+        limited(&cut)
+    );
+    assert_eq!(run(2000 * 41 * 32 * 3).diagnostics, cut.diagnostics);
+    // The default total lets the pass limit stop it first.
+    let full = run(Limits::default().lore_plain_steps);
+    let full = limited(&full);
+    assert!(
+        full.len() == 1 && full[0].contains("scan passes"),
+        "{full:?}"
+    );
 }
