@@ -1,7 +1,7 @@
 // A bot's turn, typed: `tsc -p typed` runs in CI (`npm test`), so index.d.ts keeps catching
 // mistakes (a misspelt tag or role is an error; see mistakes.ts).
 import { Chat, Preset, type Context, type ContextItem, lore } from '..';
-import type { WiState, WiResult } from '..';
+import type { WiState, WiResult, FirstMessage } from '..';
 
 const PRESET = '{"prompts": [{"identifier": "main", "content": "Hi {{user}}"}, {"identifier": "chatHistory", "marker": true}]}';
 
@@ -26,3 +26,11 @@ const withLore = compiled.render({ ...lored, wi_state: state });
 state = withLore.wi_state;
 const activation: WiResult = lore(lored);
 console.log(state?.effects.length, activation.activated);
+
+// A chat started from the card's greeting, saved across a restart and read back.
+const greeted = new Chat({ char: 'Tomori', first_mes: 'Welcome.' });
+const first: FirstMessage | null = compiled.firstMessage(greeted);
+if (first !== null) greeted.push(first.item);
+const saved: string = JSON.stringify(greeted);
+const restored = new Chat(JSON.parse(saved) as Context);
+console.log(restored.length, first?.swipes.length, compiled.request({ provider_options: { shape: 'gemini' } }));

@@ -1,8 +1,11 @@
 """A bot's turn, typed: `mypy --strict typed/example.py` runs in CI (.ci/run), so the stubs keep
 catching mistakes (a misspelt tag or role is an error; see typed/mistakes.py)."""
 
+import json
+from typing import Optional
+
 import stpreset
-from stpreset import Chat, Context, ContextItem, WiResult, WiState, lore
+from stpreset import Chat, Context, ContextItem, FirstMessage, WiResult, WiState, lore
 
 PRESET = '{"prompts": [{"identifier": "main", "content": "Hi {{user}}"}, {"identifier": "chatHistory", "marker": true}]}'
 
@@ -26,6 +29,13 @@ def main() -> None:
     result: WiResult = lore(lored)
     state: WiState = result["state"]
     print(result["activated"], len(state["effects"]))
+    # A chat started from the card's greeting, saved across a restart and read back.
+    greeted = Chat({"char": "Tomori", "first_mes": "Welcome."})
+    first: Optional[FirstMessage] = compiled.first_message(greeted)
+    if first is not None:
+        greeted.append(first["item"])
+    restored = Chat(json.loads(json.dumps(greeted.to_dict())))
+    print(len(restored), compiled.request({"provider_options": {"shape": "gemini"}})["request"])
 
 
 if __name__ == "__main__":

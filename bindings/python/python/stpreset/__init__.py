@@ -26,6 +26,7 @@ Lorebook = dict
 WiSettings = dict
 WiState = dict
 WiResult = dict
+FirstMessage = dict
 CardDocument = dict
 Tag = str
 
