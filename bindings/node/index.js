@@ -495,11 +495,6 @@ class CompiledPreset {
     return JSON.parse(this._inner.regexScriptsJson());
   }
   /**
-   * A model reply (`'model'`) or user message (`'user'`) before the bot stores it (SPEC §13.7,
-   * SillyTavern's store pass): `{ text, diagnostics }`. Scripts run only when the context has
-   * `allow_preset_regex: true` (otherwise a `RegexNotAllowed` note, text unchanged).
-   */
-  /**
    * A new chat's first message, as SillyTavern opens a chat with the context's character:
    * `{ item, swipes, diagnostics }` (push `item` into the chat; `swipes` are `first_mes` and
    * the alternate greetings after the store pass), or `null` when the card has no greeting.
@@ -507,6 +502,11 @@ class CompiledPreset {
   firstMessage(context) {
     return JSON.parse(withContext(context, (json) => this._inner.firstMessageJson(json)));
   }
+  /**
+   * A model reply (`'model'`) or user message (`'user'`) before the bot stores it (SPEC §13.7,
+   * SillyTavern's store pass): `{ text, diagnostics }`. Scripts run only when the context has
+   * `allow_preset_regex: true` (otherwise a `RegexNotAllowed` note, text unchanged).
+   */
   storeMessage(text, role, context) {
     message(text, role);
     return pass(text, (t) => withContext(context, (json) => this._inner.storeMessageJson(t, role, json)));
