@@ -79,21 +79,23 @@ fn bench(c: &mut Criterion) {
     settings.scan_depth = 50;
     let words = Counter::Builtin(Tokenizer::Words).for_model("");
     let mut g = c.benchmark_group("lore");
+    // One activation call at `position` (the seed follows it, as a turn's would).
+    let run = |books: &[Lorebook], ctx: &Context, settings: &WiSettings, position: u64| {
+        let mut input = WiInput::new(ctx);
+        input.position = Some(position);
+        let mut rng = SeededRandom::new(1, position);
+        activate(
+            black_box(books),
+            &input,
+            settings,
+            &WiState::default(),
+            &mut rng,
+            &*words,
+            &Limits::default(),
+        )
+    };
     g.bench_function("activate-1000-entries-200-messages-depth-50", |b| {
-        b.iter(|| {
-            let mut input = WiInput::new(&ctx);
-            input.position = Some(200);
-            let mut rng = SeededRandom::new(1, 200);
-            activate(
-                black_box(&books),
-                &input,
-                &settings,
-                &WiState::default(),
-                &mut rng,
-                &*words,
-                &Limits::default(),
-            )
-        })
+        b.iter(|| run(&books, &ctx, &settings, 200))
     });
     let hostile_ctx = support::realistic_context(300);
     for (name, book, min_activations) in [
@@ -115,20 +117,7 @@ fn bench(c: &mut Criterion) {
             settings.scan_depth = 1;
         }
         g.bench_function(name, |b| {
-            b.iter(|| {
-                let mut input = WiInput::new(&hostile_ctx);
-                input.position = Some(300);
-                let mut rng = SeededRandom::new(1, 300);
-                activate(
-                    black_box(&books),
-                    &input,
-                    &settings,
-                    &WiState::default(),
-                    &mut rng,
-                    &*words,
-                    &Limits::default(),
-                )
-            })
+            b.iter(|| run(&books, &hostile_ctx, &settings, 300))
         });
     }
     if let Some(path) = support::corpus()

@@ -239,21 +239,19 @@ impl Chat {
     /// ```
     pub fn to_json(&self) -> String {
         let items: Vec<SavedItem<'_>> = self.ctx.items.iter().map(SavedItem::from).collect();
-        let mut out = String::from("{");
-        // The fields as written (a lorebook's key order is its scan order): raw, in order.
-        for (key, raw) in &self.fields {
-            if key == "stpreset_chat" {
-                continue;
-            }
-            push_member(&mut out, key, raw.get());
-        }
-        let format = crate::context::CHAT_FORMAT.to_string();
-        push_member(&mut out, "stpreset_chat", &format);
-        // Items serialize infallibly: strings, numbers and unit variants.
-        let items = serde_json::to_string(&items).unwrap_or_else(|_| "[]".into());
-        push_member(&mut out, "items", &items);
-        out.push('}');
-        out
+        // Items and the format serialize infallibly: strings, numbers and unit variants.
+        let items = serde_json::value::to_raw_value(&items).ok();
+        let format = serde_json::value::to_raw_value(&crate::context::CHAT_FORMAT).ok();
+        // The fields as kept, raw (a lorebook's key order is its scan order), as `set_json`
+        // writes them; a loaded chat's own `stpreset_chat` is replaced.
+        let mut doc: BTreeMap<&str, &RawValue> = self
+            .fields
+            .iter()
+            .map(|(k, v)| (k.as_str(), &**v))
+            .collect();
+        doc.extend(format.as_deref().map(|f| ("stpreset_chat", f)));
+        doc.extend(items.as_deref().map(|i| ("items", i)));
+        serde_json::to_string(&doc).unwrap_or_default()
     }
 
     /// Adds one item at the end.
@@ -263,17 +261,6 @@ impl Chat {
         self.counts.push();
         self.addresses = OnceLock::new();
     }
-}
-
-/// One member of a JSON object, after any before it.
-fn push_member(out: &mut String, key: &str, value: &str) {
-    if out.len() > 1 {
-        out.push(',');
-    }
-    // A key is a string: serializing one cannot fail.
-    out.push_str(&serde_json::to_string(key).unwrap_or_default());
-    out.push(':');
-    out.push_str(value);
 }
 
 /// An item as a context file writes it (the reader's field names; absent = default).

@@ -59,7 +59,7 @@ pub(crate) enum LayoutArg {
 pub(crate) fn shape_arg() -> impl clap::builder::TypedValueParser<Value = Shape> {
     use clap::builder::TypedValueParser;
     clap::builder::PossibleValuesParser::new(Shape::NAMES.map(|(n, _)| n))
-        .try_map(|name| Shape::from_name(&name).ok_or("not a shape"))
+        .try_map(|name| name.parse::<Shape>())
 }
 
 #[derive(Args)]

@@ -26,19 +26,25 @@ impl Shape {
         ("google", Shape::Google),
         ("gemini", Shape::Google),
     ];
+}
 
-    /// The shape of one of [`Shape::NAMES`].
+impl std::str::FromStr for Shape {
+    type Err = String;
+
+    /// The shape of one of [`Shape::NAMES`]; the error lists them (every front end says the
+    /// same).
     ///
     /// ```
     /// use stpreset::Shape;
-    /// assert_eq!(Shape::from_name("gemini"), Some(Shape::Google));
-    /// assert_eq!(Shape::from_name("Google"), None);
+    /// assert_eq!("gemini".parse(), Ok(Shape::Google));
+    /// assert!("Google".parse::<Shape>().unwrap_err().contains("\"gemini\""));
     /// ```
-    pub fn from_name(name: &str) -> Option<Shape> {
+    fn from_str(name: &str) -> Result<Shape, String> {
         Self::NAMES
             .iter()
             .find(|(n, _)| *n == name)
             .map(|&(_, s)| s)
+            .ok_or_else(|| one_of(&Self::NAMES.map(|(n, _)| n)))
     }
 }
 
@@ -395,9 +401,8 @@ fn read(key: &str, v: &Value, o: &mut ProviderOptions) -> Result<(), String> {
     };
     match key {
         "shape" => {
-            let names = Shape::NAMES.map(|(n, _)| n);
-            let shape = v.as_str().and_then(Shape::from_name);
-            o.shape = Some(shape.ok_or_else(|| one_of(&names))?);
+            // Not a string: no name, the same error.
+            o.shape = Some(v.as_str().unwrap_or_default().parse()?);
         }
         "post_processing" => {
             use PostProcessing::*;

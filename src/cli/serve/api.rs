@@ -97,13 +97,7 @@ fn shape_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Shape>, D
     let Some(name) = Option::<String>::deserialize(d)? else {
         return Ok(None);
     };
-    Shape::from_name(&name).map(Some).ok_or_else(|| {
-        let names = Shape::NAMES.map(|(n, _)| format!("`{n}`"));
-        serde::de::Error::custom(format!(
-            "unknown shape `{name}`, expected one of {}",
-            names.join(", ")
-        ))
-    })
+    name.parse().map(Some).map_err(serde::de::Error::custom)
 }
 
 /// Which document a `POST` asks for.
