@@ -319,6 +319,21 @@ pub fn chat(data: &[u8]) {
                 let _ = chat.set_json(rest);
             }
             Some((b'k', _)) => chat.keep(kept.0.clone(), kept.1.clone()),
+            // Saved and read back (a restart): the same items, and the same render when no
+            // lone surrogate was repaired (the saved text holds U+FFFD, so no note follows).
+            Some((b'v', _)) => {
+                let saved = chat.to_json();
+                let loaded =
+                    stpreset::Chat::from_json(saved.as_bytes()).expect("a saved chat reads back");
+                assert_eq!(loaded.context().items, chat.context().items, "saved items");
+                if chat.context().lone_surrogates == 0 {
+                    assert_eq!(
+                        preset.render(loaded.context()).to_json(),
+                        preset.render(chat.context()).to_json(),
+                        "a loaded chat renders otherwise"
+                    );
+                }
+            }
             Some((b'r', _)) => {
                 let out = preset.render_chat(&chat);
                 assert_eq!(
@@ -427,6 +442,20 @@ pub fn card(data: &[u8]) {
             let mut ctx = stpreset::Context::default();
             card.apply_to(&mut ctx);
             let _ = stpreset::WiResult::for_context(&ctx);
+            // A chat started from it: the item is the first swipe, one swipe per greeting.
+            let preset = Preset::from_json(
+                br#"{"prompts": [{"identifier": "chatHistory", "marker": true}]}"#,
+            )
+            .expect("the fuzz preset imports")
+            .compile();
+            if let Some(first) = preset.first_message(&ctx) {
+                assert_eq!(
+                    Some(&first.item.text),
+                    first.swipes.first(),
+                    "the first swipe"
+                );
+                assert!(first.swipes.len() <= 1 + ctx.alternate_greetings.len());
+            }
         }
     }
 }

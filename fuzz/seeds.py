@@ -150,11 +150,11 @@ if os.path.exists(wi):
             data = b.get("data", b) if isinstance(b, dict) else b
             put("lore", "\0".join([json.dumps(data)] + msgs))
 
-# A Chat (context JSON) with a render, a splice and a keep between renders.
+# A Chat (context JSON) with a render, a splice, a keep and a save between renders.
 for case in json.load(open(os.path.join(conf, "renders.json")))[:40]:
     ctx = json.dumps(case["context"]).encode()
     item = json.dumps([{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "{{user}} hi"}]).encode()
-    put("chat", ctx + b"\0r\0s\x00\x00" + item + b"\0k\0r")
+    put("chat", ctx + b"\0r\0s\x00\x00" + item + b"\0k\0r\0v")
 
 # The SillyTavern layout: a preset, a card and a chat file (PRESET \0 CARD \0 CHAT.jsonl).
 def st_chat(path):
