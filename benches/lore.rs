@@ -2,7 +2,8 @@
 //! depth 50, alone (`activate`) and inside a render of SillyTavern's Default preset, beside the
 //! same render without lore. The book is generated (keys `topic{i}`, a tenth of them mentioned
 //! in the chat, a few groups, sticky and probability entries), so the row needs no corpus. Two
-//! rows of issue 38's hostile books: their passes are charged to the plain-key total.
+//! rows of issue 38's hostile books: their passes are charged to the plain-key total; and one
+//! render of a hostile preset with a hostile book, which the render's work budget stops.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
@@ -56,6 +57,22 @@ fn hostile_book(keys: usize, levels: usize) -> Lorebook {
         .collect();
     let bytes = serde_json::to_vec(&json!({ "entries": entries })).unwrap();
     Lorebook::from_json("hostile", &bytes, &Limits::default()).unwrap()
+}
+
+fn stacked_preset() -> stpreset::CompiledPreset {
+    let scripts: Vec<_> = (0..4)
+        .map(|k| {
+            json!({"scriptName": format!("s{k}"), "findRegex": "/(a|a)*\\d/g",
+            "replaceString": "x", "placement": [1, 2], "promptOnly": true})
+        })
+        .collect();
+    let doc = json!({"prompts": [{"identifier": "main", "content": "Main {{user}}"},
+            {"identifier": "worldInfoBefore", "marker": true},
+            {"identifier": "chatHistory", "marker": true}],
+        "extensions": {"regex_scripts": scripts}});
+    Preset::from_json(doc.to_string().as_bytes())
+        .unwrap()
+        .compile()
 }
 
 fn context() -> Context {
@@ -120,6 +137,23 @@ fn bench(c: &mut Criterion) {
             b.iter(|| run(&books, &hostile_ctx, &settings, 300))
         });
     }
+    // Issue 38's stacked budgets: four scripts that backtrack on every history item, over
+    // 300 items of 3,000 `a`, and the levels book, in one render. The stages' own limits add
+    // up to several seconds; the render's one work budget stops them together (`WorkLimit`).
+    let stacked = stacked_preset();
+    let mut hostile_render = Context::from_json(
+        json!({"user": "A", "char": "B", "allow_preset_regex": true, "items": (0..300)
+            .map(|i| json!({"tag": "DIALOGUE_HISTORY", "role": if i % 2 == 0 {"user"} else {"model"},
+                "text": "a".repeat(3000)}))
+            .collect::<Vec<_>>()})
+        .to_string()
+        .as_bytes(),
+    )
+    .unwrap();
+    hostile_render.lore = Some(LoreInput::new(vec![hostile_book(150, 130)]));
+    g.bench_function("hostile-stacked-scripts-and-levels-render", |b| {
+        b.iter(|| stacked.render(black_box(&hostile_render)).messages.len())
+    });
     if let Some(path) = support::corpus()
         .into_iter()
         .find(|p| p.to_string_lossy().contains("Default"))

@@ -122,6 +122,10 @@ pub enum DiagnosticKind {
     ItemsIgnored,
     /// A model message of a group chat without a speaker `name` (SPEC §17.2): named `char`.
     MissingSpeakerName,
+    /// The render spent its one work budget (`Limits::render_work`, issue 38): the work after
+    /// that point was skipped as each stage skips it at its own limit; the message names the
+    /// stage that spent most.
+    WorkLimit,
 }
 
 impl DiagnosticKind {

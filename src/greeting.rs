@@ -42,6 +42,14 @@ impl CompiledPreset {
     /// assert_eq!(first.swipes, ["Hello, {{user}}.", "Hm?"]);
     /// ```
     pub fn first_message(&self, ctx: &Context) -> Option<FirstMessage> {
+        // Every greeting's pass spends one work budget (a card may have thousands).
+        let (out, note) = crate::work::render(&ctx.options.limits, || self.greetings(ctx));
+        let mut out = out?;
+        out.diagnostics.extend(note);
+        Some(out)
+    }
+
+    fn greetings(&self, ctx: &Context) -> Option<FirstMessage> {
         let mut diagnostics = Vec::new();
         // Each greeting's pass repeats the same notes (a card may have thousands): one each.
         let mut seen = std::collections::HashSet::new();

@@ -53,6 +53,7 @@ mod surrogates;
 mod syntax;
 mod template;
 mod tokens;
+mod work;
 
 pub use assemble::{Message, Source};
 pub use chat::Chat;

@@ -71,6 +71,9 @@ pub struct Limits {
     /// Plain-key matching steps of one activation together: bytes scanned, plus 32 for each
     /// entry a pass gates and each key it tests, so the passes are bounded too.
     pub lore_plain_steps: u64,
+    /// Work units of one render, every stage together (about a nanosecond each on a 2-core
+    /// server): the limits above are each stage's share of it (issue 38, `docs/hardening.md`).
+    pub render_work: u64,
 }
 
 impl Default for Limits {
@@ -102,6 +105,7 @@ impl Default for Limits {
             lore_max_passes: 128,
             lore_regex_steps: 300_000_000,
             lore_plain_steps: 500_000_000,
+            render_work: 800_000_000,
         }
     }
 }
@@ -136,6 +140,7 @@ impl Limits {
         lore_max_passes: 4096,
         lore_regex_steps: 100_000_000_000,
         lore_plain_steps: 100_000_000_000,
+        render_work: 1_000_000_000_000,
     };
 
     /// These limits with every field clamped to [`Limits::MAX`]: the one place where limits
@@ -175,6 +180,7 @@ impl Limits {
             lore_max_passes: self.lore_max_passes.min(m.lore_max_passes),
             lore_regex_steps: self.lore_regex_steps.min(m.lore_regex_steps),
             lore_plain_steps: self.lore_plain_steps.min(m.lore_plain_steps),
+            render_work: self.render_work.min(m.render_work),
         }
     }
 }

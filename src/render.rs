@@ -96,8 +96,15 @@ pub struct Expansion {
     pub expanded: Expanded,
 }
 
-/// Renders one template as a lone node (no assembly); the output limit cuts its text.
+/// Renders one template as a lone node (no assembly); the output limit cuts its text. The
+/// whole render spends one work budget (`crate::work`).
 pub(crate) fn template(node: &CompiledNode, ctx: &Context) -> Expansion {
+    let (mut out, note) = crate::work::render(&ctx.options.limits, || template_within(node, ctx));
+    out.diagnostics.extend(note);
+    out
+}
+
+fn template_within(node: &CompiledNode, ctx: &Context) -> Expansion {
     // A context with lore activates it first, so `{{outlet::NAME}}` works (SPEC §16: `expand`
     // runs §15 but never §13).
     if ctx.lore.is_some() || ctx.char_depth_prompt.is_some() {
@@ -108,7 +115,7 @@ pub(crate) fn template(node: &CompiledNode, ctx: &Context) -> Expansion {
         let available = crate::lore::items::available(ctx, None);
         let placed =
             crate::lore::items::place(ctx, lore, &[], &scripts, false, available, &mut notes);
-        let mut out = template(node, &placed.ctx);
+        let mut out = template_within(node, &placed.ctx);
         notes.append(&mut out.diagnostics);
         out.diagnostics = notes;
         return out;
@@ -152,8 +159,19 @@ pub(crate) struct PresetParts<'p> {
 
 /// Renders a compiled preset: its evaluated nodes in order, then its setting templates, then
 /// its assembly plan (whose text indices point into `nodes`). `known`: a chat's remembered
-/// token counts of `ctx`'s items.
+/// token counts of `ctx`'s items. The whole render spends one work budget (`crate::work`).
 pub(crate) fn preset<'c>(
+    parts: &PresetParts<'_>,
+    ctx: &'c Context,
+    known: Option<Known<'c>>,
+) -> Rendered<'c> {
+    let (mut out, note) =
+        crate::work::render(&ctx.options.limits, || preset_within(parts, ctx, known));
+    out.diagnostics.extend(note);
+    out
+}
+
+fn preset_within<'c>(
     parts: &PresetParts<'_>,
     ctx: &'c Context,
     known: Option<Known<'c>>,

@@ -20,6 +20,7 @@ use crate::context::{Context, Host};
 use crate::diagnostic::{Diagnostic, DiagnosticKind, Finding};
 use crate::syntax::Span;
 use crate::syntax::tree::Tree;
+use crate::work::{Allowance, Stage};
 use run::{Mode, Run};
 use vars::Vars;
 
@@ -122,15 +123,19 @@ pub(crate) fn evaluate(nodes: &[EvalNode<'_>], ctx: &Context) -> Evaluation {
             eng.diags
                 .push(diagnostic(node, f.kind, f.span, f.message.clone()));
         }
+        let granted = eng.grant();
         Run::new(&mut eng, node, st).walk(node.tree.root);
+        eng.settle(granted);
     }
     let mut texts = Vec::with_capacity(nodes.len());
     let mut all = Signals::default();
     for (node, st) in nodes.iter().zip(&states) {
+        let granted = eng.grant();
         let mut run = Run::new(&mut eng, node, st);
         let mut text = String::with_capacity(node.tree.source.len());
         run.expand(node.tree.root, Mode::Body { literal: true }, &mut text);
         let signals = run.sig;
+        eng.settle(granted);
         if node.suppresses {
             all.add(signals);
         }
@@ -253,8 +258,14 @@ struct Engine<'a> {
     clock: Option<NaiveDateTime>,
     /// The render's UTC time.
     now: DateTime<Utc>,
+    /// Bytes the current node (or expansion) may still produce: what `work` granted it.
     work_left: usize,
     work_out: bool,
+    /// The render's work budget, not `work_bytes`, bounds `work_left` (its `WorkLimit`
+    /// reports running out).
+    work_metered: bool,
+    /// The render's template bytes (`Limits::work_bytes`), drawn from its work budget.
+    work: Allowance,
     diags: Vec<Diagnostic>,
     host_values: [Option<std::borrow::Cow<'a, str>>; HOST_VALUES],
     /// `idle_duration`, worked out once per render: it scans the whole history, and a preset
@@ -292,6 +303,25 @@ pub(crate) fn stream_seed(seed: u64, tag: &str) -> u64 {
 }
 
 impl<'a> Engine<'a> {
+    /// Gives the next node what the render's template bytes have left (SPEC §8, issue 38).
+    fn grant(&mut self) -> usize {
+        if self.work_out {
+            return 0;
+        }
+        self.work_left = usize::try_from(self.work.left()).unwrap_or(usize::MAX);
+        self.work_metered = self.work.meter_binds();
+        self.work_left
+    }
+
+    /// Charges what the node spent of `granted`.
+    fn settle(&mut self, granted: usize) {
+        self.work
+            .spend(granted.saturating_sub(self.work_left) as u64);
+        if self.work_out {
+            self.work.stopped();
+        }
+    }
+
     fn new(ctx: &'a Context, host: &'a dyn Host) -> Self {
         let limits = ctx.options.limits.clamped();
         // The one clock reading of the render.
@@ -310,7 +340,9 @@ impl<'a> Engine<'a> {
                 .time_awareness
                 .then(|| clock::local(now, ctx.utc_offset_minutes)),
             now,
-            work_left: limits.work_bytes,
+            work_left: 0,
+            work_metered: false,
+            work: Allowance::new(Stage::Templates, limits.work_bytes as u64),
             limits,
             work_out: false,
             diags: Vec::new(),
@@ -365,7 +397,16 @@ pub(crate) fn with_value(
     let seed = crate::eval::stream_seed(ctx.seed, "nodes");
     let mut engine = crate::eval::ScriptEngine::new(ctx, seed, false);
     let mut notes = Vec::new();
-    engine.expand(id, &tree, vec![original], false, None, &mut notes)
+    let mut work = Allowance::new(Stage::Templates, limits.work_bytes as u64);
+    engine.expand(
+        &mut work,
+        id,
+        &tree,
+        vec![original],
+        false,
+        None,
+        &mut notes,
+    )
 }
 
 /// Expands regex scripts' templates for one pass (SPEC §13.5): one RNG stream and one work
@@ -386,22 +427,20 @@ impl<'a> ScriptEngine<'a> {
         ScriptEngine { eng }
     }
 
-    /// Bytes of the pass's work budget left (SPEC §13.6.3), and whether it ran out.
-    pub fn work(&self) -> (usize, bool) {
-        (self.eng.work_left, self.eng.work_out)
-    }
-
-    /// Sets the bytes left (a cached result replayed what it spent).
-    pub fn set_work_left(&mut self, left: usize) {
-        self.eng.work_left = left;
+    /// Whether the pass's work budget ran out (SPEC §13.6.3).
+    pub fn work_out(&self) -> bool {
+        self.eng.work_out
     }
 
     /// Expands `tree` (a template whose value tokens are `stpreset_capture` calls) with the
-    /// tokens' `values`. `id` names the template in diagnostics and seeds `pick`. Writes are
+    /// tokens' `values`, spending its bytes from `work` (the pass's). `id` names the template
+    /// in diagnostics and seeds `pick`. Writes are
     /// undone afterwards; `{{trim}}` trims the output, which is otherwise kept as it is
     /// (whitespace included).
+    #[allow(clippy::too_many_arguments)]
     pub fn expand(
         &mut self,
+        work: &mut Allowance,
         id: &str,
         tree: &Tree,
         values: Vec<String>,
@@ -432,12 +471,19 @@ impl<'a> ScriptEngine<'a> {
             block_base: 0,
             slot_base: 0,
         };
+        let granted = usize::try_from(work.left()).unwrap_or(usize::MAX);
+        eng.work_left = granted;
+        eng.work_metered = work.meter_binds();
         Run::new(eng, &node, &st).walk(tree.root);
         let mut run = Run::new(eng, &node, &st);
         let mut text = String::new();
         run.expand(tree.root, Mode::Body { literal: true }, &mut text);
         if run.sig.has(Signals::TRIM) {
             text::trim_in_place(&mut text);
+        }
+        work.spend((granted - eng.work_left) as u64);
+        if eng.work_out {
+            work.stopped();
         }
         diagnostics.append(&mut eng.diags);
         text

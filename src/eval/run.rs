@@ -141,6 +141,9 @@ impl<'r, 'a> Run<'r, 'a> {
         if !self.eng.work_out {
             self.eng.work_left = 0;
             self.eng.work_out = true;
+            if self.eng.work_metered {
+                return false;
+            }
             let limit = self.eng.limits.work_bytes;
             self.eng.diags.push(Diagnostic::new(
                 DiagnosticKind::LimitReached,

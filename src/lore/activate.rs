@@ -23,6 +23,7 @@ use crate::limits::Limits;
 use crate::role::Role;
 use crate::scripts::pattern::Cost;
 use crate::tokens::TokenCounter;
+use crate::work::{Allowance, Stage};
 
 /// Texts scanned besides the messages, each by the entries whose `match*` flag selects it,
 /// and `inject`, scanned by every entry (SillyTavern's `scan: true` extension prompts).
@@ -238,8 +239,10 @@ pub fn activate(
     counter: &dyn TokenCounter,
     limits: &Limits,
 ) -> WiResult {
-    let (activated, state, mut diagnostics) =
-        run(books, input, settings, state, random, counter, limits);
+    let ((activated, state, mut diagnostics), note) = crate::work::render(limits, || {
+        run(books, input, settings, state, random, counter, limits)
+    });
+    diagnostics.extend(note);
     let mut out = place(activated, |a| Some(a.content.clone()), &mut diagnostics);
     out.state = state;
     out.diagnostics = diagnostics;
@@ -462,6 +465,8 @@ struct Call<'a, 'b> {
     steps: Steps,
     compile: Cost,
     engine: Option<ScriptEngine<'a>>,
+    /// The lore macro engine's bytes (SPEC §15.5.10), drawn from the render's work budget.
+    work: Allowance,
     diagnostics: Vec<Diagnostic>,
     reported: std::collections::HashSet<(DiagnosticKind, Option<usize>)>,
     /// Effects kept from the input state (sticky, then cooldowns).
@@ -534,6 +539,7 @@ impl<'a, 'b> Call<'a, 'b> {
             steps: Steps::new(limits),
             compile: Cost::TOTAL,
             engine: None,
+            work: Allowance::new(Stage::Templates, limits.work_bytes as u64),
             diagnostics: Vec::new(),
             reported: std::collections::HashSet::new(),
             kept: Vec::new(),
@@ -1284,6 +1290,9 @@ impl<'a, 'b> Call<'a, 'b> {
     }
 
     fn spent(&mut self) {
+        if self.steps.metered() {
+            return;
+        }
         self.report(
             DiagnosticKind::LoreLimit,
             None,
@@ -1367,8 +1376,16 @@ impl<'a, 'b> Call<'a, 'b> {
         // Macro notes inside lore are not reported: the entry is the author's unit, and a
         // book's unknown macros would repeat on every call.
         let mut ignored = Vec::new();
-        let out = engine.expand(&id, &tree, Vec::new(), false, None, &mut ignored);
-        if engine.work().1 {
+        let out = engine.expand(
+            &mut self.work,
+            &id,
+            &tree,
+            Vec::new(),
+            false,
+            None,
+            &mut ignored,
+        );
+        if engine.work_out() {
             self.report(
                 DiagnosticKind::LoreLimit,
                 None,

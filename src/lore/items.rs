@@ -333,7 +333,11 @@ impl super::WiResult {
         let lore = ctx.lore.clone().unwrap_or_default();
         let mut diagnostics = Vec::new();
         let available = available(ctx, None);
-        let (activated, state, mut notes) = run_for(ctx, &lore, &[], available, &mut diagnostics);
+        let ((activated, state, mut notes), note) =
+            crate::work::render(&ctx.options.limits, || {
+                run_for(ctx, &lore, &[], available, &mut diagnostics)
+            });
+        notes.extend(note);
         let mut out = activate::place(activated, |a| Some(a.content.clone()), &mut notes);
         diagnostics.append(&mut notes);
         out.state = state;

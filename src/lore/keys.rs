@@ -6,6 +6,7 @@ use std::cell::OnceCell;
 
 use crate::limits::Limits;
 use crate::scripts::pattern::{self, Cost, Pattern};
+use crate::work::{Allowance, Stage};
 
 /// One text keys are matched against, with its lowercase and UTF-16 forms made on first use.
 #[derive(Debug)]
@@ -116,8 +117,10 @@ pub(super) enum Spent {
 /// The step totals of one call (SPEC §15.8).
 #[derive(Debug)]
 pub(super) struct Steps {
-    plain: u64,
-    regex: u64,
+    plain: Allowance,
+    regex: Allowance,
+    /// The render's work budget, not a total of the call, stopped it.
+    metered: bool,
     run_base: u64,
     run_max: u64,
 }
@@ -132,18 +135,27 @@ impl Steps {
     /// Spends `n` tests from the plain total; `Err` once it has run out.
     pub fn charge_tests(&mut self, n: u64) -> Result<(), Spent> {
         let cost = n.saturating_mul(TEST_STEPS);
-        if cost > self.plain {
-            self.plain = 0;
+        let left = self.plain.left();
+        if cost > left {
+            self.plain.spend(left);
+            self.metered |= self.plain.stopped();
             return Err(Spent::Total);
         }
-        self.plain -= cost;
+        self.plain.spend(cost);
         Ok(())
+    }
+
+    /// Whether the render's work budget, not the call's totals, stopped the call (its
+    /// `WorkLimit` reports it).
+    pub fn metered(&self) -> bool {
+        self.metered
     }
 
     pub fn new(limits: &Limits) -> Steps {
         Steps {
-            plain: limits.lore_plain_steps,
-            regex: limits.lore_regex_steps,
+            plain: Allowance::new(Stage::LorePlain, limits.lore_plain_steps),
+            regex: Allowance::new(Stage::LoreRegex, limits.lore_regex_steps),
+            metered: false,
             run_base: limits.regex_run_steps,
             run_max: limits.regex_run_steps_max,
         }
@@ -162,18 +174,21 @@ pub(super) fn test(key: &Key, seg: &Segment, steps: &mut Steps) -> Result<bool, 
         .run_base
         .saturating_add(l.saturating_mul(l).saturating_mul(4))
         .min(steps.run_max);
-    let total_bound = own > steps.regex;
-    let budget = own.min(steps.regex);
+    let total_bound = own > steps.regex.left();
+    let budget = own.min(steps.regex.left());
     let mut left = budget;
     let found = if *sticky {
         pattern.regex.match_at_utf16_bounded(units, 0, &mut left)
     } else {
         pattern.regex.find_at_utf16_bounded(units, 0, &mut left)
     };
-    steps.regex -= budget - left;
+    steps.regex.spend(budget - left);
     match found {
         Ok(m) => Ok(m.is_some()),
-        Err(_) if total_bound => Err(Spent::Total),
+        Err(_) if total_bound => {
+            steps.metered |= steps.regex.stopped();
+            Err(Spent::Total)
+        }
         Err(_) => Err(Spent::Run),
     }
 }
@@ -356,6 +371,18 @@ impl PlainIndex {
     /// Records every pattern occurring in `seg`. Costs the segment's bytes plus one step per
     /// occurrence (overlapping occurrences included, as a regex search at every position).
     pub fn scan(&mut self, seg: &Segment, place: Place, steps: &mut Steps) -> Result<(), Spent> {
+        // A local count in the occurrence loop; the allowance is settled once per segment.
+        let granted = steps.plain.left();
+        let mut left = granted;
+        let out = self.scan_within(seg, place, &mut left);
+        steps.plain.spend(granted - left);
+        if out.is_err() {
+            steps.metered |= steps.plain.stopped();
+        }
+        out
+    }
+
+    fn scan_within(&mut self, seg: &Segment, place: Place, left: &mut u64) -> Result<(), Spent> {
         let a = &*self.automata;
         for (ac, ids, hay) in [
             (&a.folded, &a.folded_ids, seg.lower()),
@@ -363,17 +390,17 @@ impl PlainIndex {
         ] {
             let Some(ac) = ac else { continue };
             let cost = hay.len() as u64 + 1;
-            if cost > steps.plain {
-                steps.plain = 0;
+            if cost > *left {
+                *left = 0;
                 return Err(Spent::Total);
             }
-            steps.plain -= cost;
+            *left -= cost;
             let b = hay.as_bytes();
             for m in ac.find_overlapping_iter(hay) {
-                if steps.plain == 0 {
+                if *left == 0 {
                     return Err(Spent::Total);
                 }
-                steps.plain -= 1;
+                *left -= 1;
                 let word = (m.start() == 0 || !is_word(b[m.start() - 1]))
                     && (m.end() == b.len() || !is_word(b[m.end()]));
                 let pid = ids[m.pattern().as_usize()];

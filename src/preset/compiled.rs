@@ -194,7 +194,11 @@ impl CompiledPreset {
     /// the scripts `pass` selects, in list order. Diagnostics begin with the import's
     /// `RegexScriptInvalid`s.
     pub fn apply_regex(&self, text: &str, pass: &RegexPass, ctx: &Context) -> Regexed {
-        let mut out = self.scripts.apply(text, pass, ctx, self.regex_allowed(ctx));
+        let allowed = self.regex_allowed(ctx);
+        let (mut out, note) = crate::work::render(&ctx.options.limits, || {
+            self.scripts.apply(text, pass, ctx, allowed)
+        });
+        out.diagnostics.extend(note);
         if let Some(note) = ctx.surrogate_note() {
             out.diagnostics.insert(0, note);
         }
@@ -257,9 +261,11 @@ impl CompiledPreset {
     pub fn prompt_pass(&self, ctx: &Context) -> PromptPass {
         let mut diagnostics = Vec::new();
         diagnostics.extend(ctx.surrogate_note());
-        let changed =
+        let (changed, note) = crate::work::render(&ctx.options.limits, || {
             self.scripts
-                .prompt_items(ctx, self.regex_allowed(ctx), true, &mut diagnostics);
+                .prompt_items(ctx, self.regex_allowed(ctx), true, &mut diagnostics)
+        });
+        diagnostics.extend(note);
         let items = ctx
             .items
             .iter()

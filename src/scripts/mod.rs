@@ -21,6 +21,7 @@ use crate::eval::ScriptEngine;
 use crate::identity::convert_identities;
 use crate::limits::Limits;
 use crate::options::RandomSource;
+use crate::work::{Allowance, Stage};
 use pattern::Pattern;
 pub use read::{RegexScript, Substitute};
 use replace::{Body, Piece, Template, Token};
@@ -189,7 +190,7 @@ struct Cached {
     diagnostics: Vec<Diagnostic>,
     steps: u64,
     /// Bytes of the pass's work budget its expansions spent.
-    work: usize,
+    work: u64,
 }
 
 impl Scripts {
@@ -438,7 +439,8 @@ struct PassRun<'a> {
     ctx: &'a Context,
     limits: Limits,
     engine: Option<ScriptEngine<'a>>,
-    steps_left: u64,
+    /// The pass's matcher steps (SPEC §13.6.2), drawn from the render's work budget.
+    steps: Allowance,
     pass_spent: bool,
     diagnostics: Vec<Diagnostic>,
     reported: Vec<(DiagnosticKind, Option<u32>)>,
@@ -450,9 +452,9 @@ struct PassRun<'a> {
     log: Option<Vec<Diagnostic>>,
     /// What the pass's find templates may still cost to compile.
     compile_budget: pattern::Cost,
-    /// Bytes the pass's expansions may still produce (SPEC §13.6.3; the engine's own count
-    /// once it exists).
-    work_left: usize,
+    /// Bytes the pass's expansions may produce (SPEC §13.6.3), drawn from the render's work
+    /// budget; the engine is given what is left before each expansion.
+    work: Allowance,
     /// The work budget ran out during this pass.
     work_out: bool,
 }
@@ -470,11 +472,11 @@ enum Outcome {
 impl<'a> PassRun<'a> {
     fn new(scripts: &'a Scripts, ctx: &'a Context) -> Self {
         let limits = ctx.options.limits.clamped();
-        let work_left = limits.work_bytes;
         PassRun {
             scripts,
             ctx,
-            steps_left: limits.regex_pass_steps,
+            steps: Allowance::new(Stage::Regex, limits.regex_pass_steps),
+            work: Allowance::new(Stage::Templates, limits.work_bytes as u64),
             limits,
             engine: None,
             pass_spent: false,
@@ -484,20 +486,16 @@ impl<'a> PassRun<'a> {
             candidates: Default::default(),
             log: None,
             compile_budget: pattern::Cost::TOTAL,
-            work_left,
             work_out: false,
         }
     }
 
     fn engine(&mut self) -> &mut ScriptEngine<'a> {
-        let (ctx, work_left) = (self.ctx, self.work_left);
+        let ctx = self.ctx;
         self.engine.get_or_insert_with(|| {
             // The regex stream (SPEC §16): the context seed mixed with the tag `regex`.
             let seed = crate::eval::stream_seed(ctx.seed, "regex");
-            let mut e =
-                ScriptEngine::new(ctx, seed, ctx.options.regex_random == RandomSource::First);
-            e.set_work_left(work_left);
-            e
+            ScriptEngine::new(ctx, seed, ctx.options.regex_random == RandomSource::First)
         })
     }
 
@@ -628,17 +626,11 @@ impl<'a> PassRun<'a> {
     /// reported. `None` when there is none, or when the pass could not afford it now.
     fn lookup(&mut self, key: CacheKey) -> Option<Option<Arc<str>>> {
         let hit = self.scripts.cache.lock().ok()?.map.get(&key).cloned()?;
-        if hit.steps > self.steps_left || self.pass_spent || hit.work > self.work_left {
+        if hit.steps > self.steps.left() || self.pass_spent || hit.work > self.work.left() {
             return None;
         }
-        self.steps_left -= hit.steps;
-        if hit.work > 0 {
-            self.work_left -= hit.work;
-            let left = self.work_left;
-            if let Some(e) = &mut self.engine {
-                e.set_work_left(left);
-            }
-        }
+        self.steps.spend(hit.steps);
+        self.work.spend(hit.work);
         for d in hit.diagnostics {
             self.report(d);
         }
@@ -652,7 +644,7 @@ impl<'a> PassRun<'a> {
         key: CacheKey,
         f: impl FnOnce(&mut Self) -> Option<Arc<str>>,
     ) -> Option<Arc<str>> {
-        let (steps_before, work_before) = (self.steps_left, self.work_left);
+        let (steps_before, work_before) = (self.steps.used(), self.work.used());
         let outer = self.log.replace(Vec::new());
         let out = f(self);
         let log = std::mem::replace(&mut self.log, outer).unwrap_or_default();
@@ -672,8 +664,8 @@ impl<'a> PassRun<'a> {
                 Cached {
                     text: out.clone(),
                     diagnostics: log,
-                    steps: steps_before - self.steps_left,
-                    work: work_before - self.work_left,
+                    steps: self.steps.used() - steps_before,
+                    work: self.work.used() - work_before,
                 },
             );
         }
@@ -731,6 +723,10 @@ impl<'a> PassRun<'a> {
             }
             Outcome::PassSpent => {
                 self.pass_spent = true;
+                if self.steps.stopped() {
+                    // The render's budget ran out: its `WorkLimit` says so.
+                    return None;
+                }
                 let total = self.limits.regex_pass_steps;
                 self.report(Diagnostic::new(
                     DiagnosticKind::RegexLimit,
@@ -801,10 +797,12 @@ impl<'a> PassRun<'a> {
             Body::Macros(tree) => {
                 let values = values.iter().map(|v| String::from_utf16_lossy(v)).collect();
                 let id = format!("script:{}", i + 1);
+                let mut work = self.work.clone();
                 let engine = self.engine();
                 let from = diags.len();
-                let out = engine.expand(&id, tree, values, escape, speaker, diags);
-                (self.work_left, self.work_out) = engine.work();
+                let out = engine.expand(&mut work, &id, tree, values, escape, speaker, diags);
+                self.work_out = engine.work_out();
+                self.work = work;
                 // Positionless, like every regex diagnostic (SPEC §13.8): the spans would
                 // point into the rewritten template, not the field the author wrote.
                 let label = self.scripts.list[i].script.label();
@@ -853,11 +851,11 @@ impl<'a> PassRun<'a> {
             .regex_run_steps
             .saturating_add(l.saturating_mul(l).saturating_mul(4))
             .min(self.limits.regex_run_steps_max);
-        let pass_bound = own > self.steps_left;
-        let budget = own.min(self.steps_left);
+        let pass_bound = own > self.steps.left();
+        let budget = own.min(self.steps.left());
         let mut steps = budget;
         let outcome = self.search(i, pattern, text, l, &mut steps, speaker);
-        self.steps_left -= budget - steps;
+        self.steps.spend(budget - steps);
         match outcome {
             Err(Stop::Steps) if pass_bound => Outcome::PassSpent,
             Err(Stop::Steps) => Outcome::Limit("the run took more than its matcher steps"),
