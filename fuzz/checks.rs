@@ -6,9 +6,20 @@
 
 use stpreset::{Context, Preset, Template, TextReport};
 
+/// The limits every target runs with: the render's work budget at a quarter of the default
+/// (chat text's share too), so that a unit stays well under `scripts/fuzz`'s one-second
+/// timeout even with coverage instrumentation. Work that escapes the budget is then a
+/// timeout finding.
+pub fn limits() -> stpreset::Limits {
+    let mut l = stpreset::Limits::default();
+    l.render_work = 200_000_000;
+    l.chat_work = 25_000_000;
+    l
+}
+
 /// A fixed context (clock, seed, host facts, a little history) so every run reproduces.
 pub fn context() -> Context {
-    Context::from_json(
+    let mut ctx = Context::from_json(
         br#"{"user": "Alice", "char": "Tomori", "seed": 7, "now": "2026-11-29T17:07:00Z",
              "description": "{{user}}'s friend {char}", "persona": "a student",
              "capabilities": {"web_search": true, "image_generation": false},
@@ -18,7 +29,9 @@ pub fn context() -> Context {
              "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi", "time": "2026-11-29T17:00:00Z"},
                        {"tag": "DIALOGUE_HISTORY", "role": "model", "text": "yo"}]}"#,
     )
-    .expect("fixed context parses")
+    .expect("fixed context parses");
+    ctx.options.limits = limits();
+    ctx
 }
 
 /// The text a template's bytes stand for (docs/hardening.md, "Numbers and encodings"),
@@ -92,8 +105,9 @@ fn preset_and_context(data: &[u8]) -> Option<(Preset, Context)> {
     };
     let preset = Preset::from_json(preset).ok()?;
     let mut ctx = ctx.unwrap_or_else(context);
-    // The fuzzer must not wait for the real clock or a huge history.
+    // The fuzzer must not wait for the real clock or a huge history, nor raise the budget.
     ctx.now = context().now;
+    ctx.options.limits = limits();
     ctx.items.truncate(64);
     Some((preset, ctx))
 }
@@ -297,6 +311,10 @@ pub fn chat(data: &[u8]) {
     let Ok(mut chat) = stpreset::Chat::from_json(first) else {
         return;
     };
+    // The fuzzer's context may not raise the work budget (`limits`).
+    let fuzz_limits = br#"{"limits": {"render_work": 200000000, "chat_work": 25000000}}"#;
+    chat.set_json(fuzz_limits)
+        .expect("the fuzz limits are a context");
     let preset = Preset::from_json(
         br#"{"openai_max_context": 600, "prompts": [{"identifier": "main", "content": "{{user}} {{lastMessage}}{{setvar::n::{{getvar::n}}x}}"},
             {"identifier": "chatHistory", "marker": true},
@@ -317,6 +335,8 @@ pub fn chat(data: &[u8]) {
             }
             Some((b'f', rest)) => {
                 let _ = chat.set_json(rest);
+                chat.set_json(fuzz_limits)
+                    .expect("the fuzz limits are a context");
             }
             Some((b'k', _)) => chat.keep(kept.0.clone(), kept.1.clone()),
             // Saved and read back (a restart): the same items, and the same render when no
@@ -380,7 +400,7 @@ pub fn chat(data: &[u8]) {
 pub fn lore(data: &[u8]) {
     let mut parts = data.split(|&b| b == 0);
     let Some(book) = parts.next() else { return };
-    let limits = stpreset::Limits::default();
+    let limits = limits();
     let Ok(book) = stpreset::Lorebook::from_json("b", book, &limits) else {
         return;
     };
@@ -434,12 +454,13 @@ pub fn lore(data: &[u8]) {
 /// Card bytes (SPEC §15.1): reading never panics, in either format; a card that reads prints a
 /// document that is JSON, and applying it to a context keeps the context readable.
 pub fn card(data: &[u8]) {
-    let limits = stpreset::Limits::default();
+    let limits = limits();
     for format in [stpreset::CardFormat::Png, stpreset::CardFormat::Auto] {
         if let Ok(card) = stpreset::Card::from_bytes(data, format, &limits) {
             let doc = card.to_json_document();
             serde_json::from_str::<serde_json::Value>(&doc).expect("the card document is JSON");
             let mut ctx = stpreset::Context::default();
+            ctx.options.limits = limits.clone();
             card.apply_to(&mut ctx);
             let _ = stpreset::WiResult::for_context(&ctx);
             // A chat started from it: the item is the first swipe, one swipe per greeting.
@@ -471,7 +492,7 @@ pub fn st_layout(data: &[u8]) {
     };
     let compiled = preset.compile();
     let mut ctx = context();
-    let limits = stpreset::Limits::default();
+    let limits = limits();
     if let Some(card) = parts.next()
         && let Ok(card) = stpreset::Card::from_bytes(card, stpreset::CardFormat::Auto, &limits)
     {

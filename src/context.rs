@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
 use crate::error::ContextError;
+use crate::limits::Limits;
 use crate::options::{Budget, Injection, RenderOptions};
 use crate::provider::{ProviderOptions, Tri};
 pub use crate::role::Role;
@@ -460,6 +461,8 @@ struct ContextFile {
     quiet_skip_wi: Option<bool>,
     /// A saved chat's format (`Chat::to_json`): only [`CHAT_FORMAT`] is read.
     stpreset_chat: Option<serde_json::Value>,
+    /// The render's work budget (issue 38): `render_work`, `chat_work`.
+    limits: Option<serde_json::Value>,
 }
 
 /// The format `Chat::to_json` writes as `stpreset_chat` (docs/context.md, "Saving a chat").
@@ -735,6 +738,45 @@ fn user_settings(file: &ContextFile) -> Result<crate::layout::UserSettings, Cont
     Ok(st)
 }
 
+/// `limits`: the work budget a host tunes per deployment (docs/hardening.md). Only
+/// `render_work` and `chat_work` are read from a context (decision): the other limits are the
+/// library's safety margins, set in code if at all.
+fn limits_field(v: Option<&serde_json::Value>) -> Result<Limits, ContextError> {
+    let mut limits = Limits::default();
+    let map = match v {
+        None | Some(serde_json::Value::Null) => return Ok(limits),
+        Some(serde_json::Value::Object(map)) => map,
+        Some(v) => {
+            return Err(field_error(
+                "limits",
+                format!("expected an object, found {}", found(v)),
+            ));
+        }
+    };
+    for (key, value) in map {
+        let slot = match key.as_str() {
+            "render_work" => &mut limits.render_work,
+            "chat_work" => &mut limits.chat_work,
+            _ => {
+                return Err(field_error(
+                    &format!("limits.{}", crate::diagnostic::excerpt(key)),
+                    "a context sets only `render_work` and `chat_work`",
+                ));
+            }
+        };
+        *slot = value.as_u64().ok_or_else(|| {
+            field_error(
+                &format!("limits.{key}"),
+                format!(
+                    "expected a whole number of work units, found {}",
+                    found(value)
+                ),
+            )
+        })?;
+    }
+    Ok(limits)
+}
+
 fn tokenizer_field(v: Option<&serde_json::Value>) -> Result<Tokenizer, ContextError> {
     match v {
         None | Some(serde_json::Value::Null) => Ok(Tokenizer::Auto),
@@ -907,6 +949,7 @@ impl Context {
                     counter: Counter::Builtin(tokenizer_field(file.tokenizer.as_ref())?),
                 },
                 random,
+                limits: limits_field(file.limits.as_ref())?,
                 ..RenderOptions::default().with_injection(file.injection.unwrap_or_default())
             },
             provider_options: match &file.provider_options {

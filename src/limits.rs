@@ -74,6 +74,10 @@ pub struct Limits {
     /// Work units of one render, every stage together (about a nanosecond each on a 2-core
     /// server): the limits above are each stage's share of it (issue 38, `docs/hardening.md`).
     pub render_work: u64,
+    /// Work units of one render spent on chat text (the history's regex pass, World Info's
+    /// scan of the messages, counting the history's tokens), within `render_work`: what a
+    /// chat user's text can make every message cost.
+    pub chat_work: u64,
 }
 
 impl Default for Limits {
@@ -106,6 +110,7 @@ impl Default for Limits {
             lore_regex_steps: 300_000_000,
             lore_plain_steps: 500_000_000,
             render_work: 800_000_000,
+            chat_work: 100_000_000,
         }
     }
 }
@@ -141,6 +146,7 @@ impl Limits {
         lore_regex_steps: 100_000_000_000,
         lore_plain_steps: 100_000_000_000,
         render_work: 1_000_000_000_000,
+        chat_work: 1_000_000_000_000,
     };
 
     /// These limits with every field clamped to [`Limits::MAX`]: the one place where limits
@@ -181,6 +187,7 @@ impl Limits {
             lore_regex_steps: self.lore_regex_steps.min(m.lore_regex_steps),
             lore_plain_steps: self.lore_plain_steps.min(m.lore_plain_steps),
             render_work: self.render_work.min(m.render_work),
+            chat_work: self.chat_work.min(m.chat_work),
         }
     }
 }

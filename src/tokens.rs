@@ -239,8 +239,11 @@ impl Resolved {
     /// Tokens of the concatenation of `parts` (counted as one string).
     pub fn count_parts(&self, parts: &[Cow<'_, str>]) -> u32 {
         #[cfg(feature = "tiktoken")]
-        if let Some((_, cache)) = self.cache {
-            return cache.count(parts, &*self.counter);
+        if let Some((vocab, cache)) = self.cache {
+            if let Some(bytes) = unpaid(parts) {
+                return bytes;
+            }
+            return cache.count(parts, &Tiktoken(vocab));
         }
         match parts {
             [one] => self.counter.count(one),
@@ -252,8 +255,9 @@ impl Resolved {
     /// cost), counted once per built-in vocabulary.
     pub fn roles(&self) -> [u32; 3] {
         #[cfg(feature = "tiktoken")]
-        if let Some((_, cache)) = self.cache {
-            return cache.roles(&*self.counter);
+        if let Some((vocab, cache)) = self.cache {
+            // Cached for the process: counted unmetered (three words).
+            return cache.roles(&Tiktoken(vocab));
         }
         ROLE_WORDS.map(|w| self.counter.count(w))
     }
@@ -270,8 +274,14 @@ impl Resolved {
         known: Option<Known<'_>>,
     ) -> u32 {
         #[cfg(feature = "tiktoken")]
-        if let (Some(known), Some((vocab, _))) = (known, self.cache) {
-            return known.count(parts, item, vocab, || self.count_parts(parts));
+        if let (Some(known), Some((vocab, cache))) = (known, self.cache) {
+            // Paid before the chat's memory is asked, so a remembered count costs what a
+            // counted one does (the same inputs spend the same work), and never remembered
+            // when unpaid.
+            if let Some(bytes) = unpaid(parts) {
+                return bytes;
+            }
+            return known.count(parts, item, vocab, || cache.count(parts, &Tiktoken(vocab)));
         }
         #[cfg(not(feature = "tiktoken"))]
         let _ = item;
@@ -333,7 +343,7 @@ fn vocab_counter(vocab: Vocab) -> Resolved {
         Vocab::Cl100k => &COUNTERS[1],
     };
     Resolved {
-        counter: slot.get_or_init(|| Arc::new(Tiktoken(vocab))).clone(),
+        counter: slot.get_or_init(|| Arc::new(Metered(vocab))).clone(),
         approximating: None,
         cache: Some((vocab, cache::CountCache::of(vocab))),
     }
@@ -368,6 +378,60 @@ impl TokenCounter for Words {
 /// Longest run (in chars) tiktoken sees in one piece (SPEC §12.5).
 #[cfg_attr(not(feature = "tiktoken"), allow(dead_code))]
 const MAX_RUN: usize = 65_536;
+
+/// What counting `parts` would cost is charged to the render's work budget (`crate::work`,
+/// issue 38): `None` when it was paid, else the texts' byte length to use as the count. A
+/// tiktoken token is at least a byte, so a render whose budget ran out overestimates its
+/// prompt (and keeps less history) but never overfills the context; the estimate is never
+/// cached or remembered.
+#[cfg(feature = "tiktoken")]
+fn unpaid(parts: &[Cow<'_, str>]) -> Option<u32> {
+    let bytes: usize = parts.iter().map(|p| p.len()).sum();
+    let work = token_work(parts.iter().flat_map(|p| p.bytes()));
+    (!crate::work::charge(crate::work::Stage::Tokens, work))
+        .then(|| u32::try_from(bytes).unwrap_or(u32::MAX))
+}
+
+/// Work units of counting a text (about a nanosecond each), measured per shape on this
+/// machine kind: tiktoken's BPE costs 17 ns a byte of prose, 30–60 of digits, punctuation,
+/// CJK, base64 or emoji, and 150 of one long run of a letter, whose merges are many. A byte
+/// in a run of more than 64 bytes without ASCII whitespace is charged as the dearest shape,
+/// every other byte as 20.
+#[cfg(feature = "tiktoken")]
+fn token_work(bytes: impl Iterator<Item = u8>) -> u64 {
+    const SHORT: u64 = 20;
+    const LONG: u64 = 160;
+    const RUN: u64 = 64;
+    let (mut work, mut run) = (0u64, 0u64);
+    let settle = |run: u64| match run > RUN {
+        true => run * LONG,
+        false => run * SHORT,
+    };
+    for b in bytes {
+        if b.is_ascii_whitespace() {
+            work += settle(run) + SHORT;
+            run = 0;
+        } else {
+            run += 1;
+        }
+    }
+    work + settle(run)
+}
+
+/// [`Tiktoken`] paid from the render's work budget, for the counters that count without the
+/// cache (the SillyTavern layout's budget, World Info's).
+#[cfg(feature = "tiktoken")]
+struct Metered(Vocab);
+
+#[cfg(feature = "tiktoken")]
+impl TokenCounter for Metered {
+    fn count(&self, text: &str) -> u32 {
+        match unpaid(&[Cow::Borrowed(text)]) {
+            Some(bytes) => bytes,
+            None => Tiktoken(self.0).count(text),
+        }
+    }
+}
 
 /// tiktoken, after the pre-split of SPEC §12.5: runs of whitespace and of non-whitespace
 /// longer than 65,536 characters are cut after every 65,536th character. tiktoken-rs panics
@@ -419,6 +483,31 @@ fn pieces(text: &str) -> impl Iterator<Item = &str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(feature = "tiktoken")]
+    #[test]
+    fn counting_work_follows_the_texts_shape() {
+        let work = |t: &str| token_work(t.bytes());
+        assert_eq!(work("two words"), 9 * 20);
+        assert_eq!(work(&"a".repeat(64)), 64 * 20);
+        assert_eq!(work(&"a".repeat(65)), 65 * 160);
+        assert_eq!(work(&format!("{} x", "a".repeat(65))), 65 * 160 + 2 * 20);
+        // Inside a render the work is charged; out of budget, the byte length stands in and
+        // nothing is cached.
+        let limits = crate::Limits {
+            render_work: 1000,
+            ..crate::Limits::default()
+        };
+        let o200k = Counter::Builtin(Tokenizer::O200k).resolve("");
+        let long = "b".repeat(100);
+        let (n, note) = crate::work::render(&limits, || o200k.counter.count(&long));
+        assert_eq!(n, 100);
+        assert!(note.is_some_and(|d| d.message.contains("token counting")));
+        assert!(
+            o200k.counter.count(&long) < 100,
+            "outside a render it counts"
+        );
+    }
 
     fn count(t: Tokenizer, model: &str, text: &str) -> u32 {
         Counter::Builtin(t).resolve(model).counter.count(text)

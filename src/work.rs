@@ -33,14 +33,18 @@ pub(crate) enum Stage {
     LorePlain,
     /// World Info: regex-key matcher steps.
     LoreRegex,
+    /// Counting tiktoken tokens (history budgets, World Info's budget), in work units
+    /// already (`tokens::token_work` weighs a text by its shape).
+    Tokens,
 }
 
 impl Stage {
-    const ALL: [Stage; 4] = [
+    const ALL: [Stage; 5] = [
         Stage::Templates,
         Stage::Regex,
         Stage::LorePlain,
         Stage::LoreRegex,
+        Stage::Tokens,
     ];
 
     /// Work units of one counted unit, measured on this machine kind (`benches/lore.rs`'s
@@ -53,6 +57,7 @@ impl Stage {
             Stage::Templates => 1,
             Stage::Regex | Stage::LoreRegex => 2,
             Stage::LorePlain => 1,
+            Stage::Tokens => 1,
         }
     }
 
@@ -62,6 +67,7 @@ impl Stage {
             Stage::Regex => "regex scripts",
             Stage::LorePlain => "World Info keys",
             Stage::LoreRegex => "World Info regex keys",
+            Stage::Tokens => "token counting",
         }
     }
 }
@@ -69,9 +75,52 @@ impl Stage {
 struct Meter {
     active: Cell<bool>,
     left: Cell<u64>,
-    total: Cell<u64>,
+    /// Inside [`on_chat`]: the work is on chat text, which also pays from `chat_left`.
+    chat: Cell<bool>,
+    chat_left: Cell<u64>,
+    /// The render's budget ran out (a `WorkLimit` is due).
     out: Cell<bool>,
+    /// The chat text's share ran out (the `WorkLimit` says so).
+    chat_out: Cell<bool>,
+    /// The stage that first found the budget spent.
+    first_out: Cell<Option<Stage>>,
     spent: [Cell<u64>; Stage::ALL.len()],
+}
+
+impl Meter {
+    /// What the work being done may still spend.
+    fn available(&self) -> u64 {
+        match self.chat.get() {
+            true => self.left.get().min(self.chat_left.get()),
+            false => self.left.get(),
+        }
+    }
+
+    fn pay(&self, stage: Stage, cost: u64) {
+        if !self.active.get() {
+            return;
+        }
+        self.left.set(self.left.get().saturating_sub(cost));
+        if self.chat.get() {
+            self.chat_left
+                .set(self.chat_left.get().saturating_sub(cost));
+        }
+        let spent = &self.spent[stage as usize];
+        spent.set(spent.get().saturating_add(cost));
+    }
+
+    /// The work stopped on what [`available`](Self::available) gave it: whichever bound was
+    /// the smaller ran out.
+    fn ran_out(&self, stage: Stage) {
+        if self.first_out.get().is_none() {
+            self.first_out.set(Some(stage));
+        }
+        if self.chat.get() && self.chat_left.get() < self.left.get() {
+            self.chat_out.set(true);
+        } else {
+            self.out.set(true);
+        }
+    }
 }
 
 thread_local! {
@@ -79,8 +128,11 @@ thread_local! {
         Meter {
             active: Cell::new(false),
             left: Cell::new(u64::MAX),
-            total: Cell::new(u64::MAX),
+            chat: Cell::new(false),
+            chat_left: Cell::new(u64::MAX),
             out: Cell::new(false),
+            chat_out: Cell::new(false),
+            first_out: Cell::new(None),
             spent: [const { Cell::new(0) }; Stage::ALL.len()],
         }
     };
@@ -94,30 +146,38 @@ impl Drop for Scope {
         METER.with(|m| {
             m.active.set(false);
             m.left.set(u64::MAX);
+            m.chat_left.set(u64::MAX);
+            m.chat.set(false);
         });
     }
 }
 
-/// Runs `f` as one render with `limits.render_work` units. Returns its result and, when the
-/// meter ran out, the `WorkLimit` diagnostic to append. Inside another render, `f` shares that
-/// render's meter and the outer one reports.
+/// Runs `f` as one render with `limits.render_work` units, `limits.chat_work` of them for
+/// work on chat text. Returns its result and, when the meter ran out, the `WorkLimit`
+/// diagnostic to append. Inside another render, `f` shares that render's meter and the outer
+/// one reports.
 pub(crate) fn render<R>(limits: &Limits, f: impl FnOnce() -> R) -> (R, Option<Diagnostic>) {
     let nested = METER.with(|m| m.active.get());
     if nested {
         return (f(), None);
     }
-    let total = limits.clamped().render_work;
+    let limits = limits.clamped();
+    let (total, chat_total) = (limits.render_work, limits.chat_work);
     METER.with(|m| {
         m.active.set(true);
         m.left.set(total);
-        m.total.set(total);
+        m.chat_left.set(chat_total);
+        m.chat.set(false);
         m.out.set(false);
+        m.chat_out.set(false);
+        m.first_out.set(None);
         m.spent.iter().for_each(|c| c.set(0));
     });
     let scope = Scope;
     let out = f();
     let note = METER.with(|m| {
-        if !m.out.get() {
+        let (out, chat_out) = (m.out.get(), m.chat_out.get());
+        if !out && !chat_out {
             return None;
         }
         let mut spent: Vec<(Stage, u64)> = Stage::ALL
@@ -129,18 +189,38 @@ pub(crate) fn render<R>(limits: &Limits, f: impl FnOnce() -> R) -> (R, Option<Di
         // Most first; a tie keeps pipeline order.
         spent.sort_by_key(|(_, c)| std::cmp::Reverse(*c));
         let share = |c: u64| c.saturating_mul(100) / total.max(1);
-        let (stage, most) = *spent.first()?;
-        let rest: Vec<String> = spent[1..]
+        // Nothing paid yet: the stage that could not pay is named.
+        let (stage, most) = match spent.first() {
+            Some(first) => *first,
+            None => (m.first_out.get()?, 0),
+        };
+        let rest = spent.get(1..).unwrap_or_default();
+        let rest: Vec<String> = rest
             .iter()
             .map(|(s, c)| format!(", {} {}%", s.name(), share(*c)))
             .collect();
+        let what = match (out, chat_out) {
+            (true, false) => format!(
+                "the render spent its work budget ({total} units, about {} ms)",
+                total / 1_000_000
+            ),
+            (false, _) => format!(
+                "the work on chat text spent its share of the render's budget ({chat_total} \
+                 units, about {} ms)",
+                chat_total / 1_000_000
+            ),
+            (true, true) => format!(
+                "the render spent its work budget ({total} units, about {} ms) and the work on \
+                 chat text its share ({chat_total} units)",
+                total / 1_000_000
+            ),
+        };
         Some(Diagnostic::new(
             DiagnosticKind::WorkLimit,
             None,
             format!(
-                "the render spent its work budget ({total} units, about {} ms); {} spent the \
-                 most ({}%{}); the work after that point was skipped",
-                total / 1_000_000,
+                "{what}; {} spent the most ({}% of the budget{}); the work after that point \
+                 was skipped",
                 stage.name(),
                 share(most),
                 rest.concat()
@@ -149,6 +229,46 @@ pub(crate) fn render<R>(limits: &Limits, f: impl FnOnce() -> R) -> (R, Option<Di
     });
     drop(scope);
     (out, note)
+}
+
+/// Runs `f` as work on chat text (the history's regex pass, scanning messages for World Info
+/// keys, counting the history's tokens): what it spends is also paid from the chat text's
+/// share, `Limits::chat_work`, so text a chat user writes cannot spend the whole budget.
+pub(crate) fn on_chat<R>(f: impl FnOnce() -> R) -> R {
+    let before = METER.with(|m| m.chat.replace(true));
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let before = self.0;
+            METER.with(|m| m.chat.set(before));
+        }
+    }
+    let _restore = Restore(before);
+    f()
+}
+
+/// Charges `n` units of a stage without a share of its own (token counting, which cannot stop
+/// half-way: its caller has a cheap fallback): `false`, and the meter marked spent, when the
+/// render cannot pay them. Outside a render, always `true`.
+pub(crate) fn charge(stage: Stage, n: u64) -> bool {
+    let cost = n.saturating_mul(stage.weight());
+    METER.with(|m| {
+        if !m.active.get() {
+            return true;
+        }
+        if cost > m.available() {
+            // Once out, out: later texts are not counted either (the same inputs cut at the
+            // same text whatever their sizes).
+            m.ran_out(stage);
+            match m.chat.get() && m.chat_left.get() < m.left.get() {
+                true => m.chat_left.set(0),
+                false => m.left.set(0),
+            }
+            return false;
+        }
+        m.pay(stage, cost);
+        true
+    })
 }
 
 /// A stage's own limit, drawn from the render's meter: what is left is the smaller of the
@@ -178,7 +298,7 @@ impl Allowance {
     }
 
     fn meter_left(&self) -> u64 {
-        METER.with(|m| m.left.get()) / self.stage.weight()
+        METER.with(|m| m.available()) / self.stage.weight()
     }
 
     /// Units the stage may still spend.
@@ -191,13 +311,7 @@ impl Allowance {
         self.own = self.own.saturating_sub(n);
         self.used = self.used.saturating_add(n);
         let cost = n.saturating_mul(self.stage.weight());
-        METER.with(|m| {
-            if m.active.get() {
-                m.left.set(m.left.get().saturating_sub(cost));
-                let spent = &m.spent[self.stage as usize];
-                spent.set(spent.get().saturating_add(cost));
-            }
-        });
+        METER.with(|m| m.pay(self.stage, cost));
     }
 
     /// Whether the render's meter, not the stage's own limit, bounds [`left`](Self::left).
@@ -211,7 +325,7 @@ impl Allowance {
     pub fn stopped(&self) -> bool {
         let render = self.meter_binds();
         if render {
-            METER.with(|m| m.out.set(true));
+            METER.with(|m| m.ran_out(self.stage));
         }
         render
     }
@@ -256,7 +370,7 @@ mod tests {
         assert_eq!(note.kind, DiagnosticKind::WorkLimit);
         assert!(
             note.message
-                .contains("regex scripts spent the most (60%, World Info keys 40%)"),
+                .contains("regex scripts spent the most (60% of the budget, World Info keys 40%)"),
             "{}",
             note.message
         );
@@ -267,6 +381,36 @@ mod tests {
             assert!(!a.stopped());
         });
         assert!(note.is_none());
+    }
+
+    #[test]
+    fn chat_text_pays_from_its_share_and_the_rest_goes_on() {
+        let limits = Limits {
+            render_work: 1000,
+            chat_work: 100,
+            ..Limits::default()
+        };
+        let ((), note) = render(&limits, || {
+            let mut regex = Allowance::new(Stage::Regex, 1_000_000);
+            on_chat(|| {
+                assert_eq!(regex.left(), 50);
+                regex.spend(50);
+                assert!(regex.stopped());
+                assert!(!charge(Stage::Tokens, 100), "the chat's share is spent");
+            });
+            // Work on other text still has the render's 900 units.
+            assert_eq!(regex.left(), 450);
+            assert!(charge(Stage::Tokens, 100));
+        });
+        let note = note.expect("the chat's share ran out").message;
+        assert!(
+            note.starts_with("the work on chat text spent its share"),
+            "{note}"
+        );
+        assert!(
+            note.contains("regex scripts spent the most (10% of the budget, token counting"),
+            "{note}"
+        );
     }
 
     #[test]

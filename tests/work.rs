@@ -104,7 +104,7 @@ fn stages_together_share_one_budget_and_stop_the_same_way_every_time() {
     assert_eq!(work.len(), 1, "{:#?}", out.diagnostics);
     assert!(
         work[0].contains("3000000 units")
-            && work[0].contains("regex scripts spent the most (80%, "),
+            && work[0].contains("regex scripts spent the most (80% of the budget, "),
         "{work:?}"
     );
     // The stage the meter stopped does not blame its own limit.
@@ -151,4 +151,53 @@ fn template_bytes_are_charged_to_the_render() {
     assert_eq!(k, [DiagnosticKind::WorkLimit], "{:#?}", cut.diagnostics);
     assert!(cut.diagnostics[0].message.contains("template evaluation"));
     assert_eq!(t.render(&ctx(100_000)).variables, cut.variables);
+}
+
+/// Chat text a user writes pays from its own share (`Limits::chat_work`): a history that makes
+/// the preset's scripts backtrack stops at that share, and the rest of the render goes on with
+/// the render's budget.
+#[test]
+fn chat_text_stops_at_its_share_and_the_rest_renders() {
+    let p = preset();
+    let ctx = hostile(true, false, |l| {
+        l.chat_work = 200_000;
+    });
+    let out = p.render(&ctx);
+    let work = kinds(&out, DiagnosticKind::WorkLimit);
+    assert_eq!(work.len(), 1, "{:#?}", out.diagnostics);
+    assert!(
+        work[0].starts_with(
+            "the work on chat text spent its share of the render's budget (200000 units"
+        ),
+        "{work:?}"
+    );
+    assert_eq!(out.messages[0].text(), "Main A");
+    assert_eq!(p.render(&ctx).to_json(), out.to_json());
+}
+
+/// A host tunes the budget in the context file (`limits`); the other limits are not read
+/// there, and a refusal names the field.
+#[test]
+fn the_context_sets_the_work_budget() {
+    let ctx =
+        Context::from_json(br#"{"limits": {"render_work": 5000000, "chat_work": 7}}"#).unwrap();
+    assert_eq!(ctx.options.limits.render_work, 5_000_000);
+    assert_eq!(ctx.options.limits.chat_work, 7);
+    assert_eq!(
+        ctx.options.limits.output_bytes,
+        Limits::default().output_bytes
+    );
+    for (bad, field) in [
+        (r#"{"limits": {"output_bytes": 1}}"#, "limits.output_bytes"),
+        (r#"{"limits": {"render_work": -1}}"#, "limits.render_work"),
+        (r#"{"limits": {"chat_work": "many"}}"#, "limits.chat_work"),
+        (r#"{"limits": [1]}"#, "limits"),
+    ] {
+        let err = Context::from_json(bad.as_bytes()).unwrap_err().to_string();
+        assert!(err.contains(field), "{bad}: {err}");
+    }
+    // A chat keeps it across `set_json`.
+    let mut chat = stpreset::Chat::from_json(br#"{"limits": {"chat_work": 9}}"#).unwrap();
+    chat.set_json(br#"{"user": "B"}"#).unwrap();
+    assert_eq!(chat.context().options.limits.chat_work, 9);
 }

@@ -44,6 +44,9 @@ export interface ContextItem {
 export interface Context {
   /** A saved chat's format (`chat.toJSON()`). */
   stpreset_chat?: 1;
+  /** One render's work budget and chat text's share of it, in units of about a nanosecond
+   *  (docs/hardening.md; defaults 800000000 and 100000000). */
+  limits?: { render_work?: number; chat_work?: number };
   user?: string;
   char?: string;
   description?: string;

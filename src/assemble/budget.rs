@@ -63,9 +63,13 @@ impl<'r, 'k> Costs<'r, 'k> {
         if len == 0 {
             return 0;
         }
-        PER_MESSAGE
-            + self.role(m)
-            + self.resolved.count_known(m.parts(), m.item(), self.known) as i64
+        let count = || self.resolved.count_known(m.parts(), m.item(), self.known) as i64;
+        // A chat item's text is chat text: counting it also pays from its share of the work.
+        let count = match m.item() {
+            Some(_) => crate::work::on_chat(count),
+            None => count(),
+        };
+        PER_MESSAGE + self.role(m) + count
     }
 
     /// At least [`exact`](Self::exact) when the counter is bounded by bytes: the text's

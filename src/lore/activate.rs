@@ -1262,9 +1262,9 @@ impl<'a, 'b> Call<'a, 'b> {
         while self.scanned_messages < upto && spent.is_none() {
             let i = self.scanned_messages;
             self.scanned_messages += 1;
-            spent = index
-                .scan(&self.messages[i], Place::Message(i), &mut self.steps)
-                .err();
+            // Messages are chat text: their scan also pays from its share.
+            let (seg, steps) = (&self.messages[i], &mut self.steps);
+            spent = crate::work::on_chat(|| index.scan(seg, Place::Message(i), steps)).err();
         }
         while self.scanned_recursion < self.recursion.len() && spent.is_none() {
             let i = self.scanned_recursion;
@@ -1315,7 +1315,7 @@ impl<'a, 'b> Call<'a, 'b> {
         let upto = depth.min(self.messages.len());
         let from = memo.messages.min(upto);
         let segs = self.messages[from..upto].iter();
-        let r = first_hit(key, segs, &mut self.steps, &mut memo.messages);
+        let r = crate::work::on_chat(|| first_hit(key, segs, &mut self.steps, &mut memo.messages));
         if found(r, &mut memo.hit_base, &mut outcome) {
             return true;
         }

@@ -333,17 +333,20 @@ impl Scripts {
         let mut seen = 0;
         // Hashed once, when a history item first needs the cache.
         let fingerprint = std::cell::OnceCell::new();
-        for (i, item) in ctx.items.iter().enumerate() {
-            if item.tag != Some(Tag::DialogueHistory) {
-                continue;
+        // The history is chat text: its runs also pay from the chat text's share.
+        crate::work::on_chat(|| {
+            for (i, item) in ctx.items.iter().enumerate() {
+                if item.tag != Some(Tag::DialogueHistory) {
+                    continue;
+                }
+                seen += 1;
+                let depth = (history - seen) as u32;
+                let placement = Placement::of_role(item.role);
+                out[i] = run
+                    .cached(&item.text, placement, Some(depth), &fingerprint)
+                    .map(ItemText::Text);
             }
-            seen += 1;
-            let depth = (history - seen) as u32;
-            let placement = Placement::of_role(item.role);
-            out[i] = run
-                .cached(&item.text, placement, Some(depth), &fingerprint)
-                .map(ItemText::Text);
-        }
+        });
         for (i, item) in ctx.items.iter().enumerate() {
             let depth = match item.tag {
                 Some(Tag::KnowledgeLorebookBefore | Tag::KnowledgeLorebookAfter) => None,

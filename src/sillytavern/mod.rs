@@ -1023,7 +1023,8 @@ pub(crate) fn render(parts: &Inputs<'_>, plan: &StPlan, ctx: &Context) -> Output
         }
         let mut kept: Vec<Out> = Vec::new();
         for l in lines.iter().rev() {
-            let cost = budget.cost(l.role, &l.text, l.name.as_deref());
+            // Chat text: counting it also pays from the chat text's share of the work.
+            let cost = crate::work::on_chat(|| budget.cost(l.role, &l.text, l.name.as_deref()));
             if !budget.afford(cost) {
                 break;
             }

@@ -5,7 +5,11 @@ import type { WiState, WiResult, FirstMessage } from '..';
 
 const PRESET = '{"prompts": [{"identifier": "main", "content": "Hi {{user}}"}, {"identifier": "chatHistory", "marker": true}]}';
 
-const ctx: Context = { user: 'Alice', char: 'Tomori', items: [{ tag: 'DIALOGUE_HISTORY', role: 'user', text: 'hi' }] };
+// A public bot sets its render budget: about 400 ms, 50 of them for chat text.
+const ctx: Context = {
+  user: 'Alice', char: 'Tomori', items: [{ tag: 'DIALOGUE_HISTORY', role: 'user', text: 'hi' }],
+  limits: { render_work: 400_000_000, chat_work: 50_000_000 },
+};
 const compiled = Preset.fromJson(PRESET).compile();
 const chat = new Chat(ctx);
 for (let turn = 0; turn < 2; turn++) {

@@ -11,7 +11,9 @@ PRESET = '{"prompts": [{"identifier": "main", "content": "Hi {{user}}"}, {"ident
 
 
 def main() -> None:
-    ctx: Context = {"user": "Alice", "char": "Tomori", "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}]}
+    # A public bot sets its render budget: about 400 ms, 50 of them for chat text.
+    ctx: Context = {"user": "Alice", "char": "Tomori", "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}],
+                    "limits": {"render_work": 400_000_000, "chat_work": 50_000_000}}
     compiled = stpreset.Preset.from_json(PRESET).compile()
     chat = Chat(ctx)
     for turn in range(2):

@@ -73,10 +73,17 @@ class WiState(TypedDict):
     version: int
     effects: List[WiEffect]
 
+class WorkLimits(TypedDict, total=False):
+    """One render's work budget and chat text's share of it, in units of about a nanosecond."""
+
+    render_work: int
+    chat_work: int
+
 class Context(TypedDict, total=False):
     """The context file of SPEC §9 (docs/context.md): every field optional."""
 
     stpreset_chat: int  # a saved chat's format (Chat.to_dict)
+    limits: "WorkLimits"  # one render's work budget (docs/hardening.md)
     user: str
     char: str
     description: str
