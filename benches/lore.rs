@@ -48,7 +48,7 @@ fn book() -> Lorebook {
 fn hostile_book(keys: usize, levels: usize) -> Lorebook {
     let entries: serde_json::Map<String, serde_json::Value> = (0..20_000)
         .map(|i| {
-            let mut e = json!({"uid": i, "key": vec!["zq"; keys], "content": format!("c{i}")});
+            let mut e = json!({"uid": i, "key": distinct_keys(keys), "content": format!("c{i}")});
             if i < levels {
                 e["delayUntilRecursion"] = json!(i + 1);
             }
@@ -178,3 +178,9 @@ fn bench(c: &mut Criterion) {
 
 criterion_group!(benches, bench);
 criterion_main!(benches);
+
+/// `n` different keys that never match (`zq0`, `zq1`, …): repeated keys are kept once at
+/// import, so the hostile books' keys differ.
+fn distinct_keys(n: usize) -> Vec<String> {
+    (0..n).map(|k| format!("zq{k}")).collect()
+}

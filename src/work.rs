@@ -250,6 +250,8 @@ pub(crate) fn on_chat<R>(f: impl FnOnce() -> R) -> R {
 /// Charges `n` units of a stage without a share of its own (token counting, which cannot stop
 /// half-way: its caller has a cheap fallback): `false`, and the meter marked spent, when the
 /// render cannot pay them. Outside a render, always `true`.
+// Token counting is its only caller, and only tiktoken's counts are charged.
+#[cfg_attr(not(feature = "tiktoken"), allow(dead_code))]
 pub(crate) fn charge(stage: Stage, n: u64) -> bool {
     let cost = n.saturating_mul(stage.weight());
     METER.with(|m| {

@@ -718,7 +718,7 @@ fn recursion_levels_spend_the_plain_total() {
     let levels_book = |entries: usize, keys: usize, levels: usize| {
         let mut e = serde_json::Map::new();
         for i in 0..entries {
-            let mut ent = json!({"uid": i, "key": vec!["zq"; keys], "content": format!("c{i}")});
+            let mut ent = json!({"uid": i, "key": distinct_keys(keys), "content": format!("c{i}")});
             if i < levels {
                 ent["delayUntilRecursion"] = json!(i + 1);
             }
@@ -842,7 +842,7 @@ fn min_activation_passes_spend_the_plain_total() {
     for i in 0..2000 {
         e.insert(
             i.to_string(),
-            json!({"uid": i, "key": vec!["zq"; 40], "content": "c"}),
+            json!({"uid": i, "key": distinct_keys(40), "content": "c"}),
         );
     }
     let book = json!({"entries": e}).to_string();
@@ -893,4 +893,60 @@ fn min_activation_passes_spend_the_plain_total() {
         full.len() == 1 && full[0].contains("scan passes"),
         "{full:?}"
     );
+}
+
+/// Issue 38's compact keys: an entry whose keys repeat, or are empty more than once, matches
+/// as it did; every selective logic is a test over the set of keys.
+#[test]
+fn repeated_and_empty_keys_match_as_written() {
+    let run = |key: serde_json::Value, secondary: serde_json::Value, logic: u8, text: &str| {
+        let book = json!({"entries": {"0": {"key": key, "keysecondary": secondary,
+            "selectiveLogic": logic, "content": "X"}}})
+        .to_string();
+        let book = Lorebook::from_json("b", book.as_bytes(), &Limits::default()).unwrap();
+        let ctx = Context::default();
+        let mut wi = WiInput::new(&ctx);
+        wi.history = vec![WiMessage { name: "", text }];
+        activate(
+            &[book],
+            &wi,
+            &WiSettings::default(),
+            &WiState::default(),
+            &mut Fixed(vec![0.5], 0),
+            &Words,
+            &Limits::default(),
+        )
+        .activated
+        .len()
+    };
+    // AND_ALL with an empty secondary key never passes, however many empties there are.
+    for secondary in [json!(["sun", ""]), json!(["sun", "", " ", ""])] {
+        assert_eq!(run(json!(["rain"]), secondary, 3, "rain sun"), 0);
+    }
+    // AND_ANY, NOT_ANY, NOT_ALL with repeats: as with each key once.
+    for (logic, text, want) in [
+        (0, "rain sun", 1),
+        (1, "rain sun", 1),
+        (2, "rain sun", 0),
+        (2, "rain", 1),
+    ] {
+        let once = run(json!(["rain"]), json!(["sun", "moon"]), logic, text);
+        let twice = run(
+            json!(["rain", "rain"]),
+            json!(["sun", "moon", "sun", "moon"]),
+            logic,
+            text,
+        );
+        assert_eq!((once, twice), (want, want), "logic {logic} on {text:?}");
+    }
+    assert_eq!(
+        run(json!(["", "", "rain", "rain"]), json!([]), 0, "rain"),
+        1
+    );
+}
+
+/// `n` different keys that never match (`zq0`, `zq1`, …): repeated keys are kept once at
+/// import, so the hostile books' keys differ.
+fn distinct_keys(n: usize) -> Vec<String> {
+    (0..n).map(|k| format!("zq{k}")).collect()
 }

@@ -11,7 +11,7 @@ use stpreset::{Context, DiagnosticKind, Limits, Preset, Template};
 fn hostile(regex: bool, book: bool, limits: impl FnOnce(&mut Limits)) -> Context {
     let mut entries = serde_json::Map::new();
     for i in 0..2000 {
-        let mut e = json!({"uid": i, "key": vec!["zq"; 40], "content": format!("c{i}")});
+        let mut e = json!({"uid": i, "key": distinct_keys(40), "content": format!("c{i}")});
         if i < 130 {
             e["delayUntilRecursion"] = json!(i + 1);
         }
@@ -200,4 +200,10 @@ fn the_context_sets_the_work_budget() {
     let mut chat = stpreset::Chat::from_json(br#"{"limits": {"chat_work": 9}}"#).unwrap();
     chat.set_json(br#"{"user": "B"}"#).unwrap();
     assert_eq!(chat.context().options.limits.chat_work, 9);
+}
+
+/// `n` different keys that never match (`zq0`, `zq1`, …): repeated keys are kept once at
+/// import, so the hostile books' keys differ.
+fn distinct_keys(n: usize) -> Vec<String> {
+    (0..n).map(|k| format!("zq{k}")).collect()
 }

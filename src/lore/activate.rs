@@ -1402,7 +1402,7 @@ impl<'a, 'b> Call<'a, 'b> {
             return;
         }
         let e = self.ents[i].entry;
-        let read = |this: &mut Self, list: &[String]| -> Vec<Key> {
+        let read = |this: &mut Self, list: &super::book::Keys| -> Vec<Key> {
             list.iter()
                 .map(|k| {
                     let text = this.expand(i, k);

@@ -64,8 +64,8 @@ impl Serialize for Probability {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Entry {
     pub uid: Uid,
-    pub key: Vec<String>,
-    pub keysecondary: Vec<String>,
+    pub key: Keys,
+    pub keysecondary: Keys,
     pub comment: String,
     pub content: String,
     pub constant: bool,
@@ -106,8 +106,8 @@ impl Entry {
     fn new(uid: Uid) -> Entry {
         Entry {
             uid,
-            key: Vec::new(),
-            keysecondary: Vec::new(),
+            key: Keys::default(),
+            keysecondary: Keys::default(),
             comment: String::new(),
             content: String::new(),
             constant: false,
@@ -143,6 +143,72 @@ impl Entry {
             match_scenario: false,
             match_creator_notes: false,
         }
+    }
+}
+
+/// An entry's keys, in one allocation: their texts end to end and where each ends (issue 38: a
+/// `Vec<String>` held about 56 bytes a key, 20 times a short key's JSON, so a 16 MB book took
+/// hundreds of MB). A key repeated in the list is kept once, as are keys that are empty after
+/// trimming: every selective logic is a test over the set of keys, so the entry matches as
+/// before (SPEC §15.5.4). Keys with macros are always kept: each expansion may differ.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub(crate) struct Keys {
+    text: Box<str>,
+    ends: Box<[u32]>,
+}
+
+impl Keys {
+    /// `list`, repeats dropped (each key is at most `Limits::lore_max_key_bytes`, and the
+    /// book at most `lore_max_book_bytes`, so offsets fit `u32`).
+    pub fn new(list: Vec<String>) -> Keys {
+        let mut seen = std::collections::HashSet::new();
+        let mut empty_seen = false;
+        let mut text = String::new();
+        let mut ends = Vec::with_capacity(list.len());
+        for key in &list {
+            if !key.contains("{{") {
+                if crate::jstext::js_trim(key).is_empty() {
+                    if std::mem::replace(&mut empty_seen, true) {
+                        continue;
+                    }
+                } else if !seen.insert(key.as_str()) {
+                    continue;
+                }
+            }
+            text.push_str(key);
+            ends.push(u32::try_from(text.len()).unwrap_or(u32::MAX));
+        }
+        Keys {
+            text: text.into(),
+            ends: ends.into(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(self.ends.iter().copied())
+            .map(|(a, b)| self.text.get(a as usize..b as usize).unwrap_or_default())
+    }
+}
+
+impl std::fmt::Debug for Keys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl Serialize for Keys {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
     }
 }
 
@@ -526,8 +592,9 @@ impl<'r, 'a> Fields<'r, 'a> {
     fn read<'j>(&mut self, uid: Uid, get: impl Fn(&str) -> Option<&'j Json>) -> Option<Entry> {
         let mut e = Entry::new(uid);
         // Each field in §15.3.2's order, so diagnostics come in that order.
-        self.strings("key", get("key"), &mut e.key);
-        self.strings("keysecondary", get("keysecondary"), &mut e.keysecondary);
+        let (mut key, mut keysecondary) = (Vec::new(), Vec::new());
+        self.strings("key", get("key"), &mut key);
+        self.strings("keysecondary", get("keysecondary"), &mut keysecondary);
         self.string("comment", get("comment"), &mut e.comment);
         self.string("content", get("content"), &mut e.content);
         self.boolean("constant", get("constant"), &mut e.constant);
@@ -622,17 +689,20 @@ impl<'r, 'a> Fields<'r, 'a> {
         ] {
             self.boolean(name, get(name), slot);
         }
-        self.within_caps(&e).then_some(e)
+        if !self.within_caps(&e, [&key, &keysecondary]) {
+            return None;
+        }
+        (e.key, e.keysecondary) = (Keys::new(key), Keys::new(keysecondary));
+        Some(e)
     }
 
-    fn within_caps(&mut self, e: &Entry) -> bool {
+    fn within_caps(&mut self, e: &Entry, [key, keysecondary]: [&Vec<String>; 2]) -> bool {
         let l = self.reader.limits;
-        let why = if e.key.len() > l.lore_max_keys || e.keysecondary.len() > l.lore_max_keys {
+        let why = if key.len() > l.lore_max_keys || keysecondary.len() > l.lore_max_keys {
             format!("more than {} keys", l.lore_max_keys)
-        } else if e
-            .key
+        } else if key
             .iter()
-            .chain(&e.keysecondary)
+            .chain(keysecondary)
             .any(|k| k.len() > l.lore_max_key_bytes)
         {
             format!("a key over {} bytes", l.lore_max_key_bytes)
@@ -731,6 +801,54 @@ mod tests {
 
     fn book(json: &str) -> Lorebook {
         Lorebook::from_json("B", json.as_bytes(), &Limits::default()).unwrap()
+    }
+
+    #[test]
+    fn keys_are_kept_once_unless_they_have_macros() {
+        let keys = Keys::new(
+            [
+                "rain",
+                "",
+                "rain",
+                "  ",
+                "Rain",
+                "{{random::a,b}}",
+                "{{random::a,b}}",
+                "é",
+            ]
+            .map(String::from)
+            .to_vec(),
+        );
+        let list: Vec<&str> = keys.iter().collect();
+        assert_eq!(
+            list,
+            [
+                "rain",
+                "",
+                "Rain",
+                "{{random::a,b}}",
+                "{{random::a,b}}",
+                "é"
+            ]
+        );
+        assert_eq!(keys.len(), 6);
+        assert_eq!(
+            serde_json::to_string(&keys).unwrap(),
+            serde_json::to_string(&list).unwrap()
+        );
+        assert!(Keys::new(Vec::new()).is_empty());
+        // The caps count the keys as written: 3 repeats over a cap of 2 skip the entry.
+        let limits = Limits {
+            lore_max_keys: 2,
+            ..Limits::default()
+        };
+        let b = Lorebook::from_json(
+            "B",
+            br#"{"entries": {"0": {"key": ["a", "a", "a"]}}}"#,
+            &limits,
+        )
+        .unwrap();
+        assert_eq!(b.len(), 0);
     }
 
     fn uids(b: &Lorebook) -> Vec<String> {
