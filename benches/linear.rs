@@ -1192,6 +1192,34 @@ fn lore(t: &mut Table) {
         },
         lore_call,
     );
+    // Issue 38's levels book: 128 entries at distinct `delayUntilRecursion` levels force the
+    // most passes there are, and every pass gates each entry and tests its keys: with the
+    // passes at their cap, the work is entries × keys.
+    let levels = |entries: usize, keys: usize| {
+        let e: serde_json::Map<_, _> = (0..entries)
+            .map(|i| {
+                let key: Vec<String> = (0..keys).map(|k| format!("zq{k}")).collect();
+                let mut v = json!({"key": key, "content": format!("c{i}")});
+                if i < 128 {
+                    v["delayUntilRecursion"] = json!(i + 1);
+                }
+                (i.to_string(), v)
+            })
+            .collect();
+        lore_setup(serde_json::Value::Object(e), &chat(2))
+    };
+    t.row(
+        "lore/levels-128-passes-entries",
+        200,
+        |n| levels(n, 8),
+        lore_call,
+    );
+    t.row(
+        "lore/levels-128-passes-keys-per-entry",
+        4,
+        |n| levels(200, n),
+        lore_call,
+    );
     t.row(
         "lore/keys-per-entry",
         500,

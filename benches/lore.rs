@@ -117,13 +117,13 @@ fn bench(c: &mut Criterion) {
     let hostile_ctx = support::realistic_context(300);
     for (name, book, min_activations) in [
         (
-            "hostile-130-levels-20000-entries-150-keys",
-            hostile_book(150, 130),
+            "hostile-130-levels-20000-entries-100-keys",
+            hostile_book(100, 130),
             0,
         ),
         (
             "hostile-min-activations-1000-depth-1",
-            hostile_book(150, 0),
+            hostile_book(100, 0),
             1000,
         ),
     ] {
@@ -150,10 +150,38 @@ fn bench(c: &mut Criterion) {
         .as_bytes(),
     )
     .unwrap();
-    hostile_render.lore = Some(LoreInput::new(vec![hostile_book(150, 130)]));
+    hostile_render.lore = Some(LoreInput::new(vec![hostile_book(100, 130)]));
     g.bench_function("hostile-stacked-scripts-and-levels-render", |b| {
         b.iter(|| stacked.render(black_box(&hostile_render)).messages.len())
     });
+    // The chat-text worst case (issue 38): a preset's usual strip-tags script, and a history
+    // whose every item opens 1,000 tags and closes another (each run backtracks over the rest of
+    // the item). Only chat text is hostile: it stops at chat text's share of the budget.
+    let strip = Preset::from_json(
+        json!({"prompts": [{"identifier": "main", "content": "Main {{user}}"},
+                {"identifier": "chatHistory", "marker": true}],
+            "extensions": {"regex_scripts": [{"scriptName": "strip", "findRegex": "/<(\\w+)>[\\s\\S]*?<\\/\\1>/g",
+                "replaceString": "", "placement": [1, 2], "promptOnly": true}]}})
+        .to_string()
+        .as_bytes(),
+    )
+    .unwrap()
+    .compile();
+    for layout in ["seed", "sillytavern"] {
+        let chat = Context::from_json(
+            json!({"user": "A", "char": "B", "allow_preset_regex": true, "layout": layout,
+                "model": "gpt-4o", "items": (0..300)
+                .map(|i| json!({"tag": "DIALOGUE_HISTORY", "role": if i % 2 == 0 {"user"} else {"model"},
+                    "text": format!("{}</b>", "<a>".repeat(1000))}))
+                .collect::<Vec<_>>()})
+            .to_string()
+            .as_bytes(),
+        )
+        .unwrap();
+        g.bench_function(format!("hostile-chat-text-{layout}-render"), |b| {
+            b.iter(|| strip.render(black_box(&chat)).messages.len())
+        });
+    }
     if let Some(path) = support::corpus()
         .into_iter()
         .find(|p| p.to_string_lossy().contains("Default"))

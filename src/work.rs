@@ -3,7 +3,8 @@
 //!
 //! A unit is about a nanosecond of this machine kind's CPU: each stage converts its own
 //! count (matcher steps, bytes scanned or produced, tests) with a [`Stage`] weight measured in
-//! `benches/`. When the meter runs out, each stage behaves as when its own limit runs out
+//! `benches/lore.rs`. Work on chat text (inside [`on_chat`]) also pays from chat text's own
+//! share, `Limits::chat_work`. When the meter runs out, each stage behaves as when its own limit runs out
 //! (the same inputs are cut at the same place, since the render is single-threaded and every
 //! charge is a function of the inputs, cache hits included), and the render gets one
 //! [`DiagnosticKind::WorkLimit`] naming the stage that spent most.
@@ -48,7 +49,7 @@ impl Stage {
     ];
 
     /// Work units of one counted unit, measured on this machine kind (`benches/lore.rs`'s
-    /// `hostile-*` rows, `benches/work.rs`): a regex matcher step is about 1.9 ns, a
+    /// `hostile-*` rows; docs/hardening.md): a regex matcher step is about 1.9 ns, a
     /// plain-key step (a byte through the automaton, or 1/32 of a gate or key test) about
     /// 1.3 ns, a produced template byte about 1.2 ns. [`Limits::render_work`]'s default is
     /// sized so that the dearest mix stays under about a second.
