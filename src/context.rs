@@ -312,6 +312,8 @@ pub(crate) trait Host {
     fn tool_family(&self, name: &str) -> Option<bool>;
     /// `{key}` placeholders in template text.
     fn tool_text(&self, key: &str) -> Option<ToolText<'_>>;
+    /// A macro the host supplies (issue 39), by its ASCII-lower-cased name.
+    fn host_macro(&self, name: &str) -> Option<&str>;
 }
 
 /// The host's capability and tool facts (SPEC §4.4, §9), the answers to TomoriBot predicates
@@ -331,9 +333,31 @@ pub struct MapHost {
     tool_families: HashMap<String, bool>,
     tool_names: HashMap<String, String>,
     tool_phrases: HashMap<String, String>,
+    /// Ordered: the regex cache hashes them in order (`scripts::context_fingerprint`).
+    macros: BTreeMap<String, String>,
 }
 
 impl MapHost {
+    /// Supplies the macro `{{name}}` (issue 39): the values extensions give SillyTavern
+    /// (`summary`, `authorsNote`, …) or a third party's (`long_term_memory`). The name is
+    /// matched as the catalog matches names (ASCII case ignored; `{{name::args}}` gets the
+    /// same value); the value is data, never parsed again. A catalog macro is never replaced:
+    /// a render names a host macro that would shadow one (`MacroShadowed`).
+    ///
+    /// ```
+    /// let mut ctx = stpreset::Context::default();
+    /// ctx.host.set_macro("Summary", "They met at the shrine. {{user}}");
+    /// assert_eq!(stpreset::expand("[{{summary}}]", &ctx).text, "[They met at the shrine. {{user}}]");
+    /// ```
+    pub fn set_macro(&mut self, name: &str, value: &str) {
+        self.macros
+            .insert(name.trim().to_ascii_lowercase(), value.to_string());
+    }
+
+    /// The host macros' names (ASCII lower case) and values, in name order.
+    pub(crate) fn macros(&self) -> &BTreeMap<String, String> {
+        &self.macros
+    }
     /// Answers `capability:NAME`.
     pub fn set_capability(&mut self, name: &str, on: bool) {
         self.capabilities.insert(name.to_lowercase(), on);
@@ -374,6 +398,9 @@ impl Host for MapHost {
         }
         self.tool_phrases.get(key).map(|p| ToolText::Phrase(p))
     }
+    fn host_macro(&self, name: &str) -> Option<&str> {
+        self.macros.get(name).map(String::as_str)
+    }
 }
 
 /// Runs a JSON reader with room for its recursion (serde_json goes 128 levels deep): a bot's
@@ -413,6 +440,8 @@ struct ContextFile {
     tool_families: BTreeMap<String, bool>,
     tool_names: BTreeMap<String, String>,
     tool_phrases: BTreeMap<String, String>,
+    /// Host macros (issue 39): `{"summary": "…"}`.
+    macros: BTreeMap<String, String>,
     globals: BTreeMap<String, String>,
     variables: BTreeMap<String, String>,
     items: Vec<ContextItem>,
@@ -913,6 +942,9 @@ impl Context {
         }
         for (k, v) in &file.tool_phrases {
             host.set_tool_phrase(k, v);
+        }
+        for (k, v) in &file.macros {
+            host.set_macro(k, v);
         }
         Ok(Context {
             user: file.user.unwrap_or_else(|| "User".into()),

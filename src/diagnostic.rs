@@ -126,6 +126,8 @@ pub enum DiagnosticKind {
     /// that point was skipped as each stage skips it at its own limit; the message names the
     /// stage that spent most.
     WorkLimit,
+    /// A host macro named like a catalog macro (issue 39): the catalog's is used.
+    MacroShadowed,
 }
 
 impl DiagnosticKind {

@@ -47,6 +47,9 @@ export interface Context {
   /** One render's work budget and chat text's share of it, in units of about a nanosecond
    *  (docs/hardening.md; defaults 800000000 and 100000000). */
   limits?: { render_work?: number; chat_work?: number };
+  /** Macros the bot supplies (`{{summary}}`, `{{long_term_memory}}`, …): name → value. The value
+   *  is data (never parsed again); a catalog macro (`user`, …) is never replaced. */
+  macros?: Record<string, string>;
   user?: string;
   char?: string;
   description?: string;

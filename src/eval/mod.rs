@@ -115,6 +115,21 @@ pub(crate) fn evaluate(nodes: &[EvalNode<'_>], ctx: &Context) -> Evaluation {
         blocks += n.tree.blocks.len();
         slots += n.tree.slots as usize;
     }
+    // A host macro never replaces a catalog macro (issue 39): say so once per render.
+    for name in ctx.host.macros().keys() {
+        if crate::syntax::catalog::MacroKind::lookup(name)
+            != crate::syntax::catalog::MacroKind::Unknown
+        {
+            eng.diags.push(Diagnostic::new(
+                DiagnosticKind::MacroShadowed,
+                None,
+                format!(
+                    "the host's macro `{}` is named like a macro of the catalog, which is used",
+                    crate::diagnostic::excerpt(name)
+                ),
+            ));
+        }
+    }
     // One allocation each for all nodes' pass-1 records.
     eng.decisions = vec![0; blocks];
     eng.records = vec![Record::default(); slots];

@@ -76,6 +76,13 @@ fn stock_extension_macro(name: &str) -> Option<&'static str> {
         .map(|(_, v)| *v)
 }
 
+/// The name of a macro call as written (`{{ name::args }}` → `name`), for host macros.
+fn host_macro_name(tag: &str) -> Option<&str> {
+    let inner = tag.strip_prefix("{{")?.strip_suffix("}}")?;
+    let name = inner.split("::").next()?.trim();
+    (!name.is_empty()).then_some(name)
+}
+
 /// Value-condition truthiness (SPEC §11.2.3): trimmed, ASCII case ignored, `""`, `false`, `0`
 /// and `off` are false.
 pub(super) fn truthy(s: &str) -> bool {
@@ -558,12 +565,23 @@ impl<'r, 'a> Run<'r, 'a> {
         }
         let tree = self.tree;
         let call = &tree.calls[c as usize];
-        if call.kind == MacroKind::Unknown
-            && self.node.st_engine
-            && let Some(value) = self.st_macro(tree.text(call.span))
-        {
-            out.push_str(&value);
-            return;
+        if call.kind == MacroKind::Unknown {
+            // The host's value first (issue 39): data, charged like any output.
+            let host = self.eng.host;
+            if let Some(value) = host_macro_name(tree.text(call.span))
+                .and_then(|name| host.host_macro(&text::ascii_lower(name)))
+            {
+                if self.charge(value.len()) {
+                    out.push_str(value);
+                }
+                return;
+            }
+            if self.node.st_engine
+                && let Some(value) = self.st_macro(tree.text(call.span))
+            {
+                out.push_str(&value);
+                return;
+            }
         }
         let stays_literal = match (call.shape, call.kind) {
             (CallShape::BadArguments, MacroKind::Shorthand(..)) => Some((
@@ -571,9 +589,10 @@ impl<'r, 'a> Run<'r, 'a> {
                 "a shorthand is `.name`, `.name OP value`, `.name++` or `.name--`: it stays literal",
             )),
             (CallShape::BadArguments, _) => Some((DiagnosticKind::BadArguments, WRONG_COUNT)),
-            (_, MacroKind::Unknown) => {
-                Some((DiagnosticKind::UnknownMacro, "unknown macro stays literal"))
-            }
+            (_, MacroKind::Unknown) => Some((
+                DiagnosticKind::UnknownMacro,
+                "unknown macro stays literal (a host can supply it: the context's `macros`)",
+            )),
             (_, MacroKind::ScriptValue) if self.eng.script.is_none() => {
                 Some((DiagnosticKind::UnknownMacro, "unknown macro stays literal"))
             }

@@ -401,7 +401,7 @@ fn context_fingerprint(ctx: &Context) -> u128 {
         put(&list.len().to_string());
         list.iter().for_each(|s| put(s));
     }
-    for map in [&ctx.variables, &ctx.globals] {
+    for map in [&ctx.variables, &ctx.globals, ctx.host.macros()] {
         put(&map.len().to_string());
         for (k, v) in map {
             put(k);

@@ -84,6 +84,7 @@ class Context(TypedDict, total=False):
 
     stpreset_chat: int  # a saved chat's format (Chat.to_dict)
     limits: "WorkLimits"  # one render's work budget (docs/hardening.md)
+    macros: Dict[str, str]  # macros the bot supplies ({{summary}}, ...): name -> value, data
     user: str
     char: str
     description: str

@@ -1,0 +1,147 @@
+//! Macros the host supplies (issue 39): the context's `macros` and `MapHost::set_macro`.
+//! Their values are data, the catalog always wins, and they are charged like any output.
+
+use serde_json::json;
+use stpreset::{Context, DiagnosticKind, Preset};
+
+fn ctx(extra: serde_json::Value) -> Context {
+    let mut doc = json!({"user": "Alice", "char": "Sera",
+        "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}]});
+    doc.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    Context::from_json(doc.to_string().as_bytes()).unwrap()
+}
+
+fn preset(content: &str) -> stpreset::CompiledPreset {
+    Preset::from_json(
+        json!({"prompts": [{"identifier": "main", "content": content},
+            {"identifier": "chatHistory", "marker": true}]})
+        .to_string()
+        .as_bytes(),
+    )
+    .unwrap()
+    .compile()
+}
+
+fn main_text(p: &stpreset::CompiledPreset, c: &Context) -> (String, Vec<DiagnosticKind>) {
+    let out = p.render(c);
+    (
+        out.messages[0].text().into_owned(),
+        out.diagnostics.iter().map(|d| d.kind).collect(),
+    )
+}
+
+#[test]
+fn host_values_fill_their_macros_in_both_layouts() {
+    let p = preset("[{{summary}}|{{Summary::ignored}}|{{ long_term_memory }}|{{sim_tracker}}]");
+    for layout in ["seed", "sillytavern"] {
+        let c = ctx(json!({"layout": layout,
+            "macros": {"summary": "They met. {{user}}", "LONG_TERM_MEMORY": "LTM"}}));
+        let (text, kinds) = main_text(&p, &c);
+        // The value is data: `{{user}}` in it stays as written.
+        assert_eq!(
+            text, "[They met. {{user}}|They met. {{user}}|LTM|{{sim_tracker}}]",
+            "{layout}"
+        );
+        assert_eq!(
+            kinds
+                .iter()
+                .filter(|k| **k == DiagnosticKind::UnknownMacro)
+                .count(),
+            1,
+            "{layout}: only the third-party macro without a value"
+        );
+    }
+    let third = preset("{{sim_tracker}}");
+    let plain = ctx(json!({}));
+    let out = third.render(&plain);
+    let note = out
+        .diagnostics
+        .iter()
+        .find(|d| d.kind == DiagnosticKind::UnknownMacro)
+        .unwrap();
+    assert!(note.message.contains("`macros`"), "{}", note.message);
+}
+
+#[test]
+fn stock_extension_macros_keep_their_fresh_install_values_until_the_host_gives_one() {
+    let p = preset("[{{summary}}{{reasoningPrefix}}]");
+    let st = |macros: serde_json::Value| {
+        main_text(&p, &ctx(json!({"layout": "sillytavern", "macros": macros}))).0
+    };
+    assert_eq!(st(json!({})), "[<think>]");
+    assert_eq!(
+        st(json!({"reasoningPrefix": "<r>", "summary": "S"})),
+        "[S<r>]"
+    );
+}
+
+#[test]
+fn a_catalog_macro_is_never_replaced() {
+    let p = preset("{{user}} {{char}}");
+    let c = ctx(json!({"macros": {"user": "Mallory", "Char": "X", "summary": "fine"}}));
+    let (text, kinds) = main_text(&p, &c);
+    assert_eq!(text, "Alice Sera");
+    assert_eq!(
+        kinds
+            .iter()
+            .filter(|k| **k == DiagnosticKind::MacroShadowed)
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn host_values_are_charged_to_the_render() {
+    let big = "m".repeat(100_000);
+    let p = preset(&"{{summary}}".repeat(100));
+    let mut c = ctx(json!({"macros": {"summary": big}}));
+    c.options.limits.work_bytes = 1_000_000;
+    let out = p.render(&c);
+    assert!(out.messages[0].len() <= 1_000_000);
+    assert!(
+        out.diagnostics
+            .iter()
+            .any(|d| d.kind == DiagnosticKind::LimitReached)
+    );
+    // Through the render's work budget too.
+    let mut c = ctx(json!({"macros": {"summary": "m".repeat(100_000)},
+        "limits": {"render_work": 500_000}}));
+    c.options.limits.work_bytes = 64 << 20;
+    let out = p.render(&c);
+    assert!(
+        out.diagnostics
+            .iter()
+            .any(|d| d.kind == DiagnosticKind::WorkLimit)
+    );
+}
+
+#[test]
+fn a_regex_script_sees_a_changed_host_value() {
+    let p = Preset::from_json(
+        json!({"prompts": [{"identifier": "chatHistory", "marker": true}],
+            "extensions": {"regex_scripts": [{"findRegex": "/hi/g", "replaceString": "{{summary}}",
+                "placement": [1], "promptOnly": true}]}})
+        .to_string()
+        .as_bytes(),
+    )
+    .unwrap()
+    .compile();
+    for value in ["one", "two", "one"] {
+        let c = ctx(json!({"allow_preset_regex": true, "macros": {"summary": value}}));
+        let out = p.render(&c);
+        assert_eq!(
+            out.messages[0].text(),
+            value,
+            "the regex cache keys on host macros"
+        );
+    }
+}
+
+#[test]
+fn the_library_sets_host_macros_too() {
+    let mut c = ctx(json!({}));
+    c.host.set_macro("NemoLore", "remembered");
+    assert_eq!(stpreset::expand("{{nemolore}}", &c).text, "remembered");
+}
