@@ -767,6 +767,64 @@ fn user_settings(file: &ContextFile) -> Result<crate::layout::UserSettings, Cont
     Ok(st)
 }
 
+/// serde's "unknown field `X`, expected one of `a`, `b`, …" (every field, 60 of them) as
+/// "unknown field `X` (did you mean `b`?)" when one is close (issue 39): names bots write from
+/// SillyTavern's code or other libraries (`charName`, `history`), the snake_case spelling of a
+/// camelCase one, or the nearest by Jaro-Winkler similarity. `None` when nothing is close.
+fn did_you_mean(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (unknown, rest) = rest.split_once('`')?;
+    let names: Vec<&str> = rest
+        .strip_prefix(", expected one of ")?
+        .split(", ")
+        .filter_map(|n| n.strip_prefix('`')?.strip_suffix('`'))
+        .collect();
+    const ALIASES: [(&str, &str); 12] = [
+        ("charname", "char"),
+        ("character", "char"),
+        ("name2", "char"),
+        ("username", "user"),
+        ("name1", "user"),
+        ("history", "items"),
+        ("messages", "items"),
+        ("chat", "items"),
+        ("lorebook", "lorebooks"),
+        ("worldinfo", "lorebooks"),
+        ("examples", "mes_examples"),
+        ("mesexample", "mes_examples"),
+    ];
+    let folded: String = unknown
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect::<String>()
+        .to_ascii_lowercase();
+    let snake: String = unknown.chars().fold(String::new(), |mut s, c| {
+        if c.is_ascii_uppercase() {
+            s.push('_');
+        }
+        s.push(c.to_ascii_lowercase());
+        s
+    });
+    let guess = ALIASES
+        .iter()
+        .find(|(alias, _)| *alias == folded)
+        .map(|(_, name)| *name)
+        .or_else(|| names.iter().copied().find(|n| *n == snake))
+        .or_else(|| {
+            names
+                .iter()
+                .map(|n| (strsim::jaro_winkler(&snake, n), *n))
+                .filter(|(score, _)| *score > 0.85)
+                .max_by(|a, b| a.0.total_cmp(&b.0))
+                .map(|(_, n)| n)
+        })
+        .filter(|n| names.contains(n))?;
+    Some(format!(
+        "unknown field `{}` (did you mean `{guess}`? docs/context.md lists the fields)",
+        crate::diagnostic::excerpt(unknown)
+    ))
+}
+
 /// `limits`: the work budget a host tunes per deployment (docs/hardening.md). Only
 /// `render_work` and `chat_work` are read from a context (decision): the other limits are the
 /// library's safety margins, set in code if at all.
@@ -902,6 +960,7 @@ impl Context {
             let path = e.path().to_string();
             let inner = e.into_inner();
             let message = strip_position(&inner.to_string());
+            let message = did_you_mean(&message).unwrap_or(message);
             ContextError::Json {
                 line: inner.line(),
                 column: inner.column(),
@@ -1051,6 +1110,25 @@ fn strip_position(msg: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unknown_field_names_the_one_meant() {
+        let err = |json: &str| Context::from_json(json.as_bytes()).unwrap_err().to_string();
+        for (json, meant) in [
+            (r#"{"charName": "x"}"#, "`char`"),
+            (r#"{"history": []}"#, "`items`"),
+            (r#"{"allowPresetRegex": true}"#, "`allow_preset_regex`"),
+            (r#"{"mes_example": ""}"#, "`mes_examples`"),
+            (r#"{"lorebook": []}"#, "`lorebooks`"),
+        ] {
+            let e = err(json);
+            assert!(e.contains(&format!("did you mean {meant}?")), "{json}: {e}");
+            assert!(!e.contains("expected one of"), "{e}");
+        }
+        // Nothing close: the list stays.
+        let e = err(r#"{"zzzz": 1}"#);
+        assert!(e.contains("expected one of `user`"), "{e}");
+    }
 
     #[test]
     fn unknown_tag_is_named() {

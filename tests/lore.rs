@@ -950,3 +950,51 @@ fn repeated_and_empty_keys_match_as_written() {
 fn distinct_keys(n: usize) -> Vec<String> {
     (0..n).map(|k| format!("zq{k}")).collect()
 }
+
+/// Issue 39: SillyTavern records a timed effect only when the entry's value is set (`if
+/// (!entry[type]) return;`): `sticky: 0` and `cooldown: 0` leave no effect in the state.
+#[test]
+fn zero_length_timed_effects_are_not_recorded() {
+    let book = json!({"entries": {
+        "0": {"key": ["rain"], "content": "A", "sticky": 0, "cooldown": 0},
+        "1": {"key": ["rain"], "content": "B", "sticky": 2, "cooldown": 0},
+        "2": {"key": ["rain"], "content": "C", "sticky": 0, "cooldown": 3}}})
+    .to_string();
+    let book = Lorebook::from_json("b", book.as_bytes(), &Limits::default()).unwrap();
+    let ctx = Context::default();
+    let mut wi = WiInput::new(&ctx);
+    wi.history = vec![WiMessage {
+        name: "",
+        text: "rain",
+    }];
+    wi.position = Some(1);
+    let out = activate(
+        &[book],
+        &wi,
+        &WiSettings::default(),
+        &WiState::default(),
+        &mut Fixed(vec![0.5], 0),
+        &Words,
+        &Limits::default(),
+    );
+    assert_eq!(out.activated.len(), 3);
+    let effects: Vec<(String, String, u64)> = serde_json::to_value(&out.state).unwrap()["effects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["kind"].as_str().unwrap().to_string(),
+                e["entry"].as_str().unwrap().to_string(),
+                e["end"].as_u64().unwrap() - e["start"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        effects,
+        [
+            ("sticky".to_string(), "b.1".to_string(), 2),
+            ("cooldown".to_string(), "b.2".to_string(), 3)
+        ]
+    );
+}

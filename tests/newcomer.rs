@@ -435,7 +435,13 @@ fn regex_scripts_not_allowed_are_said_not_to_run() {
         .filter(|d| d.kind == DiagnosticKind::RegexNotAllowed)
         .collect();
     assert_eq!(notes.len(), 1);
-    assert!(notes[0].message.contains("did not allow"));
+    assert!(
+        notes[0]
+            .message
+            .contains("the context does not allow them (`allow_preset_regex`)"),
+        "{}",
+        notes[0].message
+    );
     for none in [
         r#"{}"#,
         r#"{"regex_scripts": []}"#,

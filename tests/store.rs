@@ -1002,6 +1002,17 @@ fn scripts_run_only_when_the_store_and_the_context_allow_them() {
         let (text, kinds) = history_text(&store, 5, &regex_ctx(true));
         assert_eq!(text, "a<plan>x</plan>b");
         assert!(kinds.contains(&"RegexNotAllowed".to_string()));
+        // The note names the permission that is missing (issue 39).
+        let why = |ctx: &Context| {
+            let r = store.render(5, ctx).unwrap().unwrap();
+            r.diagnostics
+                .iter()
+                .find(|d| d.kind == stpreset::DiagnosticKind::RegexNotAllowed)
+                .map(|d| d.message.to_string())
+                .unwrap()
+        };
+        assert!(why(&regex_ctx(true)).contains("the store does not allow"));
+        assert!(why(&regex_ctx(false)).contains("neither the context"));
         store.allow_regex(5, id, true).unwrap();
         assert!(store.list(5).unwrap()[0].regex_allowed);
         assert_eq!(history_text(&store, 5, &regex_ctx(true)).0, "ab");

@@ -752,7 +752,9 @@ impl<'a, 'b> Call<'a, 'b> {
         self.position = input.position.unwrap_or(input.history.len() as u64);
         if input.position.is_none()
             && self.ents.iter().any(|e| {
-                e.entry.sticky.is_some() || e.entry.cooldown.is_some() || e.entry.delay.is_some()
+                on(e.entry.sticky).is_some()
+                    || on(e.entry.cooldown).is_some()
+                    || on(e.entry.delay).is_some()
             })
         {
             self.report(
@@ -795,11 +797,11 @@ impl<'a, 'b> Call<'a, 'b> {
                 Start::Attached(i) => i,
             };
             let entry = self.ents[i].entry;
-            if entry.sticky.is_none() {
+            if on(entry.sticky).is_none() {
                 continue;
             }
             if p >= eff.end {
-                if let Some(c) = entry.cooldown {
+                if let Some(c) = on(entry.cooldown) {
                     let cool = Effect {
                         kind: EffectKind::Cooldown,
                         entry: eff.entry.clone(),
@@ -827,7 +829,7 @@ impl<'a, 'b> Call<'a, 'b> {
                 Start::Drop => {}
                 Start::Detached => kept_cool.push(eff),
                 Start::Attached(i) => {
-                    if self.ents[i].entry.cooldown.is_some() && p < eff.end {
+                    if on(self.ents[i].entry.cooldown).is_some() && p < eff.end {
                         self.cooldown[i] = true;
                         kept_cool.push(eff);
                     }
@@ -883,8 +885,8 @@ impl<'a, 'b> Call<'a, 'b> {
         for &i in &self.activated {
             let e = self.ents[i].entry;
             for (kind, value, out) in [
-                (EffectKind::Sticky, e.sticky, &mut new_sticky),
-                (EffectKind::Cooldown, e.cooldown, &mut new_cool),
+                (EffectKind::Sticky, on(e.sticky), &mut new_sticky),
+                (EffectKind::Cooldown, on(e.cooldown), &mut new_cool),
             ] {
                 let Some(v) = value else { continue };
                 let fp = self.fingerprint(i).clone();
@@ -1589,6 +1591,12 @@ fn found(r: Result<bool, Spent>, hit: &mut bool, outcome: &mut Option<Spent>) ->
             false
         }
     }
+}
+
+/// A timed-effect setting that is on: SillyTavern tests `!entry[type]`, so 0 is off like a
+/// missing value (issue 39: `sticky: 0` recorded an effect of no length every activation).
+fn on(value: Option<u64>) -> Option<u64> {
+    value.filter(|&v| v > 0)
 }
 
 /// Tests `segs` in order until one matches; `tested` counts the segments tested.

@@ -129,7 +129,9 @@ impl CompiledPreset {
     /// Renders against `ctx` (its options give the limits, the injection mode and the clock).
     pub fn render<'c>(&self, ctx: &'c Context) -> Rendered<'c> {
         let parts = self.parts(ctx);
-        render::preset(&parts, ctx, None)
+        let mut out = render::preset(&parts, ctx, None);
+        self.explain_regex(&mut out.diagnostics, ctx);
+        out
     }
 
     /// What a render of `ctx` reads of the preset.
@@ -171,12 +173,34 @@ impl CompiledPreset {
     /// ```
     pub fn render_chat<'c>(&self, chat: &'c Chat) -> Rendered<'c> {
         let parts = self.parts(chat.context());
-        render::preset(&parts, chat.context(), Some(chat.known()))
+        let mut out = render::preset(&parts, chat.context(), Some(chat.known()));
+        self.explain_regex(&mut out.diagnostics, chat.context());
+        out
     }
 
     /// Whether scripts run with `ctx`: the context allows them and so does the store.
     fn regex_allowed(&self, ctx: &Context) -> bool {
         ctx.allow_preset_regex && self.regex_permitted
+    }
+
+    /// Names the permission a `RegexNotAllowed` lacked (issue 39): the context's, the store's,
+    /// or both.
+    fn explain_regex(&self, diagnostics: &mut [crate::Diagnostic], ctx: &Context) {
+        let why = match (ctx.allow_preset_regex, self.regex_permitted) {
+            (true, true) => return,
+            (false, true) => "the context does not allow them (`allow_preset_regex`)",
+            (true, false) => "the store does not allow this preset's (`store allow-regex`)",
+            (false, false) => {
+                "neither the context (`allow_preset_regex`) nor the store (`store allow-regex`) \
+                 allows them"
+            }
+        };
+        for d in diagnostics
+            .iter_mut()
+            .filter(|d| d.kind == crate::DiagnosticKind::RegexNotAllowed)
+        {
+            d.message = format!("regex scripts: none ran: {why}");
+        }
     }
 
     /// Sets whether the preset's keeper permits its regex scripts (the store's permission).
@@ -202,6 +226,7 @@ impl CompiledPreset {
         if let Some(note) = ctx.surrogate_note() {
             out.diagnostics.insert(0, note);
         }
+        self.explain_regex(&mut out.diagnostics, ctx);
         out
     }
 
@@ -266,6 +291,7 @@ impl CompiledPreset {
                 .prompt_items(ctx, self.regex_allowed(ctx), true, &mut diagnostics)
         });
         diagnostics.extend(note);
+        self.explain_regex(&mut diagnostics, ctx);
         let items = ctx
             .items
             .iter()
