@@ -513,3 +513,42 @@ fn context_type_errors_name_the_field() {
         assert!(err.contains(path), "{bad}: {err}");
     }
 }
+
+/// Issue 39: a SillyTavern file that is not a chat-completion preset says what it is and what
+/// to export instead.
+#[test]
+fn other_sillytavern_files_are_named() {
+    for (json, kind) in [
+        (
+            r#"{"temp": 0.7, "rep_pen": 1.1, "top_p": 0.9}"#,
+            "text-completion sampler preset",
+        ),
+        (
+            r#"{"name": "Alpaca", "input_sequence": "Instruction:", "output_sequence": "Response:"}"#,
+            "instruct template",
+        ),
+        (
+            r#"{"name": "Default", "story_string": "{{description}}", "example_separator": "***"}"#,
+            "context template",
+        ),
+        (r#"{"instruct": {}, "context": {}}"#, "master export"),
+        (
+            r#"{"openai_model": "gpt-4o", "prompts": []}"#,
+            "`prompts` list is missing or empty",
+        ),
+        (
+            r#"{"name": "Neutral", "content": "Write {{char}}'s next reply."}"#,
+            "system prompt",
+        ),
+    ] {
+        let err = Preset::from_json(json.as_bytes()).unwrap_err();
+        assert_eq!(err.kind(), "NotAPreset");
+        let msg = err.to_string();
+        assert!(
+            msg.contains(kind) && msg.contains("chat-completion"),
+            "{json}: {msg}"
+        );
+    }
+    let msg = Preset::from_json(br#"{"x": 1}"#).unwrap_err().to_string();
+    assert!(msg.contains("no non-empty `prompts` array"), "{msg}");
+}

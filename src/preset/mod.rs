@@ -228,14 +228,15 @@ impl Preset {
             column: e.column(),
             message: json_message(&e),
         })?;
-        let (prompts, prompt_order, root, settings, extensions) = match file {
+        let (prompts, prompt_order, root, settings, extensions, marks) = match file {
             RawFile::Object {
                 prompts,
                 prompt_order,
                 root,
                 settings,
                 extensions,
-            } => (prompts, prompt_order, root, settings, extensions),
+                marks,
+            } => (prompts, prompt_order, root, settings, extensions, marks),
             RawFile::NotObject(kind) => {
                 return Err(PresetError::NotAPreset(format!(
                     "the file is {kind}, not an object"
@@ -251,7 +252,7 @@ impl Preset {
             Some(Prompts::Array(prompts)) if !prompts.is_empty() => {
                 prompt_manager(prompt_order, prompts, &mut diagnostics)?
             }
-            None | Some(Prompts::Array(_)) => legacy_or_none(root)?,
+            None | Some(Prompts::Array(_)) => legacy_or_none(root, &marks)?,
             Some(Prompts::Other(kind)) => {
                 return Err(PresetError::shape("prompts", "an array", kind));
             }
@@ -446,14 +447,58 @@ fn json_message(e: &serde_json::Error) -> String {
     }
 }
 
-fn legacy_or_none(root: &Map<String, Value>) -> Result<Vec<PresetNode>, PresetError> {
+fn legacy_or_none(
+    root: &Map<String, Value>,
+    marks: &(Vec<&'static str>, usize),
+) -> Result<Vec<PresetNode>, PresetError> {
     match legacy::story(root)? {
         Some(nodes) => Ok(nodes),
-        None => Err(PresetError::NotAPreset(
-            "no non-empty `prompts` array and no legacy `context.story_string` with \
-             `sysprompt.content`"
+        None => Err(PresetError::NotAPreset(match other_kind(marks) {
+            Some(kind) => format!(
+                "this looks like {kind}; stpreset renders chat-completion presets (export one \
+                 from SillyTavern's AI Response Configuration panel with a Chat Completion API \
+                 selected: it has a `prompts` array)"
+            ),
+            None => "no non-empty `prompts` array and no legacy `context.story_string` with \
+                     `sysprompt.content`"
                 .into(),
-        )),
+        })),
+    }
+}
+
+/// The other SillyTavern file a preset's reader was given (issue 39), by the keys only that
+/// kind has: bots load the wrong export often, and "no `prompts` array" does not say what to
+/// export instead.
+fn other_kind((keys, count): &(Vec<&'static str>, usize)) -> Option<&'static str> {
+    let has = |want: &[&str]| want.iter().all(|k| keys.contains(k));
+    let any = |want: &[&str]| want.iter().any(|k| keys.contains(k));
+    if has(&["instruct", "context"]) {
+        Some("a SillyTavern master export (instruct and context templates) without a system prompt")
+    } else if has(&["input_sequence", "output_sequence"]) {
+        Some("a SillyTavern instruct template (text completion)")
+    } else if has(&["story_string"]) || has(&["example_separator", "chat_start"]) {
+        Some("a SillyTavern context template (text completion)")
+    } else if any(&[
+        "rep_pen",
+        "rep_pen_range",
+        "typical_p",
+        "mirostat_mode",
+        "tfs",
+        "sampler_priority",
+    ]) {
+        Some("a SillyTavern text-completion sampler preset")
+    } else if has(&["prefix", "suffix", "separator"]) {
+        Some("a SillyTavern reasoning template")
+    } else if any(&[
+        "chat_completion_source",
+        "openai_model",
+        "openai_max_context",
+    ]) {
+        Some("chat-completion settings whose `prompts` list is missing or empty")
+    } else if has(&["name", "content"]) && *count <= 3 {
+        Some("a SillyTavern system prompt")
+    } else {
+        None
     }
 }
 

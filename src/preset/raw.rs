@@ -136,9 +136,38 @@ pub(super) enum RawFile<'de> {
         settings: Vec<(String, &'de RawValue)>,
         /// `extensions`, as written (its `regex_scripts`, SPEC §13.1).
         extensions: Option<&'de RawValue>,
+        /// Which of [`KIND_KEYS`] the file has, and how many root keys: what another kind of
+        /// SillyTavern file is recognised by (`other_kind`).
+        marks: (Vec<&'static str>, usize),
     },
     NotObject(&'static str),
 }
+
+/// Root keys that tell SillyTavern's other exports apart (instruct, context and reasoning
+/// templates, samplers, system prompts, chat-completion settings).
+pub(super) const KIND_KEYS: [&str; 21] = [
+    "instruct",
+    "context",
+    "input_sequence",
+    "output_sequence",
+    "story_string",
+    "example_separator",
+    "chat_start",
+    "rep_pen",
+    "rep_pen_range",
+    "typical_p",
+    "mirostat_mode",
+    "tfs",
+    "sampler_priority",
+    "prefix",
+    "suffix",
+    "separator",
+    "name",
+    "content",
+    "chat_completion_source",
+    "openai_model",
+    "openai_max_context",
+];
 
 /// Whether a root key is read as a setting (SPEC §14.1): a key of the table, or one of
 /// SillyTavern's migration keys.
@@ -460,7 +489,14 @@ impl<'de> Visitor<'de> for FileVisitor {
         let mut root = Map::new();
         let mut settings = Vec::new();
         let mut extensions = None;
+        let mut marks = (Vec::new(), 0usize);
         while let Some(key) = map.next_key::<String>()? {
+            marks.1 += 1;
+            if let Some(k) = KIND_KEYS.iter().find(|k| **k == key)
+                && !marks.0.contains(k)
+            {
+                marks.0.push(*k);
+            }
             if is_setting(&key) {
                 settings.push((key, map.next_value()?));
             } else if key == "extensions" {
@@ -483,6 +519,7 @@ impl<'de> Visitor<'de> for FileVisitor {
             root,
             settings,
             extensions,
+            marks,
         })
     }
 }

@@ -625,3 +625,7 @@ def preload_tokenizer(name: str = "auto") -> None:
     if not isinstance(name, str):
         raise TypeError(f"preload_tokenizer takes a str, not {type(name).__name__}")
     _native.preload_tokenizer(name)
+
+
+# `from __future__ import annotations` binds `annotations` in the module: not part of the API.
+del annotations
