@@ -32,6 +32,10 @@ struct RequestDoc<'a> {
     prompt_tokens: Option<u32>,
     request: &'a serde_json::Value,
     variables: &'a BTreeMap<String, String>,
+    /// The World Info state to keep (issue 39: a bot that wants the body and the state
+    /// rendered twice); absent without lore, as in the render document.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    wi_state: Option<serde_json::Value>,
 }
 
 /// `audit --format json`.
@@ -190,7 +194,8 @@ impl Rendered<'_> {
 
 impl Rendered<'_> {
     /// The provider request document of SPEC §12.6: `{"request", "diagnostics" (the render's,
-    /// then the request's), "prompt_tokens", "effective", "variables", "globals"}`.
+    /// then the request's), "prompt_tokens", "effective", "variables", "globals"}`, and
+    /// `"wi_state"` when the render had lore (what the next turn needs, from the same render).
     ///
     /// ```
     /// let p = stpreset::Preset::from_json(br#"{"prompts": [{"identifier": "main", "content": "Hi"}]}"#).unwrap();
@@ -223,6 +228,7 @@ impl Rendered<'_> {
             effective: self.effective_options(),
             variables: &self.variables,
             globals: &self.globals,
+            wi_state: self.wi_state.as_ref().map(sorted),
         })
     }
 }

@@ -346,6 +346,8 @@ export interface RequestResult {
   effective: Effective;
   variables: Record<string, string>;
   globals: Record<string, string>;
+  /** The World Info state to keep for the next turn, from the same render (present with lore). */
+  wi_state?: WiState;
 }
 
 /**

@@ -100,7 +100,12 @@ test('request shapes the provider request the context asks for', () => {
   assert.deepStrictEqual(out.request.system, [{ type: 'text', text: 'You are T.' }]);
   assert.deepStrictEqual(out.request.messages.at(-1), { role: 'assistant', content: [{ type: 'text', text: 'Sure' }] });
   assert.strictEqual(typeof out.prompt_tokens, 'number');
+  assert.strictEqual(out.wi_state, undefined, 'no lore, no state');
   assert.throws(() => compiled.request({ provider_options: { cache_ttl: '300' } }), (e) => e instanceof s.ContextError && /cache_ttl/.test(e.message));
+  // With lore, the state the next turn needs comes with the body: one render a turn.
+  const lored = compiled.request({ position: 1, items: [{ tag: 'DIALOGUE_HISTORY', role: 'user', text: 'rain' }],
+    lorebooks: [{ name: 'w', entries: { 0: { key: ['rain'], content: 'Wet.', sticky: 2 } } }] });
+  assert.strictEqual(lored.wi_state.effects[0].entry, 'w.0');
 });
 
 test('requestBody is the request JSON as bytes', () => {

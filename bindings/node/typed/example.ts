@@ -28,6 +28,8 @@ let state: WiState | undefined;
 const lored: Context = { ...ctx, position: 1, lorebooks: [{ name: 'town', entries: { 0: { key: ['hi'], content: 'Lore.' } } }] };
 const withLore = compiled.render({ ...lored, wi_state: state });
 state = withLore.wi_state;
+// Or the body and the state from one render.
+state = compiled.request({ ...lored, wi_state: state }).wi_state ?? state;
 const activation: WiResult = lore(lored);
 console.log(state?.effects.length, activation.activated);
 

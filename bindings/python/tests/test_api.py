@@ -122,8 +122,13 @@ def test_render_request_shapes_what_the_context_asks_for():
     })
     assert out["request"]["systemInstruction"] == {"parts": [{"text": "You are T."}]}
     assert isinstance(out["prompt_tokens"], int)
+    assert "wi_state" not in out
     with pytest.raises(stpreset.ContextError, match="cache_ttl"):
         compiled.render_request({"provider_options": {"cache_ttl": "300"}})
+    # With lore, the state the next turn needs comes with the body: one render a turn.
+    lored = compiled.request({"position": 1, "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "rain"}],
+                              "lorebooks": [{"name": "w", "entries": {"0": {"key": ["rain"], "content": "Wet.", "sticky": 2}}}]})
+    assert lored["wi_state"]["effects"][0]["entry"] == "w.0"
 
 
 def test_request_body_is_the_request_json_as_bytes():

@@ -30,6 +30,8 @@ def main() -> None:
                       "lorebooks": [{"name": "town", "entries": {"0": {"key": ["hi"], "content": "Lore."}}}]}
     result: WiResult = lore(lored)
     state: WiState = result["state"]
+    # Or the body and the state from one render.
+    state = compiled.request({**lored, "wi_state": state}).get("wi_state", state)
     print(result["activated"], len(state["effects"]))
     # A chat started from the card's greeting, saved across a restart and read back.
     greeted = Chat({"char": "Tomori", "first_mes": "Welcome."})

@@ -177,7 +177,10 @@ class Rendered(TypedDict):
     prompt_tokens: Optional[int]
     effective: Effective
 
-class RequestResult(TypedDict):
+class _RequestLore(TypedDict, total=False):
+    wi_state: WiState  # the World Info state to keep, from the same render (present with lore)
+
+class RequestResult(_RequestLore):
     request: Dict[str, Any]
     diagnostics: List[Diagnostic]
     prompt_tokens: Optional[int]

@@ -1,5 +1,6 @@
-//! Macros the host supplies (issue 39): the context's `macros` and `MapHost::set_macro`.
-//! Their values are data, the catalog always wins, and they are charged like any output.
+//! A bot's first day (issue 39). Macros the host supplies (the context's `macros` and
+//! `MapHost::set_macro`): their values are data, the catalog always wins, and they are charged
+//! like any output. One render a turn: the request document carries the lore state.
 
 use serde_json::json;
 use stpreset::{Context, DiagnosticKind, Preset};
@@ -144,4 +145,22 @@ fn the_library_sets_host_macros_too() {
     let mut c = ctx(json!({}));
     c.host.set_macro("NemoLore", "remembered");
     assert_eq!(stpreset::expand("{{nemolore}}", &c).text, "remembered");
+}
+
+/// Issue 39: the request document carries the World Info state, so a bot renders once a turn.
+#[test]
+fn the_request_document_carries_the_lore_state() {
+    let p = preset("{{summary}}");
+    let c = ctx(
+        json!({"position": 1, "lorebooks": [{"name": "w", "entries": {
+        "0": {"key": ["hi"], "content": "Lore.", "sticky": 2}}}]}),
+    );
+    let out = p.render(&c);
+    let doc: serde_json::Value =
+        serde_json::from_str(&out.to_request_json(&c.provider_options)).unwrap();
+    assert_eq!(doc["wi_state"]["effects"][0]["entry"], "w.0");
+    let plain = ctx(json!({}));
+    let doc: serde_json::Value =
+        serde_json::from_str(&p.render(&plain).to_request_json(&plain.provider_options)).unwrap();
+    assert!(doc.get("wi_state").is_none());
 }
