@@ -314,6 +314,22 @@ pub(crate) trait Host {
     fn tool_text(&self, key: &str) -> Option<ToolText<'_>>;
     /// A macro the host supplies (issue 39), by its ASCII-lower-cased name.
     fn host_macro(&self, name: &str) -> Option<&str>;
+    /// The host's macro callback, for names without a value.
+    fn macro_fn(&self) -> Option<&MacroFn>;
+}
+
+/// A host's macro callback (issue 39): `(name, arguments)` as written in `{{name::a::b}}` →
+/// the value, or `None` to leave the macro as it is.
+pub type MacroFn = dyn Fn(&str, &[&str]) -> Option<String> + Send + Sync;
+
+/// [`MacroFn`] in a [`MapHost`] (which is `Debug` and `Clone`).
+#[derive(Clone)]
+struct MacroCallback(std::sync::Arc<MacroFn>);
+
+impl std::fmt::Debug for MacroCallback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MacroCallback")
+    }
 }
 
 /// The host's capability and tool facts (SPEC §4.4, §9), the answers to TomoriBot predicates
@@ -335,6 +351,7 @@ pub struct MapHost {
     tool_phrases: HashMap<String, String>,
     /// Ordered: the regex cache hashes them in order (`scripts::context_fingerprint`).
     macros: BTreeMap<String, String>,
+    macro_fn: Option<MacroCallback>,
 }
 
 impl MapHost {
@@ -352,6 +369,32 @@ impl MapHost {
     pub fn set_macro(&mut self, name: &str, value: &str) {
         self.macros
             .insert(name.trim().to_ascii_lowercase(), value.to_string());
+    }
+
+    /// Answers the macros the catalog lacks and [`set_macro`](Self::set_macro) gives no value,
+    /// with `(name, arguments)` as written: `{{memory::recent::5}}` calls `f("memory",
+    /// &["recent", "5"])`. Called at most once per distinct call text per evaluation of the
+    /// preset's nodes (a regex pass or a card prompt asks again); its text is data and charged
+    /// like any output; `None` leaves the
+    /// macro literal. A panic in `f` is a `HostMacroFailed` diagnostic, never a crash. A
+    /// callback's answers cannot be known ahead, so regex scripts do not reuse earlier results
+    /// while one is set.
+    ///
+    /// ```
+    /// let mut ctx = stpreset::Context::default();
+    /// ctx.host.set_macro_fn(|name, args| (name == "memory").then(|| format!("{} notes", args.len())));
+    /// assert_eq!(stpreset::expand("{{memory::a::b}} {{other}}", &ctx).text, "2 notes {{other}}");
+    /// ```
+    pub fn set_macro_fn(
+        &mut self,
+        f: impl Fn(&str, &[&str]) -> Option<String> + Send + Sync + 'static,
+    ) {
+        self.macro_fn = Some(MacroCallback(std::sync::Arc::new(f)));
+    }
+
+    /// Whether a macro callback is set.
+    pub(crate) fn has_macro_fn(&self) -> bool {
+        self.macro_fn.is_some()
     }
 
     /// The host macros' names (ASCII lower case) and values, in name order.
@@ -400,6 +443,9 @@ impl Host for MapHost {
     }
     fn host_macro(&self, name: &str) -> Option<&str> {
         self.macros.get(name).map(String::as_str)
+    }
+    fn macro_fn(&self) -> Option<&MacroFn> {
+        self.macro_fn.as_ref().map(|c| &*c.0)
     }
 }
 

@@ -128,6 +128,8 @@ pub enum DiagnosticKind {
     WorkLimit,
     /// A host macro named like a catalog macro (issue 39): the catalog's is used.
     MacroShadowed,
+    /// The host's macro callback panicked (issue 39): the macro stays literal.
+    HostMacroFailed,
 }
 
 impl DiagnosticKind {

@@ -57,7 +57,7 @@ mod work;
 
 pub use assemble::{Message, Source};
 pub use chat::Chat;
-pub use context::{Context, ContextItem, MapHost, Role, Tag};
+pub use context::{Context, ContextItem, MacroFn, MapHost, Role, Tag};
 pub use diagnostic::{Diagnostic, DiagnosticKind, LoreAt, Severity, terminal_line, terminal_safe};
 pub use error::{ContextError, TemplateError};
 pub use eval::Expanded;

@@ -164,3 +164,81 @@ fn the_request_document_carries_the_lore_state() {
         serde_json::from_str(&p.render(&plain).to_request_json(&plain.provider_options)).unwrap();
     assert!(doc.get("wi_state").is_none());
 }
+
+/// The host's macro callback: asked for names the catalog and the context's `macros` lack,
+/// once per call text per render, with the arguments as written.
+#[test]
+fn a_macro_callback_answers_what_nothing_else_does() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut c = ctx(json!({"macros": {"summary": "S"}}));
+    {
+        let (calls, seen) = (calls.clone(), seen.clone());
+        c.host.set_macro_fn(move |name, args| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            seen.lock()
+                .unwrap()
+                .push(format!("{name}:{}", args.join("|")));
+            (name != "nothing").then(|| format!("<{name} {}>", args.len()))
+        });
+    }
+    let p = preset("{{memory::recent::5}} {{memory::recent::5}} {{summary}} {{user}} {{nothing}}");
+    let (text, kinds) = main_text(&p, &c);
+    assert_eq!(text, "<memory 2> <memory 2> S Alice {{nothing}}");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        2,
+        "{:?}",
+        seen.lock().unwrap()
+    );
+    assert_eq!(*seen.lock().unwrap(), ["memory:recent|5", "nothing:"]);
+    assert!(kinds.contains(&DiagnosticKind::UnknownMacro));
+    // Each render asks again.
+    main_text(&p, &c);
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
+}
+
+#[test]
+fn a_failing_or_greedy_callback_never_takes_the_render_down() {
+    let mut c = ctx(json!({"limits": {"render_work": 1_000_000}}));
+    c.host.set_macro_fn(|name, _| match name {
+        "boom" => panic!("the bot's callback failed"),
+        _ => Some("x".repeat(10_000_000)),
+    });
+    let p = preset("a {{boom}} b {{huge}} c");
+    let out = p.render(&c);
+    let text = out.messages[0].text().into_owned();
+    assert!(text.starts_with("a {{boom}} b "), "{text}");
+    assert!(text.len() < 1_100_000, "{}", text.len());
+    let kinds: Vec<_> = out.diagnostics.iter().map(|d| d.kind).collect();
+    assert!(
+        kinds.contains(&DiagnosticKind::HostMacroFailed),
+        "{kinds:?}"
+    );
+    assert!(kinds.contains(&DiagnosticKind::WorkLimit), "{kinds:?}");
+}
+
+#[test]
+fn regex_scripts_see_each_callback_answer() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let p = Preset::from_json(
+        json!({"prompts": [{"identifier": "chatHistory", "marker": true}],
+            "extensions": {"regex_scripts": [{"findRegex": "/hi/g", "replaceString": "{{turn}}",
+                "placement": [1], "promptOnly": true}]}})
+        .to_string()
+        .as_bytes(),
+    )
+    .unwrap()
+    .compile();
+    let n = Arc::new(AtomicUsize::new(0));
+    let mut c = ctx(json!({"allow_preset_regex": true}));
+    let counter = n.clone();
+    c.host
+        .set_macro_fn(move |_, _| Some(counter.fetch_add(1, Ordering::SeqCst).to_string()));
+    let first = p.render(&c).messages[0].text().into_owned();
+    let second = p.render(&c).messages[0].text().into_owned();
+    assert_ne!(first, second, "no cached result while a callback is set");
+}

@@ -283,6 +283,8 @@ struct Engine<'a> {
     work: Allowance,
     diags: Vec<Diagnostic>,
     host_values: [Option<std::borrow::Cow<'a, str>>; HOST_VALUES],
+    /// The host callback's answers of this render, by call text (issue 39).
+    macro_calls: std::collections::HashMap<String, Option<String>>,
     /// `idle_duration`, worked out once per render: it scans the whole history, and a preset
     /// with n of them against m history items must not cost n × m.
     idle: Option<String>,
@@ -362,6 +364,7 @@ impl<'a> Engine<'a> {
             work_out: false,
             diags: Vec::new(),
             host_values: Default::default(),
+            macro_calls: Default::default(),
             idle: None,
             groups: None,
             decisions: Vec::new(),

@@ -537,6 +537,40 @@ impl<'r, 'a> Run<'r, 'a> {
         }
     }
 
+    /// The host callback's answer for the call at `span` (issue 39), asked once per call text
+    /// per render. A panic in the callback is reported and leaves the macro literal.
+    fn host_callback(&mut self, span: Span) -> Option<String> {
+        let f = self.eng.host.macro_fn()?;
+        let tag = self.tree.text(span);
+        if let Some(known) = self.eng.macro_calls.get(tag) {
+            return known.clone();
+        }
+        let inner = tag.strip_prefix("{{")?.strip_suffix("}}")?;
+        let mut parts = inner.split("::");
+        let name = parts.next()?.trim();
+        let args: Vec<&str> = parts.collect();
+        let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(name, &args)));
+        let value = match answer {
+            Ok(value) => value,
+            Err(_) => {
+                self.diag(
+                    DiagnosticKind::HostMacroFailed,
+                    span,
+                    format!(
+                        "the host's macro callback failed on `{}`: the macro stays literal",
+                        crate::diagnostic::excerpt(name)
+                    ),
+                );
+                None
+            }
+        };
+        // Kept for the render unless it is larger than what the render may still produce.
+        if value.as_ref().is_none_or(|v| v.len() <= self.eng.work_left) {
+            self.eng.macro_calls.insert(tag.to_string(), value.clone());
+        }
+        value
+    }
+
     /// A macro of SillyTavern's catalog that §3 lacks, for the SillyTavern engine: the stock
     /// extensions' at a fresh install's values, and `{{lastMessageId}}` (the index of the
     /// chat's last message, `''` without one).
@@ -573,6 +607,12 @@ impl<'r, 'a> Run<'r, 'a> {
             {
                 if self.charge(value.len()) {
                     out.push_str(value);
+                }
+                return;
+            }
+            if let Some(value) = self.host_callback(call.span) {
+                if self.charge(value.len()) {
+                    out.push_str(&value);
                 }
                 return;
             }

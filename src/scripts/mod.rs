@@ -563,7 +563,8 @@ impl<'a> PassRun<'a> {
         if selected.is_empty() || text.is_empty() {
             return None;
         }
-        if selected.iter().any(|&i| self.scripts.list[i].impure) {
+        // A host macro callback's answers cannot be known ahead: nothing is reused.
+        if self.ctx.host.has_macro_fn() || selected.iter().any(|&i| self.scripts.list[i].impure) {
             return match self.run_all(text, &selected, None) {
                 Cow::Owned(t) => Some(t.into()),
                 Cow::Borrowed(_) => None,
