@@ -139,6 +139,17 @@ fn books(specs: &Value, raw: &[RawBook]) -> Vec<Lorebook> {
         .collect()
 }
 
+/// The fields of a case's `scan` (SPEC §15.12), each read into [`ScanTexts`].
+const SCAN_FIELDS: [&str; 7] = [
+    "persona",
+    "description",
+    "personality",
+    "depth_prompt",
+    "scenario",
+    "creator_notes",
+    "inject",
+];
+
 fn run_activate(case: &Value, raw: &RawCase) -> Vec<String> {
     let input = &case["input"];
     let mut ctx = Context::default();
@@ -190,6 +201,25 @@ fn run_activate(case: &Value, raw: &RawCase) -> Vec<String> {
         s.depth_prompt = text("depth_prompt");
         s.scenario = text("scenario");
         s.creator_notes = text("creator_notes");
+        // `inject`: the scan-only texts (a list, or one text).
+        s.inject = match &scan["inject"] {
+            Value::Array(list) => list
+                .iter()
+                .map(|t| t.as_str().expect("scan.inject holds texts").to_string())
+                .collect(),
+            Value::String(one) => vec![one.clone()],
+            _ => Vec::new(),
+        };
+        // Every field of `scan` is read: a new one fails here until it is.
+        if let Some(fields) = scan.as_object() {
+            for key in fields.keys() {
+                assert!(
+                    SCAN_FIELDS.contains(&key.as_str()),
+                    "{}: scan.{key} is not read",
+                    case["id"]
+                );
+            }
+        }
         wi.scan = s;
         let mut draws = Draws {
             values: turn["draws"]

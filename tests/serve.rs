@@ -237,6 +237,72 @@ fn the_api_answers_with_the_clis_documents() {
     );
 }
 
+/// Issue 39: `--card` and `--book` as `render` has them: merged into the page's context (the
+/// card's fields where the context leaves them unset, the books in `lorebooks`), and the page's
+/// render activates them.
+#[test]
+fn start_merges_a_card_and_books_into_the_context() {
+    let preset = temp(
+        "serve-card-preset.json",
+        br#"{"prompts": [{"identifier": "main", "content": "{{char}}: {{description}}"},
+            {"identifier": "worldInfoBefore", "marker": true},
+            {"identifier": "chatHistory", "marker": true}]}"#,
+    );
+    let context = temp(
+        "serve-card-context.json",
+        br#"{"user": "Alice", "position": 1, "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "rain and bells"}]}"#,
+    );
+    let card = temp(
+        "serve-card.json",
+        br#"{"spec": "chara_card_v2", "spec_version": "2.0", "data": {"name": "Sera",
+            "description": "A shrine keeper.", "character_book": {"entries": [
+                {"id": 1, "keys": ["bells"], "content": "The bells ring.", "enabled": true}]}}}"#,
+    );
+    let book = temp(
+        "serve-card-book.json",
+        br#"{"entries": {"0": {"key": ["rain"], "content": "It rains."}}}"#,
+    );
+    let spec = format!("town={}", arg(&book));
+    let server = Server::start(&[
+        arg(&preset),
+        "--context",
+        arg(&context),
+        "--card",
+        arg(&card),
+        "--book",
+        &spec,
+    ]);
+    let v = server.get("/api/start").json();
+    assert_eq!(v["errors"], serde_json::json!([]), "{v}");
+    let text = v["context"]["text"].as_str().unwrap();
+    let ctx: serde_json::Value = serde_json::from_str(text).unwrap();
+    assert_eq!(
+        (ctx["user"].as_str(), ctx["char"].as_str()),
+        (Some("Alice"), Some("Sera"))
+    );
+    let names: Vec<&str> = ctx["lorebooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(names.contains(&"town"), "{names:?}");
+    // The page renders what it was given: both books activate.
+    let out = server
+        .post(
+            "/api/render",
+            &body(&std::fs::read(&preset).unwrap(), text.as_bytes(), ""),
+        )
+        .json();
+    let all = out.to_string();
+    assert!(all.contains("Sera: A shrine keeper."), "{all}");
+    assert!(
+        all.contains("The bells ring.") && all.contains("It rains."),
+        "{all}"
+    );
+}
+
 #[test]
 fn start_reads_the_files_again_on_every_page_load() {
     let preset = temp("serve-start-preset.json", PRESET);

@@ -155,8 +155,8 @@ pub(crate) fn run_card(args: CardArgs) -> Result<(), Failure> {
 }
 
 /// `[NAME=]PATH`: a `=` before the path's first separator names the book.
-fn book(spec: &str) -> Result<Lorebook, Failure> {
-    let (name, path) = match spec.split_once('=') {
+pub(crate) fn book_spec(spec: &str) -> (String, &Path) {
+    match spec.split_once('=') {
         Some((name, path)) if !name.is_empty() && !name.contains(['/', '\\']) => {
             (name.to_string(), Path::new(path))
         }
@@ -168,9 +168,18 @@ fn book(spec: &str) -> Result<Lorebook, Failure> {
                 .unwrap_or_else(|| "book".into());
             (stem, path)
         }
-    };
+    }
+}
+
+/// A lorebook file's bytes, within the book limit.
+pub(crate) fn book_bytes(path: &Path) -> Result<Vec<u8>, Failure> {
+    read_up_to(path, "lorebook", Limits::default().lore_max_book_bytes)
+}
+
+fn book(spec: &str) -> Result<Lorebook, Failure> {
+    let (name, path) = book_spec(spec);
     let limits = Limits::default();
-    let bytes = read_up_to(path, "lorebook", limits.lore_max_book_bytes)?;
+    let bytes = book_bytes(path)?;
     Lorebook::from_json(&name, &bytes, &limits)
         .map_err(|e| Failure(format!("{}: {e}", super::input_name(path))))
 }

@@ -31,6 +31,13 @@ pub(crate) struct ServeArgs {
     /// Context file the page renders with (default: the built-in sample chat).
     #[arg(long, value_name = "CTX.json")]
     context: Option<PathBuf>,
+    /// A character card (PNG or JSON) merged into the page's context: its fields where the
+    /// context leaves them unset, and its lorebook (read again on every page load).
+    #[arg(long, value_name = "CARD")]
+    card: Option<PathBuf>,
+    /// A lorebook added to the page's context, `[NAME=]PATH` (as `render --book`). Repeatable.
+    #[arg(long = "book", value_name = "[NAME=]PATH")]
+    books: Vec<String>,
     /// Port; by default 8080, or the next free one up to 8179. `0` lets the system choose.
     #[arg(long)]
     port: Option<u16>,
@@ -65,6 +72,8 @@ const STARTS: usize = 4;
 struct Shared {
     preset: Option<PathBuf>,
     context: Option<PathBuf>,
+    card: Option<PathBuf>,
+    books: Vec<String>,
     /// `Host` header values this server answers to (empty: any, when bound to every address).
     hosts: Vec<String>,
     admitted: Arc<Semaphore>,
@@ -83,6 +92,12 @@ pub(crate) fn run(args: ServeArgs) -> Result<(), Failure> {
         // Read once now so a typo fails at start, not on the page.
         super::read(path, what)?;
     }
+    if let Some(card) = &args.card {
+        super::lore::card(card)?;
+    }
+    for spec in &args.books {
+        super::lore::book_bytes(super::lore::book_spec(spec).1)?;
+    }
     let listener = bind(args.bind, args.port)?;
     let addr = listener
         .local_addr()
@@ -90,6 +105,8 @@ pub(crate) fn run(args: ServeArgs) -> Result<(), Failure> {
     let shared = Arc::new(Shared {
         preset: args.preset,
         context: args.context,
+        card: args.card,
+        books: args.books,
         hosts: allowed_hosts(addr),
         admitted: Arc::new(Semaphore::new(ADMITTED)),
         workers: Arc::new(Semaphore::new(WORKERS)),
@@ -402,16 +419,28 @@ async fn start(State(shared): State<Arc<Shared>>) -> Response {
     let Ok(admitted) = shared.starts.clone().try_acquire_owned() else {
         return busy();
     };
-    let (preset, context) = (shared.preset.clone(), shared.context.clone());
-    let read =
-        tokio::task::spawn_blocking(move || start_doc(preset.as_deref(), context.as_deref())).await;
+    let shared = shared.clone();
+    let read = tokio::task::spawn_blocking(move || {
+        start_doc(
+            shared.preset.as_deref(),
+            shared.context.as_deref(),
+            shared.card.as_deref(),
+            &shared.books,
+        )
+    })
+    .await;
     match read {
         Ok(body) => held(Answer { status: 200, body }, vec![admitted]),
         Err(_) => json(Answer::error(500, "internal", "internal error")),
     }
 }
 
-fn start_doc(preset: Option<&Path>, context: Option<&Path>) -> String {
+fn start_doc(
+    preset: Option<&Path>,
+    context: Option<&Path>,
+    card: Option<&Path>,
+    books: &[String],
+) -> String {
     let mut errors = Vec::new();
     let mut file = |path: &Path, what: &str| -> Option<serde_json::Value> {
         let name = path
@@ -443,8 +472,62 @@ fn start_doc(preset: Option<&Path>, context: Option<&Path>) -> String {
         }
     };
     let preset = preset.and_then(|p| file(p, "preset"));
-    let context = context
+    let mut context = context
         .and_then(|p| file(p, "context"))
         .unwrap_or_else(|| serde_json::json!({"name": "", "text": SAMPLE_CONTEXT}));
+    if card.is_some() || !books.is_empty() {
+        let text = context["text"].as_str().unwrap_or_default();
+        match with_card_and_books(text, card, books) {
+            Ok(text) => context["text"] = text.into(),
+            Err(e) => errors.push(e),
+        }
+    }
     serde_json::json!({"context": context, "errors": errors, "preset": preset}).to_string()
+}
+
+/// The page's context text with `--card` and `--book` merged in (issue 39), as a host merges
+/// them into a context file: the card's fields where the context leaves them unset, its book
+/// and each `--book` appended to `lorebooks`. The page then shows and edits them like any
+/// context field; the API's body limit applies to what it sends back.
+fn with_card_and_books(
+    text: &str,
+    card: Option<&Path>,
+    books: &[String],
+) -> Result<String, String> {
+    let mut ctx: serde_json::Map<String, serde_json::Value> = serde_json::from_str(text)
+        .map_err(|e| format!("--card/--book: the context is not a JSON object ({e})"))?;
+    let mut lorebooks = match ctx.remove("lorebooks") {
+        Some(serde_json::Value::Array(list)) => list,
+        _ => Vec::new(),
+    };
+    if let Some(path) = card {
+        let card = super::lore::card(path).map_err(|Failure(e)| e)?;
+        if let serde_json::Value::Object(values) = card.context_values() {
+            for (key, value) in values {
+                match (key.as_str(), value) {
+                    ("lorebooks", serde_json::Value::Array(mut list)) => {
+                        lorebooks.append(&mut list)
+                    }
+                    (_, serde_json::Value::Null) => {}
+                    (_, value) => {
+                        ctx.entry(key).or_insert(value);
+                    }
+                }
+            }
+        }
+    }
+    for spec in books {
+        let (name, path) = super::lore::book_spec(spec);
+        let bytes = super::lore::book_bytes(path).map_err(|Failure(e)| e)?;
+        let mut book: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_slice(&bytes)
+                .map_err(|e| format!("{}: not a JSON object ({e})", super::input_name(path)))?;
+        book.insert("name".into(), name.into());
+        book.insert("source".into(), "global".into());
+        lorebooks.push(book.into());
+    }
+    if !lorebooks.is_empty() {
+        ctx.insert("lorebooks".into(), lorebooks.into());
+    }
+    serde_json::to_string_pretty(&ctx).map_err(|e| e.to_string())
 }
