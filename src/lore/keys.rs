@@ -174,8 +174,9 @@ pub(super) fn test(key: &Key, seg: &Segment, steps: &mut Steps) -> Result<bool, 
         .run_base
         .saturating_add(l.saturating_mul(l).saturating_mul(4))
         .min(steps.run_max);
-    let total_bound = own > steps.regex.left();
-    let budget = own.min(steps.regex.left());
+    let left = steps.regex.left();
+    let total_bound = own > left;
+    let budget = own.min(left);
     let mut left = budget;
     let found = if *sticky {
         pattern.regex.match_at_utf16_bounded(units, 0, &mut left)

@@ -855,8 +855,10 @@ impl<'a> PassRun<'a> {
             .regex_run_steps
             .saturating_add(l.saturating_mul(l).saturating_mul(4))
             .min(self.limits.regex_run_steps_max);
-        let pass_bound = own > self.steps.left();
-        let budget = own.min(self.steps.left());
+        // One read of the meter: the bound and the budget must agree.
+        let left = self.steps.left();
+        let pass_bound = own > left;
+        let budget = own.min(left);
         let mut steps = budget;
         let outcome = self.search(i, pattern, text, l, &mut steps, speaker);
         self.steps.spend(budget - steps);
