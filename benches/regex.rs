@@ -9,6 +9,12 @@
 //!   the issue's target is `next` ≤ 1.5 × the render with scripts off (`off-next` is that
 //!   render measured the same way);
 //! - `store`: one reply through the store pass.
+//!
+//! `compile/*` (issue 38): a preset of hostile patterns, freshly compiled, through one store
+//! pass with the default limits: what compiling costs before the pass's budget stops it.
+//! At the caps of one pattern: `wide-classes`, 40 patterns of 256 case-insensitive `[\s\S]`
+//! (~48 µs each to fold); `properties`, 20 of 256 `\p{L}`; and `css`, 100 copies of an
+//! 8.9 KB case-insensitive CSS pattern a fuzzer found.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -112,5 +118,47 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
+/// A preset whose scripts have these find patterns (placement: AI output).
+fn hostile(finds: impl Iterator<Item = String>) -> Vec<u8> {
+    let scripts: Vec<_> = finds
+        .map(|f| json!({"findRegex": f, "replaceString": "x", "placement": [2]}))
+        .collect();
+    let doc = json!({"prompts": [{"identifier": "main", "content": "M"}],
+        "extensions": {"regex_scripts": scripts}});
+    doc.to_string().into_bytes()
+}
+
+fn compile(c: &mut Criterion) {
+    let css = format!(
+        "/(?:\\r?\\n){}<nemo-pad>[\\s\\S]*?<\\/nemo-pad>\\s*$/gi",
+        ".pk-stat[data-k^=\"tou\" i]>b::before{content:\"x\"}".repeat(190)
+    );
+    let cases: [(&str, Vec<u8>); 3] = [
+        (
+            "wide-classes",
+            hostile((0..40).map(|i| format!("/{}q{i}/gi", "[\\s\\S]".repeat(256)))),
+        ),
+        (
+            "properties",
+            hostile((0..20).map(|i| format!("/{}q{i}/gu", "\\p{L}".repeat(256)))),
+        ),
+        ("css", hostile((0..100).map(|_| css.clone()))),
+    ];
+    let ctx = Context::from_json(br#"{"allow_preset_regex": true}"#).unwrap();
+    let mut g = c.benchmark_group("compile");
+    g.sample_size(10);
+    for (name, bytes) in cases {
+        let preset = Preset::from_json(&bytes).unwrap();
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                preset
+                    .compile()
+                    .store_message(black_box("hello world"), Role::Model, &ctx)
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench, compile);
 criterion_main!(benches);

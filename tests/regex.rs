@@ -484,13 +484,24 @@ fn the_presets_patterns_share_one_compile_budget() {
         json!(scripts),
         json!([{"identifier": "main", "content": "x"}]),
     );
-    let out = p.store_message("hello", Role::Model, &allowed(json!([])));
+    // The 32 compiles cost 32 · (250 · 100 + 250 · 50,000 + 50 · 10,000) = 416 M units of
+    // work, more than a pass's default 300 M steps: give the pass enough to see the budget.
+    let mut ctx = allowed(json!([]));
+    ctx.options.limits.regex_pass_steps = 1_000_000_000;
+    ctx.options.limits.render_work = 4_000_000_000;
+    let out = p.store_message("hello", Role::Model, &ctx);
     let invalid: Vec<Option<u32>> = regex_kinds(&out.diagnostics)
         .into_iter()
         .filter(|(k, _)| k == "RegexInvalid")
         .map(|(_, s)| s)
         .collect();
     assert_eq!(invalid, (32..40).map(Some).collect::<Vec<_>>());
+    // With the default limits the pass cannot pay for them: it ends before any runs.
+    let out = p.store_message("hello", Role::Model, &allowed(json!([])));
+    assert_eq!(
+        regex_kinds(&out.diagnostics),
+        [("RegexLimit".to_string(), None)]
+    );
 }
 
 /// Found by a hostile review: the literal prefilter read octal and decimal escapes as text.
@@ -625,4 +636,41 @@ fn nested_lookarounds_match_on_a_small_stack() {
         .join()
         .expect("no stack overflow");
     assert_eq!(out, "bXab");
+}
+
+/// Compiling a pattern is work the render pays (issue 38): a pass pays, in list order, for
+/// the scripts it selects before any runs, the same whether the pattern was compiled now or
+/// by an earlier render; from the first it cannot pay for, the pass ends when it gets there.
+/// 100 units of work a UTF-16 unit, 50,000 a case-insensitive class, 10,000 a property escape.
+#[test]
+fn a_pass_pays_to_compile_the_scripts_it_selects() {
+    // Bodies of 5 and 6 UTF-16 units, one case-insensitive class, one property escape.
+    let s = json!([
+        {"findRegex": "/[ab]c/gi", "replaceString": "x", "placement": [2]},
+        {"findRegex": "/\\p{Ll}/gu", "replaceString": "Y", "placement": [2]},
+        {"findRegex": "/never/", "replaceString": "Z", "placement": [1]}
+    ]);
+    let p = scripted(s, json!([{"identifier": "main", "content": "x"}]));
+    let (first, second) = (5 * 100 + 50_000, 6 * 100 + 10_000);
+    let mut ctx = allowed(json!([]));
+    // Each case twice: the second render finds the patterns compiled and pays the same.
+    for (steps, text, limited) in [
+        // Enough for the compiles and the matching (a few steps a unit of "Ac Bc").
+        (first + second + 1_000, "Y Y", false),
+        // Short of the second compile: the first script runs, then the pass ends.
+        (first + second - 1, "x x", true),
+        // Short of the first: nothing runs.
+        (first - 1, "Ac Bc", true),
+    ] {
+        for _ in 0..2 {
+            ctx.options.limits.regex_pass_steps = steps;
+            let out = p.store_message("Ac Bc", Role::Model, &ctx);
+            assert_eq!(out.text, text, "{steps}");
+            let want = match limited {
+                true => vec![("RegexLimit".to_string(), None)],
+                false => vec![],
+            };
+            assert_eq!(regex_kinds(&out.diagnostics), want, "{steps}");
+        }
+    }
 }

@@ -1352,12 +1352,7 @@ impl<'a, 'b> Call<'a, 'b> {
                     excerpt(&self.ents[i].name)
                 ),
             ),
-            Some(Spent::Total) => self.report(
-                DiagnosticKind::LoreLimit,
-                None,
-                "World Info: the call spent its key-matching steps; later tests do not match"
-                    .into(),
-            ),
+            Some(Spent::Total) => self.spent(),
             None => {}
         }
         false
@@ -1423,7 +1418,10 @@ impl<'a, 'b> Call<'a, 'b> {
                         return Key::Empty;
                     }
                     this.key_bytes += text.len();
-                    Key::new(&text, &mut this.compile)
+                    Key::new(&text, &mut this.compile, &mut this.steps).unwrap_or_else(|_| {
+                        this.spent();
+                        Key::Empty
+                    })
                 })
                 .collect()
         };

@@ -57,25 +57,28 @@ pub(crate) use crate::jstext::{js_space, js_trim, split_ascii_ci};
 
 impl Key {
     /// Reads an expanded key: `/BODY/FLAGS` compiles as a regex when it can (paying from the
-    /// call's compile budget), anything else is plain.
-    pub fn new(expanded: &str, budget: &mut Cost) -> Key {
+    /// call's compile budget, and its compile work from the call's regex total), anything
+    /// else is plain. `Err` when the regex total cannot pay: the key never matches.
+    pub fn new(expanded: &str, budget: &mut Cost, steps: &mut Steps) -> Result<Key, Spent> {
         let text = js_trim(expanded);
         if text.is_empty() {
-            return Key::Empty;
+            return Ok(Key::Empty);
         }
-        if let Some((body, flags)) = regex_parts(text)
-            && let Ok(p) = pattern::compile_parts(&body, &flags.replace(['g', 'y'], ""), budget)
-        {
-            return Key::Regex {
-                pattern: Box::new(p),
-                sticky: flags.contains('y'),
-            };
+        if let Some((body, flags)) = regex_parts(text) {
+            let bare = flags.replace(['g', 'y'], "");
+            steps.charge_compile(pattern::cost_parts(&body, &bare).work())?;
+            if let Ok(p) = pattern::compile_parts(&body, &bare, budget) {
+                return Ok(Key::Regex {
+                    pattern: Box::new(p),
+                    sticky: flags.contains('y'),
+                });
+            }
         }
-        Key::Plain {
+        Ok(Key::Plain {
             text: text.to_string(),
             lower: text.to_lowercase(),
             spaced: text.chars().any(js_space),
-        }
+        })
     }
 }
 
@@ -142,6 +145,18 @@ impl Steps {
             return Err(Spent::Total);
         }
         self.plain.spend(cost);
+        Ok(())
+    }
+
+    /// Spends `n` units of compile work (a regex key's [`Cost::work`]) from the regex total;
+    /// `Err` once it has run out.
+    pub fn charge_compile(&mut self, n: u64) -> Result<(), Spent> {
+        let left = self.regex.left();
+        self.regex.spend(n.min(left));
+        if n > left {
+            self.metered |= self.regex.stopped();
+            return Err(Spent::Total);
+        }
         Ok(())
     }
 
@@ -439,13 +454,23 @@ impl PlainIndex {
 mod tests {
     use super::*;
 
+    /// A key read with the default limits.
+    fn key(k: &str) -> Key {
+        Key::new(
+            k,
+            &mut Cost::TOTAL.clone(),
+            &mut Steps::new(&Limits::default()),
+        )
+        .unwrap()
+    }
+
     /// One plain key through the index, as a call tests it.
     fn plain(k: &str, seg: &str, cs: bool, ww: bool) -> bool {
         let Key::Plain {
             text,
             lower,
             spaced,
-        } = Key::new(k, &mut Cost::TOTAL.clone())
+        } = key(k)
         else {
             panic!("{k} is not a plain key");
         };
@@ -476,17 +501,14 @@ mod tests {
         assert_eq!(regex_parts("//i"), None);
         assert_eq!(regex_parts("/a/ii"), None);
         assert_eq!(regex_parts("/a/x"), None);
-        let k = Key::new(" /^Hi/ ", &mut Cost::TOTAL.clone());
+        let k = key(" /^Hi/ ");
         assert!(matches!(k, Key::Regex { .. }));
         let mut steps = Steps::new(&Limits::default());
         let seg = Segment::new("Hi there".into());
         assert_eq!(test(&k, &seg, &mut steps), Ok(true));
-        let bad = Key::new("/(/", &mut Cost::TOTAL.clone());
+        let bad = key("/(/");
         assert!(matches!(bad, Key::Plain { .. }));
-        assert!(matches!(
-            Key::new("  ", &mut Cost::TOTAL.clone()),
-            Key::Empty
-        ));
+        assert!(matches!(key("  "), Key::Empty));
     }
 
     #[test]
@@ -496,9 +518,33 @@ mod tests {
             regex_run_steps_max: 10_000,
             ..Limits::default()
         };
-        let k = Key::new("/(a+)+$/", &mut Cost::TOTAL.clone());
+        let k = key("/(a+)+$/");
         let seg = Segment::new(format!("{}b", "a".repeat(5000)));
         let mut steps = Steps::new(&limits);
         assert_eq!(test(&k, &seg, &mut steps), Err(Spent::Run));
+    }
+
+    #[test]
+    fn a_regex_key_pays_its_compile_work_from_the_regex_total() {
+        let cost = pattern::cost_parts("\\p{L}[a-z]", "i").work();
+        assert_eq!(cost, 10 * 100 + 6 * 50_000 + 10_000);
+        let limits = |total: u64| Limits {
+            lore_regex_steps: total,
+            ..Limits::default()
+        };
+        let mut steps = Steps::new(&limits(cost));
+        let mut budget = Cost::TOTAL.clone();
+        let k = Key::new("/\\p{L}[a-z]/i", &mut budget, &mut steps);
+        assert!(matches!(k, Ok(Key::Regex { .. })));
+        let mut steps = Steps::new(&limits(cost - 1));
+        assert_eq!(
+            Key::new("/\\p{L}[a-z]/i", &mut budget, &mut steps).err(),
+            Some(Spent::Total)
+        );
+        // A plain key compiles nothing and costs nothing here.
+        assert!(matches!(
+            Key::new("cat", &mut budget, &mut steps),
+            Ok(Key::Plain { .. })
+        ));
     }
 }

@@ -151,6 +151,9 @@ struct Compiled {
     /// Its pattern does not fit the preset's compile budget ([`pattern::Cost::TOTAL`], spent
     /// in list order): it is refused, the same way whichever pass meets it first.
     over_budget: bool,
+    /// The work a pass selecting it pays for its fixed pattern ([`pattern::Cost::work`]),
+    /// whether compiled now or earlier: the same inputs cost the same (0 for a template).
+    compile_work: u64,
     find: Find,
     replacement: Template,
     trims: Vec<Template>,
@@ -203,9 +206,13 @@ impl Scripts {
         let list = scripts
             .iter()
             .map(|s| {
-                let over_budget = s.substitute == Substitute::None
-                    && s.live()
-                    && !budget.spend(&pattern::cost(&s.find_regex));
+                let cost = pattern::cost(&s.find_regex);
+                let fixed = s.substitute == Substitute::None && s.live();
+                let over_budget = fixed && !budget.spend(&cost);
+                let compile_work = match fixed && !over_budget {
+                    true => cost.work(),
+                    false => 0,
+                };
                 let find = match s.substitute {
                     Substitute::None => Find::Fixed(std::sync::OnceLock::new()),
                     sub => Find::Template(
@@ -225,6 +232,7 @@ impl Scripts {
                 Compiled {
                     script: s.clone(),
                     over_budget,
+                    compile_work,
                     find,
                     replacement,
                     trims,
@@ -451,6 +459,8 @@ struct PassRun<'a> {
     patterns: HashMap<String, Rc<Result<Pattern, String>>>,
     /// The scripts a pass kind and placement select, before depth.
     candidates: [Option<Vec<usize>>; 12],
+    /// Whether this pass has paid each script's compile work.
+    paid: Vec<Compile>,
     /// While a result is being recorded for the cache: every diagnostic reported.
     log: Option<Vec<Diagnostic>>,
     /// What the pass's find templates may still cost to compile.
@@ -460,6 +470,17 @@ struct PassRun<'a> {
     work: Allowance,
     /// The work budget ran out during this pass.
     work_out: bool,
+}
+
+/// A script's compile work in one pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Compile {
+    /// Not selected yet.
+    Due,
+    Paid,
+    /// The pass could not pay when it selected the script: the pass ends when it comes to
+    /// run it (the scripts before it still run).
+    Unpaid,
 }
 
 /// What one run did.
@@ -487,6 +508,7 @@ impl<'a> PassRun<'a> {
             reported: Vec::new(),
             patterns: HashMap::new(),
             candidates: Default::default(),
+            paid: vec![Compile::Due; scripts.list.len()],
             log: None,
             compile_budget: pattern::Cost::TOTAL,
             work_out: false,
@@ -528,9 +550,9 @@ impl<'a> PassRun<'a> {
         // The kind and placement filter once per pass; only depth varies by item.
         let list = &self.scripts.list;
         let slot = kind as usize * 3 + placement as usize;
-        let candidates = self.candidates[slot].get_or_insert_with(|| {
+        if self.candidates[slot].is_none() {
             let p = placement.number();
-            (0..list.len())
+            let found: Vec<usize> = (0..list.len())
                 .filter(|&i| {
                     let s = &list[i].script;
                     let by_kind = match kind {
@@ -541,13 +563,65 @@ impl<'a> PassRun<'a> {
                     };
                     by_kind && s.live() && s.placement.contains(&p)
                 })
-                .collect()
-        });
-        candidates
+                .collect();
+            self.pay_compiles(&found);
+            self.candidates[slot] = Some(found);
+        }
+        let list = &self.scripts.list;
+        self.candidates[slot]
+            .as_deref()
+            .unwrap_or_default()
             .iter()
             .copied()
             .filter(|&i| depth_allows(&list[i].script, depth))
             .collect()
+    }
+
+    /// Pays, in list order, the compile work of the selected scripts this pass has not paid
+    /// for yet, before any of them runs: a pattern compiled by an earlier pass or render costs
+    /// the same, so the same inputs stop at the same place. From the first it cannot pay for,
+    /// none is paid: the pass ends when it comes to run that one.
+    fn pay_compiles(&mut self, selected: &[usize]) {
+        let mut short = false;
+        for &i in selected {
+            if self.paid[i] != Compile::Due {
+                continue;
+            }
+            let work = self.scripts.list[i].compile_work;
+            short = short || work > self.steps.left();
+            self.paid[i] = match short {
+                true => Compile::Unpaid,
+                false => {
+                    self.steps.spend(work);
+                    Compile::Paid
+                }
+            };
+        }
+    }
+
+    /// Charges `n` units of compile work to the pass's steps: `false` (all that was left
+    /// spent) when it cannot pay them.
+    fn pay(&mut self, n: u64) -> bool {
+        let left = self.steps.left();
+        self.steps.spend(n.min(left));
+        n <= left
+    }
+
+    /// The pass total (or the render's budget) ran out: the pass ends, once said.
+    fn spent(&mut self) {
+        if std::mem::replace(&mut self.pass_spent, true) || self.steps.stopped() {
+            // Said already, or the render's budget ran out: its `WorkLimit` says so.
+            return;
+        }
+        let total = self.limits.regex_pass_steps;
+        self.report(Diagnostic::new(
+            DiagnosticKind::RegexLimit,
+            None,
+            format!(
+                "regex scripts: the pass spent its {total} matcher steps; the remaining runs \
+                 were skipped"
+            ),
+        ));
     }
 
     /// A prompt-pass history item, from the cache when its scripts are pure (SPEC §13.11):
@@ -726,27 +800,16 @@ impl<'a> PassRun<'a> {
                 None
             }
             Outcome::PassSpent => {
-                self.pass_spent = true;
-                if self.steps.stopped() {
-                    // The render's budget ran out: its `WorkLimit` says so.
-                    return None;
-                }
-                let total = self.limits.regex_pass_steps;
-                self.report(Diagnostic::new(
-                    DiagnosticKind::RegexLimit,
-                    None,
-                    format!(
-                        "regex scripts: the pass spent its {total} matcher steps; the \
-                         remaining runs were skipped"
-                    ),
-                ));
+                self.spent();
                 None
             }
         }
     }
 
-    /// The pattern of script `i` for this run.
-    fn pattern(&mut self, i: usize) -> Option<Rc<Result<Pattern, String>>> {
+    /// The pattern of script `i` for this run; `Err` when the pass cannot pay to compile it.
+    /// A find template's pattern is paid on every use, found in the pass's map or not, so a
+    /// cached run (which replays its steps) and a fresh one cost the same.
+    fn pattern(&mut self, i: usize) -> Result<Option<Rc<Result<Pattern, String>>>, ()> {
         let scripts = self.scripts;
         let c = &scripts.list[i];
         let (template, escaped) = match &c.find {
@@ -755,10 +818,10 @@ impl<'a> PassRun<'a> {
                     true => Err(OVER_BUDGET.to_string()),
                     false => pattern::compile(&c.script.find_regex),
                 };
-                return match cell.get_or_init(compile) {
+                return Ok(match cell.get_or_init(compile) {
                     Ok(_) => None,
                     Err(e) => Some(Rc::new(Err(e.clone()))),
-                };
+                });
             }
             Find::Template(t, escaped) => (t, *escaped),
         };
@@ -768,13 +831,18 @@ impl<'a> PassRun<'a> {
             self.report(d.for_script(Some(i)));
         }
         if f.is_empty() {
-            return Some(Rc::new(Err("the find template expanded to nothing".into())));
+            return Ok(Some(Rc::new(Err(
+                "the find template expanded to nothing".into()
+            ))));
+        }
+        if !self.pay(pattern::cost(&f).work()) {
+            return Err(());
         }
         let compiled = self
             .patterns
             .entry(f)
             .or_insert_with_key(|f| Rc::new(pattern::compile_within(f, &mut self.compile_budget)));
-        Some(compiled.clone())
+        Ok(Some(compiled.clone()))
     }
 
     /// Expands a template (SPEC §13.5). A plain one is its text.
@@ -821,9 +889,16 @@ impl<'a> PassRun<'a> {
 
     /// Script `i` on `text` (SPEC §13.3–§13.6).
     fn run(&mut self, i: usize, text: &str, speaker: Option<&str>) -> Outcome {
+        if self.paid[i] == Compile::Unpaid {
+            let left = self.steps.left();
+            self.steps.spend(left);
+            return Outcome::PassSpent;
+        }
         let scripts = self.scripts;
         let c = &scripts.list[i];
-        let dynamic = self.pattern(i);
+        let Ok(dynamic) = self.pattern(i) else {
+            return Outcome::PassSpent;
+        };
         let pattern = match (&c.find, &dynamic) {
             (Find::Fixed(cell), None) => match cell.get() {
                 Some(Ok(p)) => p,

@@ -72,16 +72,21 @@ pub(crate) fn compile(f: &str) -> Result<Pattern, String> {
 }
 
 /// What compiling a pattern may cost. Compile time is not bounded by the matcher's steps:
-/// regress folds every class of a case-insensitive pattern through Unicode tables (~50 µs
-/// each, ~250 µs for `\p{…}`), its optimizer is quadratic in the number of alternatives, and
-/// its parser and emitter recurse per nesting level and per alternative. Real presets' patterns
-/// are at most a few hundred characters with a few dozen alternatives.
+/// regress folds every class of a case-insensitive pattern (up to ~50 µs for a class as wide
+/// as `[\s\S]`, ~85 µs for `\p{L}`), copies a property's table for each `\p{…}` (~5 µs),
+/// and its parser and emitter recurse per nesting level and per alternative (its optimizer,
+/// quadratic in the alternatives, is off past 64 of them). Real presets' patterns are at most
+/// a few hundred characters with a few dozen alternatives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Cost {
     /// UTF-16 units of pattern text.
     pub units: usize,
     /// Case-insensitive classes, `\p{…}` weighing 5.
     pub classes: usize,
+    /// Property escapes (`\p{…}`, `\P{…}`), with or without `i`: each copies its table (up
+    /// to ~700 ranges, 5.6 KB for `\p{L}`) into the compiled pattern, which a compiled
+    /// preset keeps (60 patterns of 3,200 `\p{L}` held 1 GB).
+    pub props: usize,
 }
 
 impl Cost {
@@ -89,58 +94,80 @@ impl Cost {
     pub const ONE: Cost = Cost {
         units: 16 * 1024,
         classes: 256,
+        props: 256,
     };
     /// Caps of all the patterns a preset (or a pass's find templates) compiles.
     pub const TOTAL: Cost = Cost {
         units: 1 << 20,
         classes: 8 * 1024,
+        props: 4 * 1024,
     };
     pub const MAX: Cost = Cost {
         units: usize::MAX,
         classes: usize::MAX,
+        props: usize::MAX,
     };
 
     /// What compiling `body` with these flags costs.
     fn of(body: &str, icase: bool) -> Cost {
         let units = body.encode_utf16().count();
-        let mut classes = 0;
-        if icase {
-            let mut chars = body.chars();
-            while let Some(c) = chars.next() {
-                match c {
-                    '[' => {
-                        classes += 1;
-                        // To the class's end (escapes included); nested `[` is literal here.
-                        let mut esc = false;
-                        for c in chars.by_ref() {
-                            match c {
-                                _ if esc => esc = false,
-                                '\\' => esc = true,
-                                ']' => break,
-                                _ => {}
-                            }
+        let (mut classes, mut props) = (0, 0);
+        let icase = usize::from(icase);
+        let mut chars = body.chars();
+        // The escape after a `\\` (`\p` inside a class too).
+        let mut escape = |c: Option<char>, in_class: bool, classes: &mut usize| match c {
+            Some('p' | 'P') => {
+                props += 1;
+                *classes += icase * 5;
+            }
+            Some('w' | 'W' | 's' | 'S' | 'd' | 'D') if !in_class => *classes += icase,
+            _ => {}
+        };
+        while let Some(c) = chars.next() {
+            match c {
+                '[' => {
+                    classes += icase;
+                    // To the class's end (escapes included); nested `[` is literal here.
+                    while let Some(c) = chars.next() {
+                        match c {
+                            '\\' => escape(chars.next(), true, &mut classes),
+                            ']' => break,
+                            _ => {}
                         }
                     }
-                    '\\' => match chars.next() {
-                        Some('p' | 'P') => classes += 5,
-                        Some('w' | 'W' | 's' | 'S' | 'd' | 'D') => classes += 1,
-                        _ => {}
-                    },
-                    _ => {}
                 }
+                '\\' => escape(chars.next(), false, &mut classes),
+                _ => {}
             }
         }
-        Cost { units, classes }
+        Cost {
+            units,
+            classes,
+            props,
+        }
     }
 
     /// Spends `c` from this budget; false (nothing spent) when it does not fit.
     pub(crate) fn spend(&mut self, c: &Cost) -> bool {
-        if c.units > self.units || c.classes > self.classes {
+        if c.units > self.units || c.classes > self.classes || c.props > self.props {
             return false;
         }
         self.units -= c.units;
         self.classes -= c.classes;
+        self.props -= c.props;
         true
+    }
+
+    /// The work units (about a nanosecond each) a render is charged for compiling this: an
+    /// upper bound of regress's compile time measured on the worst shapes (2026-12, release):
+    /// 100 a UTF-16 unit (alternatives without the optimizer ~52 ns, nesting ~110 ns), 50,000
+    /// a case-insensitive class (`[\s\S]` ~48 µs; a letter class ~0.4 µs), 10,000 a property
+    /// escape (`\p{L}` ~5.4 µs, a `v`-flag `&&` of two ~5 µs).
+    pub(crate) fn work(&self) -> u64 {
+        let w = |n: usize, each: u64| (n as u64).saturating_mul(each);
+        w(self.units, 100)
+            .saturating_add(w(self.classes, 50_000))
+            .saturating_add(w(self.props, 10_000))
     }
 }
 
@@ -151,8 +178,14 @@ pub(crate) fn cost(f: &str) -> Cost {
         None => Cost {
             units: 0,
             classes: 0,
+            props: 0,
         },
     }
+}
+
+/// What compiling a pattern already split into body and flags costs.
+pub(crate) fn cost_parts(body: &str, flags: &str) -> Cost {
+    Cost::of(body, flags.contains('i'))
 }
 
 /// [`compile`], paying its cost from `budget`: a pattern over [`Cost::ONE`], or one the
@@ -183,6 +216,13 @@ pub(crate) fn compile_parts(body: &str, flags: &str, budget: &mut Cost) -> Resul
             "the pattern has too many case-insensitive classes (weight {}, at most {})",
             cost.classes,
             Cost::ONE.classes
+        ));
+    }
+    if cost.props > Cost::ONE.props {
+        return Err(format!(
+            "the pattern has too many property escapes ({}, at most {})",
+            cost.props,
+            Cost::ONE.props
         ));
     }
     if !budget.spend(&cost) {
@@ -336,5 +376,44 @@ mod tests {
         assert_eq!(split("\n\r\n"), None);
         assert!(compile("/a/x").is_err());
         assert!(compile("/(/g").is_err());
+    }
+
+    #[test]
+    fn the_cost_counts_classes_and_property_escapes() {
+        // A class, and a property escape inside it, both weigh when case-insensitive.
+        assert_eq!(
+            cost("/[\\p{L}x]\\w\\]/i"),
+            Cost {
+                units: 12,
+                classes: 1 + 5 + 1,
+                props: 1
+            }
+        );
+        // Without `i` only the property escapes weigh, inside a class or not.
+        assert_eq!(
+            cost("/\\P{Lu}[\\p{N}]\\s/"),
+            Cost {
+                units: 15,
+                classes: 0,
+                props: 2
+            }
+        );
+        assert_eq!(cost("/[\\p{L}]/i").work(), 7 * 100 + 6 * 50_000 + 10_000);
+    }
+
+    #[test]
+    fn property_escapes_are_capped_per_pattern_and_per_preset() {
+        let many = |n: usize| format!("/{}/u", "\\p{L}".repeat(n));
+        assert!(compile(&many(256)).is_ok());
+        let e = compile(&many(257)).err().unwrap_or_default();
+        assert!(
+            e.contains("too many property escapes (257, at most 256)"),
+            "{e}"
+        );
+        let mut total = Cost::TOTAL.clone();
+        for _ in 0..16 {
+            assert!(compile_within(&many(256), &mut total).is_ok());
+        }
+        assert!(compile_within(&many(1), &mut total).is_err());
     }
 }

@@ -313,16 +313,25 @@ impl CodePointSet {
     }
 
     /// Intersect the set with the given intervals.
+    ///
+    /// Invariants: The intervals must be sorted and disjoint.
+    /// stpreset patch: one merge of the two sorted lists (upstream compared every pair, so a
+    /// `v`-flag `[\p{L}&&\p{Lu}]` took ~230 µs to compile).
     pub(crate) fn intersect(&mut self, intervals: &[Interval]) {
         let mut new_ivs = Vec::new();
-        for iv in intervals {
-            for self_iv in self.intervals() {
-                if iv.overlaps(*self_iv) {
-                    new_ivs.push(Interval {
-                        first: cmp::max(iv.first, self_iv.first),
-                        last: cmp::min(iv.last, self_iv.last),
-                    });
-                }
+        let (mut i, mut j) = (0, 0);
+        while let (Some(a), Some(b)) = (self.ivs.get(i), intervals.get(j)) {
+            if a.overlaps(*b) {
+                new_ivs.push(Interval {
+                    first: cmp::max(a.first, b.first),
+                    last: cmp::min(a.last, b.last),
+                });
+            }
+            // Drop the one that ends first: it cannot overlap anything after the other.
+            if a.last < b.last {
+                i += 1;
+            } else {
+                j += 1;
             }
         }
         self.ivs = new_ivs;
@@ -501,5 +510,38 @@ mod tests {
         assert_eq!(&set.intervals(), &[iv(0, 10), iv(12, 23), iv(100, 250)]);
         set.add(iv(0, 0x10ffff));
         assert_eq!(&set.intervals(), &[iv(0, 0x10ffff)]);
+    }
+
+    /// stpreset patch: the merge gives what comparing every pair gave.
+    #[test]
+    fn intersect_matches_pairwise() {
+        let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = |m: u32| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % m as u64) as u32
+        };
+        for _ in 0..2000 {
+            let mut sets = [CodePointSet::new(), CodePointSet::new()];
+            for set in &mut sets {
+                for _ in 0..next(10) {
+                    let first = next(300);
+                    set.add(iv(first, first + next(40)));
+                }
+            }
+            let [a, b] = sets;
+            let mut pairwise = Vec::new();
+            for x in b.intervals() {
+                for y in a.intervals() {
+                    if x.overlaps(*y) {
+                        pairwise.push(iv(x.first.max(y.first), x.last.min(y.last)));
+                    }
+                }
+            }
+            let mut merged = a.clone();
+            merged.intersect(b.intervals());
+            assert_eq!(merged.intervals(), &pairwise[..]);
+        }
     }
 }

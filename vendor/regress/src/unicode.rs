@@ -5,6 +5,8 @@ use crate::unicodetables::{
     unicode_property_binary_from_str, unicode_property_value_general_category_from_str,
     unicode_property_value_script_from_str, unicode_string_property_from_str,
 };
+// stpreset patch: only the upstream closure (kept as a test oracle) searches ranges.
+#[cfg(test)]
 use crate::util::SliceHelp;
 #[cfg(not(feature = "std"))]
 use alloc::vec::Vec;
@@ -107,6 +109,8 @@ impl FoldRange {
     }
 
     /// \return the Interval of transformed-to code points.
+    // stpreset patch: only the upstream closure (kept as a test oracle) reads it.
+    #[cfg(test)]
     fn transformed_to(&self) -> Interval {
         Interval {
             first: self.add_delta(self.first()),
@@ -204,6 +208,8 @@ fn uppercase(cu: u32) -> u32 {
 
 // Add all folded characters in the given interval to the given code point set.
 // This skips characters which fold to themselves.
+// stpreset patch: test-only (the upstream closure, kept as an oracle, and its test).
+#[cfg(test)]
 fn fold_interval(iv: Interval, recv: &mut CodePointSet) {
     let overlaps = FOLDS.equal_range_by(|tr| {
         if tr.first() > iv.last {
@@ -249,6 +255,7 @@ fn fold_interval(iv: Interval, recv: &mut CodePointSet) {
 
 /// Find all characters that fold into the given interval and add them to the given code point set.
 /// This skips characters which fold to themselves.
+#[cfg(test)]
 fn unfold_interval(iv: Interval, recv: &mut CodePointSet) {
     // Note: We still need to check all ranges because the relationship between
     // transformed_from and transformed_to intervals can be complex
@@ -284,55 +291,162 @@ fn unfold_interval(iv: Interval, recv: &mut CodePointSet) {
     }
 }
 
-/// \return all the characters which fold to c's fold.
-/// This is a linear search across all ranges.
-/// The result always contains c.
-pub fn unfold_char(c: u32) -> Vec<u32> {
-    let mut res = vec![c];
-    let fcp = fold(c);
-    if fcp != c {
-        res.push(fcp);
-    }
-    // TODO: optimize ASCII case.
-    for tr in FOLDS.iter() {
-        if !tr.transformed_to().contains(fcp) {
-            continue;
-        }
-        for cp in tr.transformed_from().codepoints() {
-            // TODO: this can be optimized.
-            let tcp = tr.apply(cp);
-            if tcp == fcp {
-                res.push(cp);
+/// stpreset patch. The code points a case-insensitive regex treats as changing: each `cp`
+/// whose canonical form (simple case folding with `u`, legacy Canonicalize without) differs
+/// from itself, sorted by `cp` and again by form. Upstream walked every fold range for every
+/// class and literal (~45 µs a class, ~400 ns a letter, ~200 µs for `\p{L}`), so a pattern of
+/// case-insensitive classes compiled at ~1 µs a byte; with the table a class costs a few
+/// binary searches and its output.
+pub(crate) struct CaseTable {
+    /// `(cp, canonical(cp))` for every changing `cp`, sorted by `cp`.
+    by_cp: Vec<(u32, u32)>,
+    /// The same pairs as `(canonical(cp), cp)`, sorted.
+    by_canon: Vec<(u32, u32)>,
+    /// The changing code points.
+    changing: CodePointSet,
+}
+
+impl CaseTable {
+    fn build(ranges: &[FoldRange], canon: fn(u32) -> u32) -> CaseTable {
+        let mut by_cp: Vec<(u32, u32)> = Vec::new();
+        for tr in ranges {
+            for cp in tr.transformed_from().codepoints() {
+                let c = canon(cp);
+                if c != cp {
+                    by_cp.push((cp, c));
+                }
             }
         }
+        by_cp.sort_unstable();
+        by_cp.dedup();
+        let mut by_canon: Vec<(u32, u32)> = by_cp.iter().map(|&(cp, c)| (c, cp)).collect();
+        by_canon.sort_unstable();
+        CaseTable {
+            changing: set_of(by_cp.iter().map(|p| p.0).collect()),
+            by_cp,
+            by_canon,
+        }
     }
-    res.sort_unstable();
-    res.dedup();
-    res
+
+    /// Runs `f` with the table for `unicode` (built once per process with `std`).
+    fn with<R>(unicode: bool, f: impl FnOnce(&CaseTable) -> R) -> R {
+        #[cfg(feature = "std")]
+        {
+            static UNICODE: std::sync::LazyLock<CaseTable> =
+                std::sync::LazyLock::new(|| CaseTable::build(&FOLDS, fold));
+            static LEGACY: std::sync::LazyLock<CaseTable> =
+                std::sync::LazyLock::new(|| CaseTable::build(&TO_UPPERCASE, legacy_canonicalize));
+            f(if unicode { &UNICODE } else { &LEGACY })
+        }
+        #[cfg(not(feature = "std"))]
+        {
+            f(&if unicode {
+                CaseTable::build(&FOLDS, fold)
+            } else {
+                CaseTable::build(&TO_UPPERCASE, legacy_canonicalize)
+            })
+        }
+    }
+
+    /// The code points of `pairs` (sorted by their first field) whose first field is in `ivs`,
+    /// as their second field.
+    fn seconds_within(pairs: &[(u32, u32)], ivs: &[Interval], out: &mut Vec<u32>) {
+        for iv in ivs {
+            let lo = pairs.partition_point(|p| p.0 < iv.first);
+            let hi = pairs.partition_point(|p| p.0 <= iv.last);
+            out.extend(pairs[lo..hi].iter().map(|p| p.1));
+        }
+    }
+
+    /// `set` without the changing code points.
+    fn without_changing(&self, mut set: CodePointSet) -> CodePointSet {
+        let (Some(first), Some(last)) = (set.intervals().first(), set.intervals().last()) else {
+            return set;
+        };
+        let ch = self.changing.intervals();
+        let lo = ch.partition_point(|iv| iv.last < first.first);
+        let hi = ch.partition_point(|iv| iv.first <= last.last);
+        set.remove(&ch[lo..hi]);
+        set
+    }
+
+    /// Every code point whose canonical form is the canonical form of one in `input`
+    /// (ES CharacterSetMatcher with ignoreCase). With T = canonical(input):
+    /// result = (T \ changing) + { cp changing : canonical(cp) in T }.
+    fn closure(&self, input: CodePointSet) -> CodePointSet {
+        let mut forms = Vec::new();
+        Self::seconds_within(&self.by_cp, input.intervals(), &mut forms);
+        let t = union(&self.without_changing(input), &set_of(forms));
+        let mut unfolds = Vec::new();
+        Self::seconds_within(&self.by_canon, t.intervals(), &mut unfolds);
+        union(&self.without_changing(t), &set_of(unfolds))
+    }
+
+    /// `c`, its canonical form, and every code point with that form, sorted.
+    fn unfold(&self, c: u32, canonical: u32) -> Vec<u32> {
+        let lo = self.by_canon.partition_point(|p| p.0 < canonical);
+        let hi = self.by_canon.partition_point(|p| p.0 <= canonical);
+        let mut res: Vec<u32> = self.by_canon[lo..hi].iter().map(|p| p.1).collect();
+        res.push(c);
+        res.push(canonical);
+        res.sort_unstable();
+        res.dedup();
+        res
+    }
+}
+
+/// stpreset patch. A set of code points from a list (any order, duplicates allowed).
+fn set_of(mut cps: Vec<u32>) -> CodePointSet {
+    cps.sort_unstable();
+    cps.dedup();
+    let mut ivs: Vec<Interval> = Vec::new();
+    for cp in cps {
+        match ivs.last_mut() {
+            Some(iv) if iv.last + 1 == cp => iv.last = cp,
+            _ => ivs.push(Interval::new(cp, cp)),
+        }
+    }
+    CodePointSet::from_sorted_disjoint_intervals(ivs)
+}
+
+/// stpreset patch. The union of two sets in one merge (`add_set` inserts interval by
+/// interval, quadratic for the hundreds of intervals of `\p{L}` or `[\s\S]` folded).
+fn union(a: &CodePointSet, b: &CodePointSet) -> CodePointSet {
+    let (mut x, mut y) = (
+        a.intervals().iter().peekable(),
+        b.intervals().iter().peekable(),
+    );
+    let mut ivs: Vec<Interval> = Vec::with_capacity(a.intervals().len() + b.intervals().len());
+    loop {
+        let next = match (x.peek(), y.peek()) {
+            (Some(p), Some(q)) if p.first <= q.first => x.next(),
+            (Some(_), Some(_)) => y.next(),
+            (Some(_), None) => x.next(),
+            (None, _) => y.next(),
+        };
+        let Some(&iv) = next else { break };
+        match ivs.last_mut() {
+            Some(last) if iv.first <= last.last.saturating_add(1) => {
+                last.last = last.last.max(iv.last)
+            }
+            _ => ivs.push(iv),
+        }
+    }
+    CodePointSet::from_sorted_disjoint_intervals(ivs)
+}
+
+/// \return all the characters which fold to c's fold.
+/// The result always contains c.
+/// stpreset patch: looked up in [`CaseTable`] (upstream: a linear search across all ranges).
+pub fn unfold_char(c: u32) -> Vec<u32> {
+    CaseTable::with(true, |t| t.unfold(c, fold(c)))
 }
 
 pub(crate) fn unfold_uppercase_char(c: u32) -> Vec<u32> {
-    let mut res = vec![c];
     // stpreset patch: use the legacy Canonicalize (>= 128 never maps below 128), both for
-    // `c` and for the candidates, so /s/i does not match U+017F and /\u017F/i matches only itself.
-    let fcp = legacy_canonicalize(c);
-    if fcp != c {
-        res.push(fcp);
-    }
-    for tr in TO_UPPERCASE.iter() {
-        if !tr.transformed_to().contains(fcp) {
-            continue;
-        }
-        for cp in tr.transformed_from().codepoints() {
-            let tcp = legacy_canonicalize(cp);
-            if tcp == fcp {
-                res.push(cp);
-            }
-        }
-    }
-    res.sort_unstable();
-    res.dedup();
-    res
+    // `c` and for the candidates, so /s/i does not match U+017F and /\u017F/i matches only
+    // itself; looked up in [`CaseTable`].
+    CaseTable::with(false, |t| t.unfold(c, legacy_canonicalize(c)))
 }
 
 /// Expand `c` into the code points a literal `c` matches: just `c` itself when
@@ -347,19 +461,11 @@ pub(crate) fn expand_code_point(c: u32, icase: bool, unicode: bool) -> Vec<u32> 
     }
 }
 
-// Fold every character in \p input, then find all the prefolds.
-pub fn add_icase_code_points(mut input: CodePointSet) -> CodePointSet {
-    let mut folded = input.clone();
-    for iv in input.intervals() {
-        fold_interval(*iv, &mut folded)
-    }
-
-    // Reuse input storage.
-    input.clone_from(&folded);
-    for iv in folded.intervals() {
-        unfold_interval(*iv, &mut input);
-    }
-    input
+/// Fold every character in \p input, then find all the prefolds.
+/// stpreset patch: through [`CaseTable`] (same set as upstream's fold then unfold, which
+/// walked every fold range per interval).
+pub fn add_icase_code_points(input: CodePointSet) -> CodePointSet {
+    CaseTable::with(true, |t| t.closure(input))
 }
 
 /// stpreset patch. The case-insensitive closure of `input` for a non-unicode regex: every
@@ -367,40 +473,7 @@ pub fn add_icase_code_points(mut input: CodePointSet) -> CodePointSet {
 /// ES CharacterSetMatcher does for a non-unicode ignoreCase regex. Upstream used the unicode
 /// simple case folding here, so `/[a-z]/i` matched U+017F and U+212A KELVIN SIGN.
 pub(crate) fn add_icase_code_points_legacy(input: CodePointSet) -> CodePointSet {
-    // D: the code points whose canonical form differs from themselves, with that form.
-    let mut changing: Vec<(u32, u32)> = Vec::new();
-    for tr in TO_UPPERCASE.iter() {
-        for cp in tr.transformed_from().codepoints() {
-            let ccp = legacy_canonicalize(cp);
-            if ccp != cp {
-                changing.push((cp, ccp));
-            }
-        }
-    }
-    let d_set = {
-        let mut d = CodePointSet::new();
-        for &(cp, _) in &changing {
-            d.add_one(cp);
-        }
-        d
-    };
-    // T = canon(input) = (input \ D) + { canon(d) : d in input & D }.
-    let mut t = input.clone();
-    t.remove(d_set.intervals());
-    for &(cp, ccp) in &changing {
-        if input.contains(cp) {
-            t.add_one(ccp);
-        }
-    }
-    // result = (T \ D) + { d in D : canon(d) in T }.
-    let mut result = t.clone();
-    result.remove(d_set.intervals());
-    for &(cp, ccp) in &changing {
-        if t.contains(ccp) {
-            result.add_one(cp);
-        }
-    }
-    result
+    CaseTable::with(false, |t| t.closure(input))
 }
 
 /// stpreset patch. Case-insensitive closure of a class: unicode simple case folding with the
@@ -655,6 +728,173 @@ mod tests {
 
                 from = last;
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod upstream_oracle {
+    //! stpreset patch: the previous implementations, kept to test [`CaseTable`] against.
+    use super::*;
+    /// \return all the characters which fold to c's fold.
+    /// This is a linear search across all ranges.
+    /// The result always contains c.
+    pub fn unfold_char(c: u32) -> Vec<u32> {
+        let mut res = vec![c];
+        let fcp = fold(c);
+        if fcp != c {
+            res.push(fcp);
+        }
+        // TODO: optimize ASCII case.
+        for tr in FOLDS.iter() {
+            if !tr.transformed_to().contains(fcp) {
+                continue;
+            }
+            for cp in tr.transformed_from().codepoints() {
+                // TODO: this can be optimized.
+                let tcp = tr.apply(cp);
+                if tcp == fcp {
+                    res.push(cp);
+                }
+            }
+        }
+        res.sort_unstable();
+        res.dedup();
+        res
+    }
+
+    pub(crate) fn unfold_uppercase_char(c: u32) -> Vec<u32> {
+        let mut res = vec![c];
+        // stpreset patch: use the legacy Canonicalize (>= 128 never maps below 128), both for
+        // `c` and for the candidates, so /s/i does not match U+017F and /\u017F/i matches only itself.
+        let fcp = legacy_canonicalize(c);
+        if fcp != c {
+            res.push(fcp);
+        }
+        for tr in TO_UPPERCASE.iter() {
+            if !tr.transformed_to().contains(fcp) {
+                continue;
+            }
+            for cp in tr.transformed_from().codepoints() {
+                let tcp = legacy_canonicalize(cp);
+                if tcp == fcp {
+                    res.push(cp);
+                }
+            }
+        }
+        res.sort_unstable();
+        res.dedup();
+        res
+    }
+
+    // Fold every character in \p input, then find all the prefolds.
+    pub fn add_icase_code_points(mut input: CodePointSet) -> CodePointSet {
+        let mut folded = input.clone();
+        for iv in input.intervals() {
+            fold_interval(*iv, &mut folded)
+        }
+
+        // Reuse input storage.
+        input.clone_from(&folded);
+        for iv in folded.intervals() {
+            unfold_interval(*iv, &mut input);
+        }
+        input
+    }
+
+    /// stpreset patch. The case-insensitive closure of `input` for a non-unicode regex: every
+    /// code point `c` with `legacy_canonicalize(c)` in `legacy_canonicalize(input)`. This is what
+    /// ES CharacterSetMatcher does for a non-unicode ignoreCase regex. Upstream used the unicode
+    /// simple case folding here, so `/[a-z]/i` matched U+017F and U+212A KELVIN SIGN.
+    pub(crate) fn add_icase_code_points_legacy(input: CodePointSet) -> CodePointSet {
+        // D: the code points whose canonical form differs from themselves, with that form.
+        let mut changing: Vec<(u32, u32)> = Vec::new();
+        for tr in TO_UPPERCASE.iter() {
+            for cp in tr.transformed_from().codepoints() {
+                let ccp = legacy_canonicalize(cp);
+                if ccp != cp {
+                    changing.push((cp, ccp));
+                }
+            }
+        }
+        let d_set = {
+            let mut d = CodePointSet::new();
+            for &(cp, _) in &changing {
+                d.add_one(cp);
+            }
+            d
+        };
+        // T = canon(input) = (input \ D) + { canon(d) : d in input & D }.
+        let mut t = input.clone();
+        t.remove(d_set.intervals());
+        for &(cp, ccp) in &changing {
+            if input.contains(cp) {
+                t.add_one(ccp);
+            }
+        }
+        // result = (T \ D) + { d in D : canon(d) in T }.
+        let mut result = t.clone();
+        result.remove(d_set.intervals());
+        for &(cp, ccp) in &changing {
+            if t.contains(ccp) {
+                result.add_one(cp);
+            }
+        }
+        result
+    }
+
+    /// A deterministic pseudo-random set of up to 12 intervals, biased to the cased ranges.
+    fn random_set(seed: &mut u64) -> CodePointSet {
+        let mut next = || {
+            *seed ^= *seed << 13;
+            *seed ^= *seed >> 7;
+            *seed ^= *seed << 17;
+            *seed
+        };
+        let mut set = CodePointSet::new();
+        for _ in 0..(next() % 12) {
+            let top = [0x80, 0x600, 0x2000, 0x10000, 0x110000][(next() % 5) as usize];
+            let first = (next() % top) as u32;
+            let len = (next() % [1, 4, 64, 3000][(next() % 4) as usize]) as u32;
+            set.add(Interval::new(first, (first + len).min(0x10FFFF)));
+        }
+        set
+    }
+
+    #[test]
+    fn case_table_matches_upstream() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..3000 {
+            let set = random_set(&mut seed);
+            assert_eq!(
+                add_icase_code_points(set.clone()),
+                super::add_icase_code_points(set.clone())
+            );
+            assert_eq!(
+                add_icase_code_points_legacy(set.clone()),
+                super::add_icase_code_points_legacy(set)
+            );
+        }
+        for set in [
+            CodePointSet::new(),
+            CodePointSet::from_sorted_disjoint_intervals(vec![Interval::new(0, 0x10FFFF)]),
+        ] {
+            assert_eq!(
+                add_icase_code_points(set.clone()),
+                super::add_icase_code_points(set.clone())
+            );
+            assert_eq!(
+                add_icase_code_points_legacy(set.clone()),
+                super::add_icase_code_points_legacy(set)
+            );
+        }
+        for c in (0..0x2_0000).chain(0x10_FF00..=0x10_FFFF) {
+            assert_eq!(unfold_char(c), super::unfold_char(c), "{c:#x}");
+            assert_eq!(
+                unfold_uppercase_char(c),
+                super::unfold_uppercase_char(c),
+                "{c:#x}"
+            );
         }
     }
 }
