@@ -1028,3 +1028,28 @@ fn zero_length_timed_effects_are_not_recorded() {
         ]
     );
 }
+
+/// A call reads at most 2¹⁷ keys (issue 38: each costs ~100 bytes while the call runs, so a
+/// book of millions of short keys held hundreds of MB): past it an entry's keys are not read
+/// and none matches, in scan order (higher `order` first), with one `LoreLimit`.
+#[test]
+fn a_call_reads_a_bounded_number_of_keys() {
+    // 520 entries of 256 distinct keys (133,120 > 131,072): the last few in scan order fall
+    // past the cap. Every entry also has the key `hit`.
+    let entry = |i: usize| {
+        let mut keys: Vec<String> = (0..255).map(|k| format!("k{i}x{k}")).collect();
+        keys.push("hit".into());
+        json!({"uid": i, "key": keys, "content": format!("c{i}"), "order": 1000 - i})
+    };
+    let entries: serde_json::Map<String, Value> =
+        (0..520).map(|i| (i.to_string(), entry(i))).collect();
+    let book = json!({"entries": entries}).to_string();
+    let out = one_turn(&book, &["a hit"], &WiState::default(), vec![0.0]);
+    let active = &out.activated;
+    // 131,072 / 256 = 512 entries read: b.0..b.511 activate, b.512..b.519 do not.
+    assert_eq!(active.len(), 512, "{:?}", &active[500..]);
+    assert!(active.contains(&"b.511".to_string()) && !active.contains(&"b.512".to_string()));
+    assert!(out.diagnostics.iter().any(
+        |d| d.kind == stpreset::DiagnosticKind::LoreLimit && d.message.contains("131072 keys")
+    ));
+}

@@ -433,6 +433,8 @@ struct Ent<'b> {
     fingerprint: std::cell::OnceCell<String>,
     /// The pattern id of each plain key in the call's [`PlainIndex`] (primary, then secondary).
     pids: Vec<Option<usize>>,
+    /// Its keys were not read (past [`MAX_KEYS`], or the plain total ran out): none matches.
+    keyless: bool,
 }
 
 struct Call<'a, 'b> {
@@ -489,6 +491,8 @@ struct Call<'a, 'b> {
     losers: Vec<usize>,
     /// Bytes of expanded key text so far (`MAX_KEY_TEXT`).
     key_bytes: usize,
+    /// Keys read so far (`MAX_KEYS`).
+    keys_read: usize,
     /// The passes' gates and key tests spent the plain total (`exhaust`).
     exhausted: bool,
     /// Activated entries' group names (group blocking, §15.5.8).
@@ -502,6 +506,13 @@ const MAX_MESSAGES: usize = 1000;
 /// bytes and 1 µs per byte of key text: a hostile review's book of a million 4-byte keys cost
 /// 0.5 GB and 4 s at 4 MiB). Real books hold well under it (5,000 entries of 5 keys: 300 KB).
 const MAX_KEY_TEXT: usize = 1 << 20;
+
+/// Keys one call reads, in all: each costs the call about 100 bytes while it runs (its
+/// expanded form, its memo, its pattern id), empty or not, so their number bounds the call's
+/// memory as `MAX_KEY_TEXT` bounds the automata's (issue 38: a 16 MB book of two million
+/// distinct short keys peaked at 270 MB). Past it, an entry's keys are not read and none
+/// matches. Real books hold well under it (5,000 entries of 5 keys: 25,000).
+const MAX_KEYS: usize = 1 << 17;
 
 impl<'a, 'b> Call<'a, 'b> {
     fn new(
@@ -553,6 +564,7 @@ impl<'a, 'b> Call<'a, 'b> {
             losers: Vec::new(),
             activated_groups: std::collections::HashSet::new(),
             key_bytes: 0,
+            keys_read: 0,
             exhausted: false,
         };
         call.books(books);
@@ -684,6 +696,7 @@ impl<'a, 'b> Call<'a, 'b> {
                     .enumerate()
                     .fold(0, |mask, (f, &on)| mask | (u8::from(on) << f)),
                     pids: Vec::new(),
+                    keyless: false,
                     fingerprint: std::cell::OnceCell::new(),
                 });
                 keyed.push((tier(b.source), e.order, i));
@@ -1139,7 +1152,8 @@ impl<'a, 'b> Call<'a, 'b> {
     /// Whether key `k` (primary first, then secondary) of entry `i` matches a segment the
     /// entry sees in a pass of `kind`. Only segments not yet tested are tested.
     fn key_hit(&mut self, i: usize, k: usize, kind: PassKind) -> bool {
-        if self.exhausted {
+        self.expand_keys(i);
+        if self.exhausted || self.ents[i].keyless {
             return false;
         }
         if self.steps.charge_tests(1).is_err() {
@@ -1201,6 +1215,9 @@ impl<'a, 'b> Call<'a, 'b> {
                 continue;
             }
             self.expand_keys(i);
+            if self.ents[i].keyless {
+                continue;
+            }
             let cs = e.case_sensitive.unwrap_or(self.settings.case_sensitive);
             let (primary, secondary) = self.ents[i].keys.as_ref().expect("keys expanded");
             if primary
@@ -1399,6 +1416,27 @@ impl<'a, 'b> Call<'a, 'b> {
             return;
         }
         let e = self.ents[i].entry;
+        // Reading a key is a test's work (a walk of its text, macros aside) and ~100 bytes.
+        let n = e.key.len() + e.keysecondary.len();
+        let over = self.keys_read + n > MAX_KEYS;
+        if over || self.exhausted || self.steps.charge_tests(n as u64).is_err() {
+            self.ents[i].keys = Some((Vec::new(), Vec::new()));
+            self.ents[i].keyless = true;
+            match over {
+                true => self.report(
+                    DiagnosticKind::LoreLimit,
+                    None,
+                    format!(
+                        "World Info: past {MAX_KEYS} keys in one call, later entries' keys \
+                         never match"
+                    ),
+                ),
+                false if !self.exhausted => self.exhaust(),
+                false => {}
+            }
+            return;
+        }
+        self.keys_read += n;
         let read = |this: &mut Self, list: &super::book::Keys| -> Vec<Key> {
             list.iter()
                 .map(|k| {

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde::ser::Serializer;
 
 use super::LoreError;
-use super::json::{Json, Object, js_key_order};
+use super::json::{Json, js_key_order};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::limits::Limits;
 
@@ -244,9 +244,10 @@ impl Lorebook {
             )));
         }
         let text = String::from_utf8_lossy(bytes);
-        let json = Json::parse(text.as_bytes())
+        let mut reader = Reader::new(name, &limits);
+        let entries = stream::entries(text.as_bytes(), &mut reader)
             .map_err(|e| LoreError::LorebookInvalid(format!("not JSON: {e}")))?;
-        Lorebook::from_value(name, &json, &limits)
+        reader.finish(entries)
     }
 
     /// Reads a parsed book (a World Info file or a `character_book`).
@@ -255,30 +256,23 @@ impl Lorebook {
         json: &Json,
         limits: &Limits,
     ) -> Result<Lorebook, LoreError> {
-        let entries = json.as_object().and_then(|o| o.get("entries"));
-        let mut reader = Reader {
-            book: name,
-            limits,
-            diagnostics: Vec::new(),
-            entries: Vec::new(),
-            by_uid: HashMap::new(),
-            capped: false,
+        let mut reader = Reader::new(name, limits);
+        let entries = match json.as_object().and_then(|o| o.get("entries")) {
+            Some(Json::Object(o)) => Some(Entries::Object(
+                o.members
+                    .iter()
+                    .map(|(k, v)| (k.clone(), reader.member(k, v)))
+                    .collect(),
+            )),
+            Some(Json::Array(a)) => Some(Entries::Array(
+                a.iter()
+                    .enumerate()
+                    .map(|(i, v)| reader.element(i, v))
+                    .collect(),
+            )),
+            _ => None,
         };
-        match entries {
-            Some(Json::Object(o)) => reader.world_info(o),
-            Some(Json::Array(a)) => reader.character_book(a),
-            _ => {
-                return Err(LoreError::LorebookInvalid(
-                    "expected an object whose `entries` is an object or an array".into(),
-                ));
-            }
-        }
-        Ok(Lorebook {
-            name: name.to_string(),
-            source: LoreSource::Global,
-            entries: reader.entries,
-            diagnostics: reader.diagnostics,
-        })
+        reader.finish(entries)
     }
 
     /// The same book from another source.
@@ -404,7 +398,18 @@ struct Reader<'a> {
     capped: bool,
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
+    fn new(book: &'a str, limits: &'a Limits) -> Reader<'a> {
+        Reader {
+            book,
+            limits,
+            diagnostics: Vec::new(),
+            entries: Vec::new(),
+            by_uid: HashMap::new(),
+            capped: false,
+        }
+    }
+
     fn entry_invalid(&mut self, entry: &str, why: &str) {
         let d = Diagnostic::new(
             DiagnosticKind::LoreEntryInvalid,
@@ -446,39 +451,120 @@ impl Reader<'_> {
         self.entries.push(entry);
     }
 
-    /// A World Info file: entries keyed by object key.
-    fn world_info(&mut self, entries: &Object) {
-        let order = js_key_order(entries.members.iter().map(|(k, _)| k.as_str()));
-        for i in order {
-            let (key, value) = &entries.members[i];
-            if !self.room(key) {
-                continue;
+    /// One World Info member (`entries[key]`), read now; placed by [`Reader::finish`].
+    fn member(&mut self, key: &str, value: &Json) -> Converted {
+        let Some(obj) = value.as_object() else {
+            return Converted::NotObject(value.kind());
+        };
+        let uid = uid_of(obj.get("uid")).unwrap_or_else(|| uid_of_key(key));
+        let label = uid.to_string();
+        self.aside(|r| Fields::new(r, &label).read(uid, |name| obj.get(name)))
+    }
+
+    /// One `character_book` element (index `i`), converted as `convertCharacterBook` does,
+    /// read now; placed by [`Reader::finish`].
+    fn element(&mut self, i: usize, value: &Json) -> (Uid, Converted) {
+        let obj = value.as_object();
+        let uid = uid_of(obj.and_then(|o| o.get("id"))).unwrap_or(Uid::Number(i as u64));
+        let Some(obj) = obj else {
+            return (uid, Converted::NotObject(value.kind()));
+        };
+        let ext = obj.get("extensions").and_then(Json::as_object);
+        let from_ext = |name: &str| ext.and_then(|e| e.get(name));
+        // Values computed by the conversion (not read as they are).
+        let selective = if truthy(obj.get("selective")) {
+            obj.get("selective").cloned()
+        } else {
+            Some(Json::Bool(false))
+        };
+        let disable = Json::Bool(!truthy(obj.get("enabled")));
+        let position = match from_ext("position") {
+            Some(v) if !matches!(v, Json::Null) => v.clone(),
+            _ => {
+                let before = obj.get("position").and_then(Json::as_str) == Some("before_char");
+                Json::Number((if before { 0 } else { 1 }).into())
             }
-            let Some(obj) = value.as_object() else {
-                self.entry_invalid(key, &format!("expected an object, found {}", value.kind()));
-                continue;
-            };
-            let uid = uid_of(obj.get("uid")).unwrap_or_else(|| uid_of_key(key));
-            let label = uid.to_string();
-            let mut fields = Fields::new(self, &label);
-            let entry = fields.read(uid, |name| obj.get(name));
-            if let Some(entry) = entry {
-                self.push(entry);
+        };
+        let label = uid.to_string();
+        let read = self.aside(|r| {
+            Fields::new(r, &label).read(uid.clone(), |name| match name {
+                "key" => obj.get("keys"),
+                "keysecondary" => obj.get("secondary_keys"),
+                "content" | "comment" | "constant" => obj.get(name),
+                "selective" => selective.as_ref(),
+                "order" => obj.get("insertion_order"),
+                "disable" => Some(&disable),
+                "position" => Some(&position),
+                "useProbability" | "selectiveLogic" => from_ext(name),
+                other => from_ext(&snake_case(other)),
+            })
+        });
+        (uid, read)
+    }
+
+    /// Reads an entry with its diagnostics set aside: they are reported when (and if) the
+    /// entry is placed, so a book read as it streams reports as one read whole.
+    fn aside(&mut self, read: impl FnOnce(&mut Self) -> Option<Entry>) -> Converted {
+        let outer = std::mem::take(&mut self.diagnostics);
+        let entry = read(self);
+        let diagnostics = std::mem::replace(&mut self.diagnostics, outer);
+        Converted::Read(entry, diagnostics)
+    }
+
+    /// The book from its read entries: in JS object order, within the entry cap, a later
+    /// entry with the same uid replacing an earlier one in its place.
+    fn finish(mut self, entries: Option<Entries>) -> Result<Lorebook, LoreError> {
+        match entries {
+            Some(Entries::Object(members)) => self.world_info(members),
+            Some(Entries::Array(elements)) => self.character_book(elements),
+            None => {
+                return Err(LoreError::LorebookInvalid(
+                    "expected an object whose `entries` is an object or an array".into(),
+                ));
+            }
+        }
+        Ok(Lorebook {
+            name: self.book.to_string(),
+            source: LoreSource::Global,
+            entries: self.entries,
+            diagnostics: self.diagnostics,
+        })
+    }
+
+    /// Places one read entry under `label`.
+    fn place(&mut self, label: &str, read: Converted) {
+        match read {
+            Converted::NotObject(kind) => {
+                self.entry_invalid(label, &format!("expected an object, found {kind}"))
+            }
+            Converted::Read(entry, diagnostics) => {
+                self.diagnostics.extend(diagnostics);
+                if let Some(entry) = entry {
+                    self.push(entry);
+                }
             }
         }
     }
 
+    /// A World Info file: entries keyed by object key (a repeated key replaced in its place
+    /// already, as `JSON.parse` does).
+    fn world_info(&mut self, members: Vec<(String, Converted)>) {
+        let order = js_key_order(members.iter().map(|(k, _)| k.as_str()));
+        let mut members: Vec<Option<(String, Converted)>> = members.into_iter().map(Some).collect();
+        for i in order {
+            let Some((key, read)) = members[i].take() else {
+                continue;
+            };
+            if !self.room(&key) {
+                continue;
+            }
+            self.place(&key, read);
+        }
+    }
+
     /// A `character_book`: an array converted as `convertCharacterBook` does.
-    fn character_book(&mut self, entries: &[Json]) {
-        // Uids first, then JS object order over them.
-        let uids: Vec<Uid> = entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| {
-                uid_of(e.as_object().and_then(|o| o.get("id"))).unwrap_or(Uid::Number(i as u64))
-            })
-            .collect();
-        let keys: Vec<String> = uids.iter().map(Uid::to_string).collect();
+    fn character_book(&mut self, elements: Vec<(Uid, Converted)>) {
+        let keys: Vec<String> = elements.iter().map(|(uid, _)| uid.to_string()).collect();
         // The last of a repeated uid wins, at the first one's place (a JS object's assignment);
         // the distinct uids in first-seen order give the JS key order.
         let mut last: HashMap<&str, usize> = HashMap::new();
@@ -497,52 +583,38 @@ impl Reader<'_> {
                 self.entry_invalid(k, "a later entry with the same id replaces it");
             }
         }
+        let mut elements: Vec<Option<Converted>> =
+            elements.into_iter().map(|(_, c)| Some(c)).collect();
         for i in firsts {
-            let label = keys[i].clone();
-            if !self.room(&label) {
+            let label = &keys[i];
+            if !self.room(label) {
                 continue;
             }
-            let Some(obj) = entries[i].as_object() else {
-                self.entry_invalid(
-                    &label,
-                    &format!("expected an object, found {}", entries[i].kind()),
-                );
-                continue;
-            };
-            let ext = obj.get("extensions").and_then(Json::as_object);
-            let from_ext = |name: &str| ext.and_then(|e| e.get(name));
-            // Values computed by the conversion (not read as they are).
-            let selective = if truthy(obj.get("selective")) {
-                obj.get("selective").cloned()
-            } else {
-                Some(Json::Bool(false))
-            };
-            let disable = Json::Bool(!truthy(obj.get("enabled")));
-            let position = match from_ext("position") {
-                Some(v) if !matches!(v, Json::Null) => v.clone(),
-                _ => {
-                    let before = obj.get("position").and_then(Json::as_str) == Some("before_char");
-                    Json::Number((if before { 0 } else { 1 }).into())
-                }
-            };
-            let uid = uids[i].clone();
-            let mut fields = Fields::new(self, &label);
-            let entry = fields.read(uid, |name| match name {
-                "key" => obj.get("keys"),
-                "keysecondary" => obj.get("secondary_keys"),
-                "content" | "comment" | "constant" => obj.get(name),
-                "selective" => selective.as_ref(),
-                "order" => obj.get("insertion_order"),
-                "disable" => Some(&disable),
-                "position" => Some(&position),
-                "useProbability" | "selectiveLogic" => from_ext(name),
-                other => from_ext(&snake_case(other)),
-            });
-            if let Some(entry) = entry {
-                self.push(entry);
+            if let Some(read) = elements[i].take() {
+                self.place(label, read);
             }
         }
     }
+}
+
+/// One entry as read, before it is placed.
+// Nearly every entry is `Read`: boxing it would add an allocation per entry for nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+enum Converted {
+    /// Not an object: skipped with a `LoreEntryInvalid` when placed (its JSON kind).
+    NotObject(&'static str),
+    /// Its normalised fields (`None` over a §15.8 cap) and the diagnostics reading gave.
+    Read(Option<Entry>, Vec<Diagnostic>),
+}
+
+/// A book's `entries`, each read as it was met.
+#[derive(Debug)]
+enum Entries {
+    /// World Info: by object key, in file order (a repeated key in its first place).
+    Object(Vec<(String, Converted)>),
+    /// A `character_book` array: each element's uid and entry.
+    Array(Vec<(Uid, Converted)>),
 }
 
 /// `groupWeight` → `group_weight`.
@@ -795,6 +867,139 @@ impl<'r, 'a> Fields<'r, 'a> {
     }
 }
 
+/// A World Info file read as it streams (issue 38): each entry is read into its compact
+/// form as soon as it is parsed and its JSON dropped, so an import's peak memory is the file,
+/// the compact book and one entry, not the whole document as a tree (~18× the file for a
+/// book of short keys). Same result as [`Lorebook::from_value`] on the parsed document.
+mod stream {
+    use std::collections::HashMap;
+    use std::fmt;
+
+    use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess};
+
+    use super::{Converted, Entries, Reader};
+    use crate::lore::json::Json;
+
+    /// The document's `entries`, read through `reader`; `None` when the document is not an
+    /// object or its `entries` is neither an object nor an array.
+    pub(super) fn entries(
+        bytes: &[u8],
+        reader: &mut Reader<'_>,
+    ) -> Result<Option<Entries>, serde_json::Error> {
+        // Lone surrogate escapes read as U+FFFD, as in `Json::parse`.
+        let (bytes, _) = crate::surrogates::repair_json_at(bytes);
+        let mut de = serde_json::Deserializer::from_slice(&bytes);
+        let entries = Document(reader).deserialize(&mut de)?;
+        de.end()?;
+        Ok(entries)
+    }
+
+    /// Accepts any JSON value; only an object's `entries` is read.
+    struct Document<'r, 'a>(&'r mut Reader<'a>);
+
+    /// One of the document's members, or the `entries` value.
+    struct EntriesValue<'r, 'a>(&'r mut Reader<'a>);
+
+    /// Implements every `visit_*` of a visitor that accepts any value but reads only maps
+    /// (`$map`) and sequences (`$seq`), each other value giving `None`.
+    macro_rules! any_value {
+        () => {
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_none<E>(self) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+        };
+    }
+
+    impl<'de> DeserializeSeed<'de> for Document<'_, '_> {
+        type Value = Option<Entries>;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> de::Visitor<'de> for Document<'_, '_> {
+        type Value = Option<Entries>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a lorebook")
+        }
+        any_value!();
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut entries = None;
+            while let Some(key) = map.next_key::<String>()? {
+                match key.as_str() {
+                    // A repeated `entries` replaces the earlier one, as `JSON.parse` does.
+                    "entries" => entries = map.next_value_seed(EntriesValue(&mut *self.0))?,
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(entries)
+        }
+    }
+
+    impl<'de> DeserializeSeed<'de> for EntriesValue<'_, '_> {
+        type Value = Option<Entries>;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> de::Visitor<'de> for EntriesValue<'_, '_> {
+        type Value = Option<Entries>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a lorebook's entries")
+        }
+        any_value!();
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut elements = Vec::new();
+            while let Some(value) = seq.next_element::<Json>()? {
+                elements.push(self.0.element(elements.len(), &value));
+            }
+            Ok(Some(Entries::Array(elements)))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut members: Vec<(String, Converted)> = Vec::new();
+            // A repeated key replaces the earlier value in its place, as `JSON.parse` does.
+            let mut index: HashMap<String, usize> = HashMap::new();
+            while let Some(key) = map.next_key::<String>()? {
+                let value: Json = map.next_value()?;
+                let read = self.0.member(&key, &value);
+                match index.get(&key) {
+                    Some(&i) => members[i].1 = read,
+                    None => {
+                        index.insert(key.clone(), members.len());
+                        members.push((key, read));
+                    }
+                }
+            }
+            Ok(Some(Entries::Object(members)))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -926,5 +1131,44 @@ mod tests {
         assert!(text.starts_with(r#"{"uid":0,"key":["a"],"keysecondary":[],"comment":"""#));
         assert!(text.contains(r#""probability":100,"useProbability":true"#));
         assert!(text.ends_with(r#""matchCreatorNotes":false}"#));
+    }
+
+    /// A book read as it streams is the book read whole: entries, order and diagnostics.
+    #[test]
+    fn streaming_reads_as_the_whole_document() {
+        let limits = Limits {
+            lore_max_entries: 4,
+            ..Limits::default()
+        };
+        let docs = [
+            r#"{"entries": {"2": {"key": ["b"]}, "x": 3, "1": {"uid": "u", "key": "bad"},
+               "2": {"key": ["again"], "order": "no"}, "-1": {"content": "c"}}, "name": 1}"#,
+            r#"{"entries": [{"id": 3, "keys": ["a"]}, 7, {"id": 3, "keys": ["b"]},
+               {"keys": ["c"], "extensions": {"position": 4, "group_weight": "w"}},
+               {"id": "z", "enabled": false}, {"id": 0}, {"id": 1}]}"#,
+            r#"{"entries": {"1": {}, "2": {}, "3": {}, "4": {}, "5": {}, "6": {"key": 1}}}"#,
+            r#"{"entries": {"a": {"content": "\ud800 half"}}, "entries": {"b": {}}}"#,
+            r#"{"entries": "no"}"#,
+            r#"[{"entries": {}}]"#,
+            r#"{"entries": {"1": {"key": ["x"]}}"#,
+        ];
+        for doc in docs {
+            let streamed = Lorebook::from_json("B", doc.as_bytes(), &limits);
+            let whole = Json::parse(doc.as_bytes())
+                .map_err(|e| LoreError::LorebookInvalid(format!("not JSON: {e}")))
+                .and_then(|j| Lorebook::from_value("B", &j, &limits));
+            match (streamed, whole) {
+                (Ok(a), Ok(b)) => {
+                    assert_eq!(a.entries_json(), b.entries_json(), "{doc}");
+                    assert_eq!(a.diagnostics, b.diagnostics, "{doc}");
+                    assert!(
+                        !a.diagnostics.is_empty() || doc.contains("\"b\": {}"),
+                        "{doc}"
+                    );
+                }
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{doc}"),
+                (a, b) => panic!("{doc}: {a:?} / {b:?}"),
+            }
+        }
     }
 }

