@@ -313,22 +313,30 @@ impl Lorebook {
 }
 
 /// The context file's `lorebooks` (SPEC §15.9): `[{name, source?, entries}]`, read keeping
-/// the entries' key order. The error names the field.
+/// the entries' key order. The error names the field. Each book streams as a World Info
+/// file does ([`Lorebook::from_json`]): a bot passes its books in every render's context.
 pub(crate) fn read_lorebooks(
     text: &str,
     limits: &Limits,
 ) -> Result<Vec<Lorebook>, (String, String)> {
-    let json =
-        Json::parse(text.as_bytes()).map_err(|e| ("lorebooks".to_string(), e.to_string()))?;
-    let Json::Array(list) = json else {
-        return Err(("lorebooks".into(), "expected a list of books".into()));
+    let (bytes, _) = crate::surrogates::repair_json_at(text.as_bytes());
+    let err = |e: serde_json::Error| ("lorebooks".to_string(), e.to_string());
+    // Each book's text, unparsed (valid JSON: the context was read already).
+    let list: Vec<&serde_json::value::RawValue> = match serde_json::from_slice(&bytes) {
+        Ok(list) => list,
+        Err(_) => {
+            // Not a list (the error JSON's own when it is not JSON at all).
+            serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).map_err(err)?;
+            return Err(("lorebooks".into(), "expected a list of books".into()));
+        }
     };
     let mut books = Vec::with_capacity(list.len());
     for (i, item) in list.iter().enumerate() {
         let field = format!("lorebooks[{i}]");
-        let name = item
-            .as_object()
-            .and_then(|o| o.get("name"))
+        let head = stream::head(item.get().as_bytes()).map_err(err)?;
+        let name = head
+            .as_ref()
+            .and_then(|h| h.name.as_ref())
             .and_then(Json::as_str)
             .ok_or_else(|| {
                 (
@@ -336,7 +344,7 @@ pub(crate) fn read_lorebooks(
                     "expected an object with a string `name`".to_string(),
                 )
             })?;
-        let source = match item.as_object().and_then(|o| o.get("source")) {
+        let source = match head.as_ref().and_then(|h| h.source.as_ref()) {
             None | Some(Json::Null) => LoreSource::Global,
             Some(v) => match v.as_str() {
                 Some("chat") => LoreSource::Chat,
@@ -351,7 +359,11 @@ pub(crate) fn read_lorebooks(
                 }
             },
         };
-        let book = Lorebook::from_value(name, item, limits).map_err(|e| (field, e.to_string()))?;
+        let mut reader = Reader::new(name, limits);
+        let book = stream::entries(item.get().as_bytes(), &mut reader)
+            .map_err(|e| LoreError::LorebookInvalid(format!("not JSON: {e}")))
+            .and_then(|entries| reader.finish(entries))
+            .map_err(|e| (field, e.to_string()))?;
         books.push(book.with_source(source));
     }
     Ok(books)
@@ -880,26 +892,6 @@ mod stream {
     use super::{Converted, Entries, Reader};
     use crate::lore::json::Json;
 
-    /// The document's `entries`, read through `reader`; `None` when the document is not an
-    /// object or its `entries` is neither an object nor an array.
-    pub(super) fn entries(
-        bytes: &[u8],
-        reader: &mut Reader<'_>,
-    ) -> Result<Option<Entries>, serde_json::Error> {
-        // Lone surrogate escapes read as U+FFFD, as in `Json::parse`.
-        let (bytes, _) = crate::surrogates::repair_json_at(bytes);
-        let mut de = serde_json::Deserializer::from_slice(&bytes);
-        let entries = Document(reader).deserialize(&mut de)?;
-        de.end()?;
-        Ok(entries)
-    }
-
-    /// Accepts any JSON value; only an object's `entries` is read.
-    struct Document<'r, 'a>(&'r mut Reader<'a>);
-
-    /// One of the document's members, or the `entries` value.
-    struct EntriesValue<'r, 'a>(&'r mut Reader<'a>);
-
     /// Implements every `visit_*` of a visitor that accepts any value but reads only maps
     /// (`$map`) and sequences (`$seq`), each other value giving `None`.
     macro_rules! any_value {
@@ -927,6 +919,69 @@ mod stream {
             }
         };
     }
+
+    /// The document's `entries`, read through `reader`; `None` when the document is not an
+    /// object or its `entries` is neither an object nor an array.
+    pub(super) fn entries(
+        bytes: &[u8],
+        reader: &mut Reader<'_>,
+    ) -> Result<Option<Entries>, serde_json::Error> {
+        // Lone surrogate escapes read as U+FFFD, as in `Json::parse`.
+        let (bytes, _) = crate::surrogates::repair_json_at(bytes);
+        let mut de = serde_json::Deserializer::from_slice(&bytes);
+        let entries = Document(reader).deserialize(&mut de)?;
+        de.end()?;
+        Ok(entries)
+    }
+
+    /// A context file's book: its `name` and `source` as written (the last of a repeated
+    /// key, as `JSON.parse`), its other members skipped unparsed.
+    #[derive(Debug, Default)]
+    pub(super) struct Head {
+        pub name: Option<Json>,
+        pub source: Option<Json>,
+    }
+
+    /// The book's [`Head`]; `None` when it is not an object.
+    pub(super) fn head(bytes: &[u8]) -> Result<Option<Head>, serde_json::Error> {
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let head = de.deserialize_any(HeadVisitor)?;
+        de.end()?;
+        Ok(head)
+    }
+
+    struct HeadVisitor;
+
+    impl<'de> de::Visitor<'de> for HeadVisitor {
+        type Value = Option<Head>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a lorebook")
+        }
+        any_value!();
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut head = Head::default();
+            while let Some(key) = map.next_key::<String>()? {
+                match key.as_str() {
+                    "name" => head.name = Some(map.next_value()?),
+                    "source" => head.source = Some(map.next_value()?),
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(Some(head))
+        }
+    }
+
+    /// Accepts any JSON value; only an object's `entries` is read.
+    struct Document<'r, 'a>(&'r mut Reader<'a>);
+
+    /// One of the document's members, or the `entries` value.
+    struct EntriesValue<'r, 'a>(&'r mut Reader<'a>);
 
     impl<'de> DeserializeSeed<'de> for Document<'_, '_> {
         type Value = Option<Entries>;
@@ -1169,6 +1224,51 @@ mod tests {
                 (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{doc}"),
                 (a, b) => panic!("{doc}: {a:?} / {b:?}"),
             }
+        }
+    }
+
+    /// A context file's books stream too: name and source wherever they are in the object
+    /// (the last of a repeated one), the same book as read whole, errors naming the field.
+    #[test]
+    fn a_context_files_books_stream() {
+        let text = r#"[{"entries": {"1": {"key": ["a"]}, "0": {"key": 3}}, "name": "x", "name": "w"},
+                       {"source": "chat", "name": "c", "entries": [{"keys": ["b"]}]}]"#;
+        let books = read_lorebooks(text, &Limits::default()).unwrap();
+        let whole = |i: usize, name: &str| {
+            let Ok(Json::Array(list)) = Json::parse(text.as_bytes()) else {
+                panic!("not a list")
+            };
+            Lorebook::from_value(name, &list[i], &Limits::default()).unwrap()
+        };
+        assert_eq!(books[0].name(), "w");
+        assert_eq!(books[0].source(), LoreSource::Global);
+        assert_eq!(books[0].entries_json(), whole(0, "w").entries_json());
+        assert_eq!(books[0].diagnostics, whole(0, "w").diagnostics);
+        assert_eq!(books[0].diagnostics.len(), 1);
+        assert_eq!(books[1].source(), LoreSource::Chat);
+        assert_eq!(books[1].entries_json(), whole(1, "c").entries_json());
+        for (text, field, why) in [
+            (r#"{"a": 1}"#, "lorebooks", "expected a list of books"),
+            (
+                r#"[3]"#,
+                "lorebooks[0]",
+                "expected an object with a string `name`",
+            ),
+            (r#"[{"name": 1}]"#, "lorebooks[0]", "a string `name`"),
+            (
+                r#"[{"name": "n", "source": "x"}]"#,
+                "lorebooks[0].source",
+                "expected \"chat\"",
+            ),
+            (
+                r#"[{"name": "n", "entries": 1}]"#,
+                "lorebooks[0]",
+                "expected an object whose",
+            ),
+        ] {
+            let e = read_lorebooks(text, &Limits::default()).unwrap_err();
+            assert_eq!(e.0, field, "{text}");
+            assert!(e.1.contains(why), "{text}: {}", e.1);
         }
     }
 }
