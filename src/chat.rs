@@ -103,6 +103,18 @@ impl Chat {
         &self.ctx
     }
 
+    /// The host's facts and macros for later renders: a bot sets its macro callback here
+    /// once for the chat ([`MapHost::set_macro_fn`](crate::MapHost::set_macro_fn)).
+    ///
+    /// ```
+    /// let mut chat = stpreset::Chat::from_json(b"{}").unwrap();
+    /// chat.host_mut().set_macro_fn(|name, _| (name == "summary").then(|| "So far.".into()));
+    /// assert_eq!(stpreset::expand("{{summary}}", chat.context()).text, "So far.");
+    /// ```
+    pub fn host_mut(&mut self) -> &mut crate::MapHost {
+        &mut self.ctx.host
+    }
+
     /// Which parts of a render of [`Chat::context`] are an item's text (see [`Passthrough`]);
     /// its address table is built once and kept until the items change.
     pub fn passthrough(&self) -> Passthrough<'_> {

@@ -319,8 +319,9 @@ pub(crate) trait Host {
 }
 
 /// A host's macro callback (issue 39): `(name, arguments)` as written in `{{name::a::b}}` →
-/// the value, or `None` to leave the macro as it is.
-pub type MacroFn = dyn Fn(&str, &[&str]) -> Option<String> + Send + Sync;
+/// the value, `None` to leave the macro as it is, or `Err(message)` when the host failed (a
+/// `HostMacroFailed` diagnostic carries the message; the macro stays as it is).
+pub type MacroFn = dyn Fn(&str, &[&str]) -> Result<Option<String>, String> + Send + Sync;
 
 /// [`MacroFn`] in a [`MapHost`] (which is `Debug` and `Clone`).
 #[derive(Clone)]
@@ -389,7 +390,34 @@ impl MapHost {
         &mut self,
         f: impl Fn(&str, &[&str]) -> Option<String> + Send + Sync + 'static,
     ) {
+        self.macro_fn = Some(MacroCallback(std::sync::Arc::new(move |name, args| {
+            Ok(f(name, args))
+        })));
+    }
+
+    /// [`set_macro_fn`](Self::set_macro_fn) for a callback that can fail: `Err(message)` is a
+    /// `HostMacroFailed` diagnostic with the message (a package's callback that throws).
+    ///
+    /// ```
+    /// let mut ctx = stpreset::Context::default();
+    /// ctx.host.set_fallible_macro_fn(|name, _| match name {
+    ///     "memory" => Err("the memory service is down".to_string()),
+    ///     _ => Ok(None),
+    /// });
+    /// let out = stpreset::expand("{{memory}}", &ctx);
+    /// assert_eq!(out.text, "{{memory}}");
+    /// assert!(out.diagnostics[0].message.contains("the memory service is down"));
+    /// ```
+    pub fn set_fallible_macro_fn(
+        &mut self,
+        f: impl Fn(&str, &[&str]) -> Result<Option<String>, String> + Send + Sync + 'static,
+    ) {
         self.macro_fn = Some(MacroCallback(std::sync::Arc::new(f)));
+    }
+
+    /// Removes the macro callback.
+    pub fn clear_macro_fn(&mut self) {
+        self.macro_fn = None;
     }
 
     /// Whether a macro callback is set.

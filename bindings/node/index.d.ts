@@ -366,6 +366,8 @@ export declare class Chat {
   /** Replaces the given fields (any but `items`), e.g. `{ now, variables }`. */
   set(fields: Omit<Context, 'items'>): void;
   /** Carries a render's `variables` and `globals` into the next turn. */
+  /** Answers the macros the catalog and the context's `macros` lack: a string, or null to leave one literal. */
+  setMacroFn(fn: ((name: string, args: string[]) => string | null | undefined) | null): void;
   keep(result: { variables: Record<string, string>; globals: Record<string, string> }): void;
   /** The chat saved: a context `new Chat(saved)` reads back (`JSON.stringify(chat)` stores it). */
   toJSON(): Context;

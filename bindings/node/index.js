@@ -254,6 +254,19 @@ class Chat {
     }
     fromObject(() => this._inner.set(JSON.stringify(fields)));
   }
+  /**
+   * Answers the macros the catalog and the context's `macros` lack (issue 39): `fn(name, args)`
+   * for `{{name::a::b}}` returns a string, or `null`/`undefined` to leave the macro as written.
+   * Called synchronously during this chat's renders, at most once per distinct call a render; a
+   * throw (or another return type) is a `HostMacroFailed` diagnostic and the macro stays
+   * literal. `null` removes it.
+   */
+  setMacroFn(fn) {
+    if (fn !== null && fn !== undefined && typeof fn !== 'function') {
+      throw new TypeError(`the macro function must be a function or null, found ${describe(fn)}`);
+    }
+    this._inner.setMacroFn(fn ?? null);
+  }
   /** Carries a render's `variables` and `globals` into the next turn (SPEC §9: the bot keeps them). */
   keep(result) {
     // The chat's own last render, its maps never read: carried natively, without parsing

@@ -551,13 +551,17 @@ impl<'r, 'a> Run<'r, 'a> {
         let args: Vec<&str> = parts.collect();
         let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(name, &args)));
         let value = match answer {
-            Ok(value) => value,
-            Err(_) => {
+            Ok(Ok(value)) => value,
+            failed => {
+                let why = match failed {
+                    Ok(Err(message)) => format!(" ({})", crate::diagnostic::excerpt(&message)),
+                    _ => String::new(),
+                };
                 self.diag(
                     DiagnosticKind::HostMacroFailed,
                     span,
                     format!(
-                        "the host's macro callback failed on `{}`: the macro stays literal",
+                        "the host's macro callback failed on `{}`{why}: the macro stays literal",
                         crate::diagnostic::excerpt(name)
                     ),
                 );

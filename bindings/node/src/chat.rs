@@ -102,6 +102,51 @@ impl Chat {
 
     /// Carries the variables and globals of this chat's render number `render` into the next
     /// render, when it is the last one; `false` otherwise (`index.js` then sets them).
+    /// The chat's macro callback (issue 39): `f(name, args)` for a macro the catalog and the
+    /// context's `macros` lack, a string or `null`/`undefined`; `null` removes it. Renders
+    /// are synchronous, on the JS thread that set it: the callback runs there, and is
+    /// refused (`HostMacroFailed`) on any other thread, where calling into JS is undefined.
+    /// A throw or another return type is a `HostMacroFailed` naming it.
+    #[napi]
+    pub fn set_macro_fn(
+        &mut self,
+        env: Env,
+        f: Option<FunctionRef<(String, Vec<String>), Unknown<'static>>>,
+    ) {
+        let host = self.inner.host_mut();
+        let Some(f) = f else {
+            host.clear_macro_fn();
+            return;
+        };
+        // The env as a number: it is only turned back into an `Env` on its own thread.
+        let raw = env.raw() as usize;
+        let thread = std::thread::current().id();
+        host.set_fallible_macro_fn(move |name, args| {
+            if std::thread::current().id() != thread {
+                return Err("called off the JS thread that set it".into());
+            }
+            let env = Env::from_raw(raw as napi::sys::napi_env);
+            let f = f.borrow_back(&env).map_err(|e| e.reason.clone())?;
+            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            let value = f
+                .call((name.to_string(), args))
+                .map_err(|e| format!("threw {}", e.reason))?;
+            match value.get_type().map_err(|e| e.reason.clone())? {
+                ValueType::Null | ValueType::Undefined => Ok(None),
+                ValueType::String => value
+                    .coerce_to_string()
+                    .and_then(|s| s.into_utf8())
+                    .and_then(|s| s.into_owned())
+                    .map(Some)
+                    .map_err(|e| e.reason.clone()),
+                other => Err(format!(
+                    "returned {}, not a string or null",
+                    other.to_string().to_lowercase()
+                )),
+            }
+        });
+    }
+
     #[napi]
     pub fn keep_last(&mut self, render: u32) -> bool {
         let last = self.last.borrow_mut().take();

@@ -333,3 +333,34 @@ test("keep of an older render, of another chat's render, or of a plain result ca
   chat.keep({ variables: { turn: '9' }, globals: {} });
   assert.strictEqual(compiled.render(chat).variables.turn, '10');
 });
+
+test("a chat's macro function answers what the catalog lacks; a throw is a diagnostic", () => {
+  const compiled = Preset.fromJson(JSON.stringify({
+    prompts: [{
+      identifier: 'main',
+      content: '[{{summary}}] [{{memory::recent::2}}] [{{memory::recent::2}}] [{{user}}] [{{nobody}}] [{{boom}}] [{{number}}]',
+    }],
+  })).compile();
+  const calls = [];
+  const chat = new Chat({ user: 'Alice' });
+  chat.setMacroFn((name, args) => {
+    calls.push([name, args]);
+    if (name === 'boom') throw new Error('the memory service is down');
+    if (name === 'number') return 7;
+    return { summary: 'So far.', memory: `${args.length} notes` }[name];
+  });
+  const out = compiled.render(chat);
+  assert.strictEqual(out.messages[0].parts.join(''),
+    '[So far.] [2 notes] [2 notes] [Alice] [{{nobody}}] [{{boom}}] [{{number}}]');
+  // Once per distinct call a render; never for a catalog macro.
+  assert.deepStrictEqual(calls.map((c) => JSON.stringify(c)).sort(), [
+    ['boom', []], ['memory', ['recent', '2']], ['nobody', []], ['number', []], ['summary', []],
+  ].map((c) => JSON.stringify(c)).sort());
+  const failed = out.diagnostics.filter((d) => d.kind === 'HostMacroFailed').map((d) => d.message);
+  assert.ok(failed.some((m) => m.includes('the memory service is down')), failed.join('\n'));
+  assert.ok(failed.some((m) => m.includes('returned number, not a string or null')), failed.join('\n'));
+  // The exception did not escape: the next call works.
+  chat.setMacroFn(null);
+  assert.ok(compiled.render(chat).messages[0].parts.join('').startsWith('[{{summary}}]'));
+  assert.throws(() => chat.setMacroFn(3), TypeError);
+});

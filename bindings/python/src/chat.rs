@@ -101,6 +101,33 @@ impl Chat {
         Ok(())
     }
 
+    /// The chat's macro callback (issue 39): `f(name, args)` for a macro the catalog and the
+    /// context's `macros` lack, `str` or `None`; `None` removes it. Called with the GIL taken
+    /// back during a render; an exception or another return type is a `HostMacroFailed`
+    /// diagnostic naming it, and the macro stays literal.
+    fn set_macro_fn(&mut self, f: Option<Py<PyAny>>) {
+        let host = self.inner.host_mut();
+        let Some(f) = f else {
+            host.clear_macro_fn();
+            return;
+        };
+        host.set_fallible_macro_fn(move |name, args| {
+            Python::attach(|py| {
+                let value = f
+                    .call1(py, (name, args.to_vec()))
+                    .map_err(|e| e.to_string())?;
+                let value = value.bind(py);
+                if value.is_none() {
+                    return Ok(None);
+                }
+                value.extract::<String>().map(Some).map_err(|_| {
+                    let kind = value.get_type().name().map(|n| n.to_string());
+                    format!("returned {}, not str or None", kind.unwrap_or_default())
+                })
+            })
+        });
+    }
+
     /// Replaces the fields a JSON object has (any but `items`).
     fn set(&mut self, py: Python<'_>, fields_json: Text<'_>) -> PyResult<()> {
         let json = fields_json.json()?;

@@ -341,3 +341,46 @@ def test_review_len_and_splices_wait_for_a_render_in_another_thread():
     assert errors == [] and len(chat) == 2000
     with pytest.raises(TypeError):
         chat.splice(None)
+
+
+def test_a_chats_macro_function_answers_what_the_catalog_lacks():
+    preset = stpreset.Preset.from_json(
+        json.dumps(
+            {
+                "prompts": [
+                    {
+                        "identifier": "main",
+                        "content": "[{{summary}}] [{{memory::recent::2}}] [{{memory::recent::2}}] "
+                        "[{{user}}] [{{nobody}}] [{{boom}}] [{{number}}]",
+                    }
+                ]
+            }
+        )
+    ).compile()
+    calls = []
+
+    def macros(name, args):
+        calls.append((name, args))
+        if name == "boom":
+            raise RuntimeError("the memory service is down")
+        if name == "number":
+            return 7
+        return {"summary": "So far.", "memory": f"{len(args)} notes"}.get(name)
+
+    chat = stpreset.Chat({"user": "Alice"})
+    chat.set_macro_fn(macros)
+    out = preset.render(chat)
+    text = "".join(out["messages"][0]["parts"])
+    assert text == "[So far.] [2 notes] [2 notes] [Alice] [{{nobody}}] [{{boom}}] [{{number}}]"
+    # Once per distinct call a render; never for a catalog macro.
+    assert sorted(calls) == sorted(
+        [("summary", []), ("memory", ["recent", "2"]), ("nobody", []), ("boom", []), ("number", [])]
+    )
+    failed = [d["message"] for d in out["diagnostics"] if d["kind"] == "HostMacroFailed"]
+    assert any("the memory service is down" in m for m in failed), failed
+    assert any("returned int, not str or None" in m for m in failed), failed
+    chat.set_macro_fn(None)
+    text = "".join(preset.render(chat)["messages"][0]["parts"])
+    assert text.startswith("[{{summary}}]")
+    with pytest.raises(TypeError):
+        chat.set_macro_fn(3)

@@ -233,6 +233,17 @@ class Chat:
         with self._lock:
             _fields(self._inner.set, _dumps(fields, "the fields"))
 
+    def set_macro_fn(self, fn) -> None:
+        """Answers the macros the catalog and the context's ``macros`` lack (issue 39):
+        ``fn(name, args)`` for ``{{name::a::b}}`` returns a ``str``, or ``None`` to leave the
+        macro as written. Called during renders of this chat, at most once per distinct call
+        per render; an exception (or another return type) is a ``HostMacroFailed``
+        diagnostic and the macro stays literal. ``None`` removes it."""
+        if fn is not None and not callable(fn):
+            raise TypeError(f"the macro function must be callable or None, not {type(fn).__name__}")
+        with self._lock:
+            self._inner.set_macro_fn(fn)
+
     def keep(self, result) -> None:
         """Carries a render's ``variables`` and ``globals`` into the next turn (SPEC §9)."""
         # A render whose maps were never read carries its own, natively; once read they may
