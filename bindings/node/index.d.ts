@@ -328,6 +328,8 @@ export declare class PresetStore {
   static open(path: string): PresetStore;
   importPreset(server: StoreId, name: string, text: string | Uint8Array): string;
   list(server: StoreId): PresetSummary[];
+  /** A stored preset's nodes in walk order, with the switches the store keeps. */
+  nodes(server: StoreId, preset: StoreId): PresetNodeInfo[];
   activate(server: StoreId, preset: StoreId): void;
   deactivate(server: StoreId): void;
   setEnabled(server: StoreId, preset: StoreId, toggles: Record<string, boolean>): void;

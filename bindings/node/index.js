@@ -690,6 +690,10 @@ class PresetStore {
   list(server) {
     return JSON.parse(call(() => this._inner.listJson(storeId(server, 'server'))));
   }
+  /** A stored preset's nodes in walk order, with the switches the store keeps (as `Preset.nodes()`). */
+  nodes(server, preset) {
+    return JSON.parse(call(() => this._inner.nodesJson(storeId(server, 'server'), storeId(preset, 'preset'))));
+  }
   activate(server, preset) {
     call(() => this._inner.activate(storeId(server, 'server'), storeId(preset, 'preset')));
   }

@@ -111,7 +111,7 @@ impl Chat {
     pub fn set_macro_fn(
         &mut self,
         env: Env,
-        f: Option<FunctionRef<(String, Vec<String>), Unknown<'static>>>,
+        f: Option<FunctionRef<FnArgs<(String, Vec<String>)>, Unknown<'static>>>,
     ) {
         let host = self.inner.host_mut();
         let Some(f) = f else {
@@ -129,7 +129,8 @@ impl Chat {
             let f = f.borrow_back(&env).map_err(|e| e.reason.clone())?;
             let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
             let value = f
-                .call((name.to_string(), args))
+                // Two arguments, not one array: `FnArgs` spreads the tuple.
+                .call(FnArgs::from((name.to_string(), args)))
                 .map_err(|e| format!("threw {}", e.reason))?;
             match value.get_type().map_err(|e| e.reason.clone())? {
                 ValueType::Null | ValueType::Undefined => Ok(None),

@@ -64,6 +64,16 @@ impl PresetStore {
             .map_err(store_error)
     }
 
+    /// A stored preset's nodes in walk order with their stored switches, as JSON (the list
+    /// `Preset.nodes()` gives; `stpreset store nodes ID --format json`).
+    #[napi]
+    pub fn nodes_json(&self, server: String, preset: String) -> Result<String> {
+        self.inner
+            .get(id(&server)?, id(&preset)?)
+            .map(|p| p.nodes_json())
+            .map_err(store_error)
+    }
+
     /// The server's presets as JSON: `[{"active", "id", "name", "nodes", "regex_allowed"}]`,
     /// each id as decimal text (as `import_preset` returns it; JS numbers stop at 2^53).
     #[napi]

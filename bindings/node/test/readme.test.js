@@ -24,3 +24,16 @@ test('README Node.js example', () => {
   assert.match(out, /^Alice$/m);
   assert.match(out, /^true NotAPreset$/m);
 });
+
+test('README store example (Node)', () => {
+  const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## Store'));
+  const code = section.match(/```js\n([\s\S]*?)```/)[1];
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stpreset-readme-'));
+  fs.mkdirSync(path.join(dir, 'node_modules'));
+  fs.symlinkSync(path.join(__dirname, '..'), path.join(dir, 'node_modules', 'stpreset'), 'dir');
+  fs.writeFileSync(path.join(dir, 'store.mjs'), code);
+  const out = execFileSync(process.execPath, [path.join(dir, 'store.mjs')], { cwd: root, encoding: 'utf8' });
+  assert.match(out, /^main=on /m);
+  assert.match(out, /^\d+ messages$/m);
+});

@@ -23,7 +23,11 @@ test('import, list, activate, toggle, render, delete: per server', () => {
   assert.deepStrictEqual(store.list('1234567890123456788'), [], 'another server sees nothing');
   const chat = new s.Chat({ user: 'Alice', items: [{ tag: 'DIALOGUE_HISTORY', role: 'user', text: 'hi' }] });
   assert.deepStrictEqual(store.render(guild, chat).messages.map((m) => m.parts.join('')), ['Hi Alice', 'hi']);
+  const switches = () => store.nodes(guild, id).map((n) => [n.identifier, n.enabled]);
+  assert.deepStrictEqual(switches(), [['main', true], ['nsfw', false], ['chatHistory', true]]);
   store.setEnabled(guild, id, { nsfw: true });
+  assert.deepStrictEqual(switches(), [['main', true], ['nsfw', true], ['chatHistory', true]]);
+  assert.throws(() => store.nodes('1', id), (e) => e instanceof s.StoreError && e.kind === 'NotFound', "another server's preset");
   assert.deepStrictEqual(store.render(guild, {}).messages.map((m) => m.parts.join('')), ['Hi User', 'Spicy']);
   assert.throws(() => store.setEnabled(guild, id, { nope: true }), (e) => e instanceof s.StoreError && e.kind === 'UnknownNode');
   assert.throws(() => store.activate('1', id), (e) => e instanceof s.StoreError && e.kind === 'NotFound', 'another server cannot activate it');

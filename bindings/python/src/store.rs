@@ -49,6 +49,12 @@ impl PresetStore {
         Ok(serde_json::to_string(&list).unwrap_or_default())
     }
 
+    /// A stored preset's nodes with their stored switches, as JSON (`Preset::nodes_json`).
+    fn nodes_json(&self, py: Python<'_>, server: i64, preset: i64) -> PyResult<String> {
+        py.detach(|| self.inner.get(server, preset).map(|p| p.nodes_json()))
+            .map_err(store_error)
+    }
+
     fn activate(&self, py: Python<'_>, server: i64, preset: i64) -> PyResult<()> {
         py.detach(|| self.inner.activate(server, preset))
             .map_err(store_error)

@@ -17,3 +17,12 @@ def test_readme_python_example():
     assert re.search(r"^user hi$", out, re.M)
     assert re.search(r"^Alice$", out, re.M)
     assert re.search(r"^NotAPreset$", out, re.M)
+
+
+def test_readme_store_example():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Store"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert re.search(r"^main=on ", out, re.M)
+    assert re.search(r"^\d+ messages$", out, re.M)

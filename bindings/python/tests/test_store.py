@@ -27,7 +27,15 @@ def test_import_list_activate_toggle_render_delete_per_server(tmp_path):
     assert store.list(guild - 1) == []
     chat = stpreset.Chat({"user": "Alice", "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}]})
     assert ["".join(m["parts"]) for m in store.render(guild, chat)["messages"]] == ["Hi Alice", "hi"]
+    def switches():
+        return [(n["identifier"], n["enabled"]) for n in store.nodes(guild, pid)]
+
+    assert switches() == [("main", True), ("nsfw", False), ("chatHistory", True)]
     store.set_enabled(guild, pid, {"nsfw": True})
+    assert switches() == [("main", True), ("nsfw", True), ("chatHistory", True)]
+    with pytest.raises(stpreset.StoreError) as e:
+        store.nodes(1, pid)
+    assert e.value.kind == "NotFound"
     assert ["".join(m["parts"]) for m in store.render(guild)["messages"]] == ["Hi User", "Spicy"]
     with pytest.raises(stpreset.StoreError) as e:
         store.set_enabled(guild, pid, {"nope": True})

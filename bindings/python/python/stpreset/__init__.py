@@ -559,6 +559,11 @@ class PresetStore:
         """``[{"id", "name", "active", "nodes", "regex_allowed"}]``."""
         return _json.loads(_call(self._inner.list_json, _store_id(server, "server")))
 
+    def nodes(self, server: int, preset: int):
+        """A stored preset's nodes in walk order, with the switches the store keeps (as
+        ``Preset.nodes()``)."""
+        return _json.loads(_call(self._inner.nodes_json, _store_id(server, "server"), _store_id(preset, "preset")))
+
     def activate(self, server: int, preset: int) -> None:
         _call(self._inner.activate, _store_id(server, "server"), _store_id(preset, "preset"))
 
