@@ -56,6 +56,10 @@ fn this_module() -> usize {
     std::ptr::addr_of!(MODULE) as usize
 }
 
+/// A kept reference to the JS macro function: called with `(name, args)`, its return read
+/// by type.
+type MacroFnRef = FunctionRef<FnArgs<(String, Vec<String>)>, Unknown<'static>>;
+
 #[napi]
 impl Chat {
     /// A chat from a context file's JSON, items included.
@@ -111,7 +115,7 @@ impl Chat {
     pub fn set_macro_fn(
         &mut self,
         env: Env,
-        f: Option<FunctionRef<FnArgs<(String, Vec<String>)>, Unknown<'static>>>,
+        f: Option<MacroFnRef>,
     ) {
         let host = self.inner.host_mut();
         let Some(f) = f else {
