@@ -281,6 +281,12 @@ pub fn regex(data: &[u8]) {
     ] {
         assert!(out.text.len() <= limit.max(text.len()));
     }
+    // The display text for Markdown hosts: its HTML read leniently, at most twice the display
+    // pass's output (each tag's Markdown is shorter than twice the tag).
+    let display = compiled.display_message(&text, role, Some(2), Some("Kaede"), &ctx);
+    let markdown = stpreset::display_markdown(&display.text);
+    assert!(markdown.len() <= 2 * display.text.len());
+    assert!(stpreset::display_markdown(&text).len() <= 2 * text.len());
     let a = compiled.store_message(&text, role, &ctx);
     let b = compiled.store_message(&text, role, &ctx);
     assert_eq!(a, b, "same inputs, same result");

@@ -79,6 +79,7 @@ pub use provider::{
 };
 pub use render::{Expansion, Rendered, request_options};
 pub use report::TextReport;
+pub use scripts::markdown::display_markdown;
 pub use scripts::{PassKind, Placement, PromptPass, RegexPass, RegexScript, Regexed, Substitute};
 pub use settings::resolve::EffectiveOptions;
 pub use settings::{PresetSettings, PresetSettingsUse, SettingsEdit};

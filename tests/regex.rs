@@ -674,3 +674,77 @@ fn a_pass_pays_to_compile_the_scripts_it_selects() {
         }
     }
 }
+
+/// A reply as NemoEngine's model writes one: reasoning, a final block, tracker markup, Magpie
+/// stats, emoji with effects, and the reply's own Markdown.
+fn nemo_reply() -> String {
+    "<think>\nAlice wants to sneak in. Tomori would hesitate.\n</think>\n<nemo-final>\n\
+     »» The Archive\n\
+     Tomori's breath hitched 🔥 as the lantern swung past the door. *She smiled warmly.*\n\n\
+     \"We go in **now**,\" she said. ✨\n\
+     [[stat Courage|steady|70|brave]]\n\
+     <st-tracker type=\"status\" title=\"Archive Run\" icon=\"🗝️\" accent=\"#c084fc\">\
+     <st-row k=\"Location\" v=\"Archive\"/><st-bar k=\"Suspicion\" v=\"40\" l=\"rising\"/></st-tracker>\n\
+     </nemo-final>"
+        .to_string()
+}
+
+/// Issue 39 §3: the display pass's HTML becomes text a chat app shows, for every corpus
+/// preset with display scripts: no tag, style or script left, the words and the reply's
+/// Markdown kept.
+#[test]
+fn the_display_text_of_corpus_presets_is_readable_markdown() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/presets");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        eprintln!(
+            "SKIPPED: {} not found (../shared is not beside this checkout)",
+            dir.display()
+        );
+        return;
+    };
+    let mut checked = 0;
+    for entry in entries.flatten() {
+        let Ok(preset) = stpreset::Preset::from_json(&std::fs::read(entry.path()).unwrap()) else {
+            continue;
+        };
+        let compiled = preset.compile();
+        let ctx = allowed(json!([]));
+        let reply = nemo_reply();
+        let html = compiled.display_message(&reply, Role::Model, Some(0), Some("Tomori"), &ctx);
+        let text = compiled.display_text(&reply, Role::Model, Some(0), Some("Tomori"), &ctx);
+        let name = entry.file_name().to_string_lossy().into_owned();
+        assert_eq!(text.diagnostics, html.diagnostics, "{name}");
+        assert_eq!(text.text, stpreset::display_markdown(&html.text), "{name}");
+        for gone in [
+            "<style",
+            "<span",
+            "<div",
+            "<details",
+            "</nemo-final>",
+            "@keyframes",
+            "style=\"",
+        ] {
+            assert!(
+                !text.text.contains(gone),
+                "{name}: {gone} left in:\n{}",
+                text.text
+            );
+        }
+        for kept in [
+            "breath hitched",
+            "*She smiled warmly.*",
+            "**now**",
+            "🔥",
+            "✨",
+        ] {
+            assert!(
+                text.text.contains(kept),
+                "{name}: {kept} lost from:\n{}",
+                text.text
+            );
+        }
+        checked += usize::from(html.text != reply);
+    }
+    // NemoEngine and the other presets with display scripts changed the reply.
+    assert!(checked >= 1, "no corpus preset's display scripts ran");
+}

@@ -433,6 +433,14 @@ export declare class CompiledPreset {
     speaker?: string | null,
     context?: ContextLike,
   ): Regexed;
+  /** `displayMessage`, then its HTML as Markdown, for a chat app that shows Markdown. */
+  displayText(
+    text: string,
+    role: MessageRole,
+    depth?: number | null,
+    speaker?: string | null,
+    context?: ContextLike,
+  ): Regexed;
   /**
    * The prompt pass `render` runs over the context's items (SPEC §13.2.3), alone: each item's
    * text after it, without the `name` prefix.

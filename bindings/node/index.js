@@ -541,6 +541,17 @@ class CompiledPreset {
     return pass(text, (t) => withContext(context, (json) => this._inner.displayMessageJson(t, role, d, who, json)));
   }
   /**
+   * `displayMessage` for a chat app that shows Markdown (Discord): the display pass, then its
+   * HTML as Markdown (styles, scripts and hidden elements dropped; emphasis, links, lists and
+   * line breaks kept; the reply's own Markdown untouched).
+   */
+  displayText(text, role, depth, speaker, context) {
+    message(text, role);
+    const d = optionalDepth(depth);
+    const who = optionalSpeaker(speaker);
+    return pass(text, (t) => withContext(context, (json) => this._inner.displayTextJson(t, role, d, who, json)));
+  }
+  /**
    * The prompt pass `render` runs (SPEC §13.2.3), alone: `{ items, diagnostics }`, each context
    * item's text after it (no `name` prefix; `null` for a lore item it dropped).
    */

@@ -18,7 +18,8 @@ pub(crate) struct RegexArgs {
     #[command(flatten)]
     context: ContextArgs,
     /// Which call: `store` (a reply or user message before storing it), `edit`, `prompt`
-    /// (text sent to the model) or `display` (text shown to people).
+    /// (text sent to the model), `display` (text shown to people, HTML and all) or
+    /// `display-text` (the display pass with its HTML as Markdown, for a chat app).
     #[arg(long, value_enum, default_value_t = PassArg::Store)]
     pass: PassArg,
     /// Where the text comes from.
@@ -45,6 +46,7 @@ pub(crate) enum PassArg {
     Edit,
     Prompt,
     Display,
+    DisplayText,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -78,7 +80,7 @@ pub(crate) fn run(args: RegexArgs) -> Result<(), Failure> {
             PassArg::Store => PassKind::Store,
             PassArg::Edit => PassKind::Edit,
             PassArg::Prompt => PassKind::Prompt,
-            PassArg::Display => PassKind::Display,
+            PassArg::Display | PassArg::DisplayText => PassKind::Display,
         },
         match args.placement {
             PlacementArg::User => Placement::UserInput,
@@ -88,7 +90,10 @@ pub(crate) fn run(args: RegexArgs) -> Result<(), Failure> {
     );
     pass.depth = args.depth;
     pass.speaker = args.speaker;
-    let out = preset.compile().apply_regex(text, &pass, &ctx);
+    let mut out = preset.compile().apply_regex(text, &pass, &ctx);
+    if args.pass == PassArg::DisplayText {
+        out.text = stpreset::display_markdown(&out.text);
+    }
     let mut stdout = super::stdout();
     let written = match args.format {
         Format::Text => {

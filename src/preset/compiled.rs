@@ -281,6 +281,34 @@ impl CompiledPreset {
         self.apply_regex(text, &pass, ctx)
     }
 
+    /// [`display_message`](Self::display_message) for hosts that show Markdown (a Discord
+    /// bot): the display pass as SillyTavern runs it, then its HTML as Markdown — styles,
+    /// scripts and hidden elements dropped, emphasis, links, lists and line breaks kept, the
+    /// reply's own Markdown untouched (docs/regex.md, "Text for Markdown hosts").
+    ///
+    /// ```
+    /// let preset = stpreset::Preset::from_json(br#"{"prompts": [{"identifier": "main", "content": "M"}],
+    ///     "extensions": {"regex_scripts": [{"findRegex": "/<final>([\\s\\S]*?)<\\/final>/g",
+    ///     "replaceString": "<style>.f{color:red}</style><div class='f'><b>$1</b></div>",
+    ///     "placement": [2], "markdownOnly": true}]}}"#).unwrap().compile();
+    /// let mut ctx = stpreset::Context::default();
+    /// ctx.allow_preset_regex = true;
+    /// let out = preset.display_text("<final>Hi *there*</final>", stpreset::Role::Model, None, None, &ctx);
+    /// assert_eq!(out.text, "**Hi *there***");
+    /// ```
+    pub fn display_text(
+        &self,
+        text: &str,
+        role: Role,
+        depth: Option<u32>,
+        speaker: Option<&str>,
+        ctx: &Context,
+    ) -> Regexed {
+        let mut out = self.display_message(text, role, depth, speaker, ctx);
+        out.text = crate::scripts::markdown::display_markdown(&out.text);
+        out
+    }
+
     /// The prompt pass a render runs (SPEC §13.2.3), alone: each context item's text after
     /// it (with no `name` prefix), `None` for a lore item it dropped.
     pub fn prompt_pass(&self, ctx: &Context) -> PromptPass {

@@ -4,6 +4,7 @@
 //! its cache.
 
 mod literals;
+pub(crate) mod markdown;
 pub(crate) mod pattern;
 mod read;
 pub(crate) mod replace;

@@ -112,11 +112,7 @@ impl Chat {
     /// refused (`HostMacroFailed`) on any other thread, where calling into JS is undefined.
     /// A throw or another return type is a `HostMacroFailed` naming it.
     #[napi]
-    pub fn set_macro_fn(
-        &mut self,
-        env: Env,
-        f: Option<MacroFnRef>,
-    ) {
+    pub fn set_macro_fn(&mut self, env: Env, f: Option<MacroFnRef>) {
         let host = self.inner.host_mut();
         let Some(f) = f else {
             host.clear_macro_fn();

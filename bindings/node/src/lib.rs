@@ -243,6 +243,24 @@ impl CompiledPreset {
         })
     }
 
+    /// The display pass with its HTML as Markdown (`CompiledPreset::display_text`).
+    #[napi]
+    pub fn display_text_json(
+        &self,
+        text: String,
+        role_name: String,
+        depth: Option<u32>,
+        speaker: Option<String>,
+        context: ContextArg<'_>,
+    ) -> Result<String> {
+        let role = role(&role_name)?;
+        with_context(context, |ctx| {
+            self.inner
+                .display_text(&text, role, depth, speaker.as_deref(), ctx)
+                .to_json()
+        })
+    }
+
     /// The prompt pass a render runs (SPEC §13.2.3), alone: `{"diagnostics", "items"}` as JSON,
     /// one item per context item (`null`: a lore item it dropped).
     #[napi]

@@ -73,6 +73,13 @@ test('editMessage runs runOnEdit scripts, with the speaker as {{char}} in trim s
   assert.strictEqual(compiled.editMessage('a <ooc>b</ooc>', 'user', undefined, ALLOWED).text, 'a <ooc>b</ooc>');
 });
 
+test('displayText turns the display pass\'s HTML back into Markdown', () => {
+  // `bold` writes <b>: the text shows **bold** again, and the reply's line breaks stay.
+  const out = compiled.displayText('so **bold**\n<style>.x{}</style><span style="color:red">red</span>', 'model', 0, null, ALLOWED);
+  assert.strictEqual(out.text, 'so **bold**\nred');
+  assert.deepStrictEqual(out.diagnostics, compiled.displayMessage('so **bold**', 'model', 0, null, ALLOWED).diagnostics);
+});
+
 test('displayMessage runs markdownOnly scripts', () => {
   assert.strictEqual(compiled.displayMessage('so **bold**', 'model', 0, null, ALLOWED).text, 'so <b>bold</b>');
   assert.strictEqual(compiled.displayMessage('so **bold**', 'user', null, null, ALLOWED).text, 'so **bold**');

@@ -305,6 +305,27 @@ impl CompiledPreset {
         })
     }
 
+    /// The display pass with its HTML as Markdown (`CompiledPreset::display_text`).
+    fn display_text_json(
+        &self,
+        py: Python<'_>,
+        text: Bound<'_, PyString>,
+        role_name: &str,
+        depth: Option<u32>,
+        speaker: Option<Bound<'_, PyString>>,
+        context: ContextArg<'_>,
+    ) -> PyResult<String> {
+        let role = role(role_name)?;
+        let (text, lone) = repaired(&text)?;
+        let (speaker, lone_speaker) = speaker_text(speaker.as_ref())?;
+        context.with(py, |ctx| {
+            let out = self
+                .inner
+                .display_text(&text, role, depth, speaker.as_deref(), ctx);
+            noted(out, lone, lone_speaker)
+        })
+    }
+
     /// The prompt pass a render runs (SPEC §13.2.3), alone: `{"diagnostics", "items"}` as JSON.
     fn prompt_pass_json(&self, py: Python<'_>, context: ContextArg<'_>) -> PyResult<String> {
         context.with(py, |ctx| {

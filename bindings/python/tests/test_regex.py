@@ -77,6 +77,13 @@ def test_edit_message_runs_run_on_edit_scripts_with_the_speaker_as_char():
     assert COMPILED.edit_message("a <ooc>b</ooc>", "user", None, ALLOWED)["text"] == "a <ooc>b</ooc>"
 
 
+def test_display_text_turns_the_display_passs_html_back_into_markdown():
+    # `bold` writes <b>: the text shows **bold** again, and the reply's line breaks stay.
+    text = 'so **bold**\n<style>.x{}</style><span style="color:red">red</span>'
+    out = COMPILED.display_text(text, "model", 0, None, ALLOWED)
+    assert out["text"] == "so **bold**\nred"
+
+
 def test_display_message_runs_markdown_only_scripts():
     assert COMPILED.display_message("so **bold**", "model", 0, None, ALLOWED)["text"] == "so <b>bold</b>"
     assert COMPILED.display_message("so **bold**", "user", context=ALLOWED)["text"] == "so **bold**"

@@ -401,6 +401,17 @@ class CompiledPreset:
             _with_context(lambda c: self._inner.display_message_json(text, role, depth, speaker, c), context)
         )
 
+    def display_text(self, text: str, role: str, depth=None, speaker=None, context=None) -> dict:
+        """``display_message`` for a chat app that shows Markdown (Discord): the display pass,
+        then its HTML as Markdown (styles, scripts and hidden elements dropped; emphasis,
+        links, lists and line breaks kept; the reply's own Markdown untouched)."""
+        _message(text, role)
+        depth = _depth(depth)
+        speaker = _speaker(speaker)
+        return _json.loads(
+            _with_context(lambda c: self._inner.display_text_json(text, role, depth, speaker, c), context)
+        )
+
     def prompt_pass(self, context=None) -> dict:
         """The prompt pass ``render`` runs over the context's items (SPEC §13.2.3), alone:
         ``{"items", "diagnostics"}``, each item's text after it (no ``name`` prefix; ``None``

@@ -319,6 +319,14 @@ class CompiledPreset:
         speaker: Optional[str] = ...,
         context: _Ctx = ...,
     ) -> Regexed: ...
+    def display_text(
+        self,
+        text: str,
+        role: Role,
+        depth: Optional[int] = ...,
+        speaker: Optional[str] = ...,
+        context: _Ctx = ...,
+    ) -> Regexed: ...
     def prompt_pass(self, context: _Ctx = ...) -> PromptPass: ...
 
 class Preset:
