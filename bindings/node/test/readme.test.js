@@ -23,6 +23,7 @@ test('README Node.js example', () => {
   assert.match(out, /^user hi$/m);
   assert.match(out, /^Alice$/m);
   assert.match(out, /^true NotAPreset$/m);
+  assert.match(out, /^\*waves\* \*\*hello\*\*$/m);
 });
 
 test('README store example (Node)', () => {

@@ -17,6 +17,7 @@ def test_readme_python_example():
     assert re.search(r"^user hi$", out, re.M)
     assert re.search(r"^Alice$", out, re.M)
     assert re.search(r"^NotAPreset$", out, re.M)
+    assert re.search(r"^\*waves\* \*\*hello\*\*$", out, re.M)
 
 
 def test_readme_store_example():
