@@ -44,6 +44,24 @@ pub struct Chat {
     names: RefCell<Names>,
     /// This copy of the module ([`MODULE`]).
     module: usize,
+    /// A render of this chat is running: its macro function may call back into JS, and JS
+    /// must not change or render the chat then (napi hands out `&mut` without checking).
+    busy: std::cell::Cell<bool>,
+}
+
+/// Marks a chat busy for a render; not busy again when dropped.
+pub(crate) struct Busy<'c>(&'c Chat);
+
+impl<'c> Busy<'c> {
+    pub(crate) fn chat(&self) -> &'c Chat {
+        self.0
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.busy.set(false);
+    }
 }
 
 /// A mark per copy of the native module. Two copies of the package in one process (a package
@@ -74,6 +92,7 @@ impl Chat {
                 renders: Default::default(),
                 names: RefCell::default(),
                 module: this_module(),
+                busy: std::cell::Cell::new(false),
             })
             .map_err(context_error)
     }
@@ -82,6 +101,7 @@ impl Chat {
     /// nothing changes when an item is refused.
     #[napi]
     pub fn splice(&mut self, start: u32, delete_count: u32, items_json: String) -> Result<()> {
+        self.idle()?;
         let len = self.inner.len();
         let start = (start as usize).min(len);
         let end = start.saturating_add(delete_count as usize).min(len);
@@ -99,6 +119,7 @@ impl Chat {
     /// changes when one is refused.
     #[napi]
     pub fn set(&mut self, fields_json: String) -> Result<()> {
+        self.idle()?;
         self.inner
             .set_json(fields_json.as_bytes())
             .map_err(context_error)
@@ -112,11 +133,12 @@ impl Chat {
     /// refused (`HostMacroFailed`) on any other thread, where calling into JS is undefined.
     /// A throw or another return type is a `HostMacroFailed` naming it.
     #[napi]
-    pub fn set_macro_fn(&mut self, env: Env, f: Option<MacroFnRef>) {
+    pub fn set_macro_fn(&mut self, env: Env, f: Option<MacroFnRef>) -> Result<()> {
+        self.idle()?;
         let host = self.inner.host_mut();
         let Some(f) = f else {
             host.clear_macro_fn();
-            return;
+            return Ok(());
         };
         // The env as a number: it is only turned back into an `Env` on its own thread.
         let raw = env.raw() as usize;
@@ -146,10 +168,14 @@ impl Chat {
                 )),
             }
         });
+        Ok(())
     }
 
     #[napi]
     pub fn keep_last(&mut self, render: u32) -> bool {
+        if self.busy.get() {
+            return false;
+        }
         let last = self.last.borrow_mut().take();
         match last {
             Some((n, last)) if n == render => {
@@ -163,6 +189,23 @@ impl Chat {
                 false
             }
         }
+    }
+
+    /// Refuses a change while the chat renders (from its macro function).
+    fn idle(&self) -> Result<()> {
+        match self.busy.get() {
+            true => Err(busy_error()),
+            false => Ok(()),
+        }
+    }
+
+    /// The chat, marked busy until the guard drops: refused when it is busy already (its
+    /// macro function rendering it again) or made by another copy of the module.
+    pub(crate) fn enter(&self) -> Result<Busy<'_>> {
+        let chat = self.check()?;
+        chat.idle()?;
+        chat.busy.set(true);
+        Ok(Busy(chat))
     }
 
     /// Refuses a chat made by another copy of this module (see [`MODULE`]).
@@ -191,6 +234,14 @@ impl Chat {
     }
 }
 
+fn busy_error() -> napi::Error {
+    error(
+        "ContextError",
+        "ChatBusy",
+        "the chat is rendering: its macro function cannot change or render it",
+    )
+}
+
 /// Renders `chat` with `preset`: returns the text and writes the layout into `layout`
 /// (see [`encode`]); the variables wait in the chat for `keep_last`.
 pub(crate) fn render<'env>(
@@ -199,7 +250,8 @@ pub(crate) fn render<'env>(
     chat: &Chat,
     layout: &mut [u32],
 ) -> Result<JsString<'env>> {
-    let chat = chat.check()?;
+    let busy = chat.enter()?;
+    let chat = busy.chat();
     let mut memo = chat.memo.borrow_mut();
     let mut previous = chat.last.borrow_mut().take();
     let mut built = chat.built.borrow_mut();

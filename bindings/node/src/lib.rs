@@ -33,7 +33,10 @@ type ContextArg<'a> = Either<String, ClassInstance<'a, chat::Chat>>;
 fn with_context<R>(arg: ContextArg<'_>, f: impl FnOnce(&stpreset::Context) -> R) -> Result<R> {
     match arg {
         Either::A(json) => Ok(f(&context(&json)?)),
-        Either::B(chat) => Ok(f(chat.check()?.inner.context())),
+        Either::B(chat) => {
+            let busy = chat.enter()?;
+            Ok(f(busy.chat().inner.context()))
+        }
     }
 }
 

@@ -364,3 +364,25 @@ test("a chat's macro function answers what the catalog lacks; a throw is a diagn
   assert.ok(compiled.render(chat).messages[0].parts.join('').startsWith('[{{summary}}]'));
   assert.throws(() => chat.setMacroFn(3), TypeError);
 });
+
+test('a macro function that uses its chat or returns a flood fails cleanly', () => {
+  const compiled = Preset.fromJson(JSON.stringify({
+    prompts: [{ identifier: 'main', content: '[{{again}}] [{{change}}] [{{flood}}]' }],
+  })).compile();
+  const chat = new Chat({ user: 'Alice' });
+  chat.setMacroFn((name) => {
+    if (name === 'again') return compiled.render(chat).messages[0].parts.join('');
+    if (name === 'change') { chat.set({ user: 'Bob' }); return 'changed'; }
+    return 'x'.repeat(20 << 20);
+  });
+  const out = compiled.render(chat);
+  const text = out.messages[0].parts.join('');
+  assert.ok(text.startsWith('[{{again}}] [{{change}}] ['), text.slice(0, 80));
+  const failed = out.diagnostics.filter((d) => d.kind === 'HostMacroFailed');
+  assert.strictEqual(failed.length, 2, JSON.stringify(out.diagnostics));
+  assert.ok(failed.every((d) => d.message.includes('rendering')), JSON.stringify(failed));
+  assert.ok(text.length <= 8 << 20);
+  assert.ok(out.diagnostics.some((d) => d.kind === 'LimitReached'), JSON.stringify(out.diagnostics));
+  // The chat is usable again after the render.
+  chat.set({ user: 'Carol' });
+});

@@ -384,3 +384,28 @@ def test_a_chats_macro_function_answers_what_the_catalog_lacks():
     assert text.startswith("[{{summary}}]")
     with pytest.raises(TypeError):
         chat.set_macro_fn(3)
+
+
+def test_a_macro_function_that_uses_its_chat_or_returns_a_flood_fails_cleanly():
+    preset = stpreset.Preset.from_json(
+        json.dumps({"prompts": [{"identifier": "main", "content": "[{{again}}] [{{change}}] [{{flood}}]"}]})
+    ).compile()
+    chat = stpreset.Chat({"user": "Alice"})
+
+    def macros(name, args):
+        if name == "again":
+            return "".join(preset.render(chat)["messages"][0]["parts"])
+        if name == "change":
+            chat.set({"user": "Bob"})
+            return "changed"
+        return "x" * (20 << 20)
+
+    chat.set_macro_fn(macros)
+    out = preset.render(chat)
+    text = "".join(out["messages"][0]["parts"])
+    assert text.startswith("[{{again}}] [{{change}}] [")
+    failed = [d for d in out["diagnostics"] if d["kind"] == "HostMacroFailed"]
+    assert len(failed) == 2, out["diagnostics"]
+    # The flood is data like any output: cut at the output limit, with its diagnostic.
+    assert len(text) <= 8 << 20
+    assert any(d["kind"] == "LimitReached" for d in out["diagnostics"]), out["diagnostics"]

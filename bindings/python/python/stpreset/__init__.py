@@ -181,8 +181,10 @@ class Chat:
 
     def __init__(self, context=None) -> None:
         # One chat, one turn at a time: renders and changes from several threads wait their
-        # turn (a render releases the GIL while it reads the chat).
-        self._lock = _threading.Lock()
+        # turn (a render releases the GIL while it reads the chat). Re-entrant: a macro
+        # function that changes or renders its own chat mid-render gets an error (the native
+        # chat is borrowed), not a deadlock.
+        self._lock = _threading.RLock()
         context = {} if context is None else context
         if not isinstance(context, dict):
             raise ContextError("NotAnObject", f"the context must be a dict, not {type(context).__name__}")
