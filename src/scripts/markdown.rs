@@ -30,6 +30,13 @@ const SCOPE: usize = 64;
 /// Class rules read from `<style>` at most (each a class name and how it displays).
 const MAX_RULES: usize = 4096;
 
+/// The longest tag read as a tag; a longer one is text. `html5gum` recurses once per
+/// attribute of a tag (a tag of 50,000 attributes overflowed an 8 MiB stack and aborted the
+/// process), so a tag's size is capped before it sees it: 8 KiB holds at most ~2,700
+/// attributes, well within the stack [`display_markdown`] makes sure of. Real tags (long
+/// inline styles included) are under 1 KiB.
+const MAX_TAG: usize = 8 << 10;
+
 /// What an open element does at its end.
 #[derive(Debug)]
 struct Open {
@@ -186,6 +193,61 @@ fn end_line(out: &mut String) {
 /// assert_eq!(stpreset::display_markdown(html), "It **rains**.\n*She* waits.");
 /// ```
 pub fn display_markdown(html: &str) -> String {
+    let html = cap_tags(html);
+    // Room for the tokenizer's recursion within a capped tag (~200 bytes an attribute), on
+    // a fresh segment when the caller's thread has less (a bot's worker may have 64 KiB).
+    stacker::maybe_grow(1 << 20, 2 << 20, || convert(&html))
+}
+
+/// `html` with the `<` of every tag longer than [`MAX_TAG`] (to its first `>` outside
+/// quotes, or the end) written `&lt;`, so the tokenizer reads it as text. Quotes count from
+/// wherever they appear, which can only make a tag look longer than the tokenizer reads it.
+fn cap_tags(html: &str) -> std::borrow::Cow<'_, str> {
+    let b = html.as_bytes();
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut i = 0;
+    while let Some(k) = memchr::memchr(b'<', &b[i..]) {
+        let at = i + k;
+        i = at + 1;
+        let starts_tag = b
+            .get(at + 1)
+            .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'/' || *c == b'!');
+        if !starts_tag {
+            continue;
+        }
+        let window = &b[at..b.len().min(at + MAX_TAG)];
+        let mut quote = None;
+        let closed = window.iter().skip(1).any(|&c| match quote {
+            Some(q) => {
+                if c == q {
+                    quote = None;
+                }
+                false
+            }
+            None if c == b'"' || c == b'\'' => {
+                quote = Some(c);
+                false
+            }
+            None => c == b'>',
+        });
+        if !closed {
+            let out = out.get_or_insert_with(|| String::with_capacity(html.len() + 16));
+            out.push_str(&html[copied..at]);
+            out.push_str("&lt;");
+            copied = at + 1;
+        }
+    }
+    match out {
+        Some(mut out) => {
+            out.push_str(&html[copied..]);
+            std::borrow::Cow::Owned(out)
+        }
+        None => std::borrow::Cow::Borrowed(html),
+    }
+}
+
+fn convert(html: &str) -> String {
     let mut emitter = DefaultEmitter::default();
     emitter.naively_switch_states(true);
     let mut out = String::with_capacity(html.len());
@@ -458,5 +520,25 @@ mod tests {
             to_markdown("<span style=\"visibility: hidden\">a</span>b"),
             "b"
         );
+    }
+
+    /// Found by a hostile run: html5gum recursed once per attribute, and a tag of 50,000
+    /// attributes aborted the process on a stack overflow.
+    #[test]
+    fn a_tag_longer_than_the_cap_is_text() {
+        let huge = format!("<span {}>x</span>", "a=\"b\" ".repeat(60_000));
+        let out = std::thread::Builder::new()
+            .stack_size(64 << 10)
+            .spawn(move || to_markdown(&huge))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(out.starts_with("<span a=\"b\""), "{}", &out[..40]);
+        // Quotes count: a `>` inside one does not end the tag.
+        let quoted = format!("<span t=\">\" {}", "a ".repeat(5_000));
+        assert!(to_markdown(&quoted).starts_with("<span t="));
+        // A long inline style under the cap is a tag.
+        let styled = format!("<span style=\"{}\">x</span>", "color:red;".repeat(500));
+        assert_eq!(to_markdown(&styled), "x");
     }
 }
