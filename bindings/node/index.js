@@ -538,7 +538,7 @@ class CompiledPreset {
     message(text, role);
     const d = optionalDepth(depth);
     const who = optionalSpeaker(speaker);
-    return pass(text, (t) => withContext(context, (json) => this._inner.displayMessageJson(t, role, d, who, json)));
+    return pass(text, (t) => withContext(context, (json) => this._inner.displayJson(t, role, d, who, false, json)));
   }
   /**
    * `displayMessage` for a chat app that shows Markdown (Discord): the display pass, then its
@@ -549,7 +549,7 @@ class CompiledPreset {
     message(text, role);
     const d = optionalDepth(depth);
     const who = optionalSpeaker(speaker);
-    return pass(text, (t) => withContext(context, (json) => this._inner.displayTextJson(t, role, d, who, json)));
+    return pass(text, (t) => withContext(context, (json) => this._inner.displayJson(t, role, d, who, true, json)));
   }
   /**
    * The prompt pass `render` runs (SPEC §13.2.3), alone: `{ items, diagnostics }`, each context

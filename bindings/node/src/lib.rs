@@ -227,40 +227,27 @@ impl CompiledPreset {
         })
     }
 
-    /// Text shown to people (SPEC §13.7 display pass; `depth` 0 = newest message):
-    /// `{"diagnostics", "text"}` as JSON.
+    /// Text shown to people (SPEC §13.7 display pass; `depth` 0 = newest message), with its
+    /// HTML as Markdown when `markdown` (`CompiledPreset::display_text`): `{"diagnostics",
+    /// "text"}` as JSON.
     #[napi]
-    pub fn display_message_json(
+    pub fn display_json(
         &self,
         text: String,
         role_name: String,
         depth: Option<u32>,
         speaker: Option<String>,
+        markdown: bool,
         context: ContextArg<'_>,
     ) -> Result<String> {
         let role = role(&role_name)?;
         with_context(context, |ctx| {
-            self.inner
-                .display_message(&text, role, depth, speaker.as_deref(), ctx)
-                .to_json()
-        })
-    }
-
-    /// The display pass with its HTML as Markdown (`CompiledPreset::display_text`).
-    #[napi]
-    pub fn display_text_json(
-        &self,
-        text: String,
-        role_name: String,
-        depth: Option<u32>,
-        speaker: Option<String>,
-        context: ContextArg<'_>,
-    ) -> Result<String> {
-        let role = role(&role_name)?;
-        with_context(context, |ctx| {
-            self.inner
-                .display_text(&text, role, depth, speaker.as_deref(), ctx)
-                .to_json()
+            let who = speaker.as_deref();
+            match markdown {
+                true => self.inner.display_text(&text, role, depth, who, ctx),
+                false => self.inner.display_message(&text, role, depth, who, ctx),
+            }
+            .to_json()
         })
     }
 

@@ -283,45 +283,30 @@ impl CompiledPreset {
         })
     }
 
-    /// Text shown to people (SPEC §13.7 display pass): `{"diagnostics", "text"}` as JSON.
-    #[pyo3(signature = (text, role_name, depth, speaker, context))]
-    fn display_message_json(
+    /// Text shown to people (the display pass), with its HTML as Markdown when `markdown`
+    /// (`CompiledPreset::display_text`).
+    #[pyo3(signature = (text, role_name, depth, speaker, markdown, context))]
+    // The GIL token and the five arguments Python passes: one more than clippy's default.
+    #[allow(clippy::too_many_arguments)]
+    fn display_json(
         &self,
         py: Python<'_>,
         text: Bound<'_, PyString>,
         role_name: &str,
         depth: Option<u32>,
         speaker: Option<Bound<'_, PyString>>,
+        markdown: bool,
         context: ContextArg<'_>,
     ) -> PyResult<String> {
         let role = role(role_name)?;
         let (text, lone) = repaired(&text)?;
         let (speaker, lone_speaker) = speaker_text(speaker.as_ref())?;
         context.with(py, |ctx| {
-            let out = self
-                .inner
-                .display_message(&text, role, depth, speaker.as_deref(), ctx);
-            noted(out, lone, lone_speaker)
-        })
-    }
-
-    /// The display pass with its HTML as Markdown (`CompiledPreset::display_text`).
-    fn display_text_json(
-        &self,
-        py: Python<'_>,
-        text: Bound<'_, PyString>,
-        role_name: &str,
-        depth: Option<u32>,
-        speaker: Option<Bound<'_, PyString>>,
-        context: ContextArg<'_>,
-    ) -> PyResult<String> {
-        let role = role(role_name)?;
-        let (text, lone) = repaired(&text)?;
-        let (speaker, lone_speaker) = speaker_text(speaker.as_ref())?;
-        context.with(py, |ctx| {
-            let out = self
-                .inner
-                .display_text(&text, role, depth, speaker.as_deref(), ctx);
+            let who = speaker.as_deref();
+            let out = match markdown {
+                true => self.inner.display_text(&text, role, depth, who, ctx),
+                false => self.inner.display_message(&text, role, depth, who, ctx),
+            };
             noted(out, lone, lone_speaker)
         })
     }

@@ -400,7 +400,7 @@ class CompiledPreset:
         depth = _depth(depth)
         speaker = _speaker(speaker)
         return _json.loads(
-            _with_context(lambda c: self._inner.display_message_json(text, role, depth, speaker, c), context)
+            _with_context(lambda c: self._inner.display_json(text, role, depth, speaker, False, c), context)
         )
 
     def display_text(self, text: str, role: str, depth=None, speaker=None, context=None) -> dict:
@@ -411,7 +411,7 @@ class CompiledPreset:
         depth = _depth(depth)
         speaker = _speaker(speaker)
         return _json.loads(
-            _with_context(lambda c: self._inner.display_text_json(text, role, depth, speaker, c), context)
+            _with_context(lambda c: self._inner.display_json(text, role, depth, speaker, True, c), context)
         )
 
     def prompt_pass(self, context=None) -> dict:
