@@ -250,7 +250,9 @@ impl Lorebook {
         reader.finish(entries)
     }
 
-    /// Reads a parsed book (a World Info file or a `character_book`).
+    /// Reads a parsed book (a World Info file or a `character_book`): the whole-document
+    /// reading that the streaming one (`stream`) is tested against.
+    #[cfg(test)]
     pub(crate) fn from_value(
         name: &str,
         json: &Json,
@@ -309,6 +311,16 @@ impl Lorebook {
     /// The normalised entries as JSON (SPEC §15.3.2's fields, in its order).
     pub fn entries_json(&self) -> serde_json::Value {
         serde_json::to_value(&self.entries).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// A book's own `name` when it is a non-empty string (a card's `character_book`), read
+/// without parsing its entries.
+pub(crate) fn own_name(bytes: &[u8]) -> Option<String> {
+    let head = stream::head(bytes).ok()??;
+    match head.name {
+        Some(Json::String(s)) if !s.is_empty() => Some(s),
+        _ => None,
     }
 }
 
@@ -882,7 +894,7 @@ impl<'r, 'a> Fields<'r, 'a> {
 /// A World Info file read as it streams (issue 38): each entry is read into its compact
 /// form as soon as it is parsed and its JSON dropped, so an import's peak memory is the file,
 /// the compact book and one entry, not the whole document as a tree (~18× the file for a
-/// book of short keys). Same result as [`Lorebook::from_value`] on the parsed document.
+/// book of short keys). Same result as reading the parsed document whole (tested).
 mod stream {
     use std::collections::HashMap;
     use std::fmt;

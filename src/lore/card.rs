@@ -10,6 +10,7 @@ use std::borrow::Cow;
 
 use serde::Serialize;
 use serde::ser::Serializer;
+use serde_json::value::RawValue;
 
 use super::book::{Entry, LoreSource, Lorebook};
 use super::json::{Json, Object};
@@ -156,13 +157,19 @@ impl Card {
         };
         let text = String::from_utf8_lossy(&json);
         // serde_json's nesting limit (128) makes a deeply nested card an error, not a deep stack.
-        let value = Json::parse(text.as_bytes())
+        // The book is set aside unparsed and read as it streams: as a tree it took ~18× its
+        // size (a 16 MB card peaked at 304 MB).
+        let (value, book) = Json::parse_aside(text.as_bytes(), &["data", "character_book"])
             .map_err(|e| LoreError::CardJsonInvalid(format!("the card is not JSON: {e}")))?;
-        Card::from_value(&value, &limits)
+        Card::from_value(&value, book.as_deref(), &limits)
     }
 
     /// Reads a parsed card (SPEC §15.1.6–7).
-    fn from_value(json: &Json, limits: &Limits) -> Result<Card, LoreError> {
+    fn from_value(
+        json: &Json,
+        book: Option<&RawValue>,
+        limits: &Limits,
+    ) -> Result<Card, LoreError> {
         let Some(root) = json.as_object() else {
             return Err(LoreError::CardNotACard(format!(
                 "expected an object, found {}",
@@ -173,7 +180,7 @@ impl Card {
         let mut no_data = false;
         let mut card = if root.get("spec").is_some() {
             match root.get("data") {
-                Some(Json::Object(data)) => r.v2(root, data, limits),
+                Some(Json::Object(data)) => r.v2(root, data, book, limits),
                 _ => {
                     no_data = true;
                     r.top_level(root)
@@ -446,7 +453,13 @@ impl Reader {
 
     /// V2/V3: the six from `data` when it has the key (even `null`), else the top level;
     /// everything else from `data` only.
-    fn v2(&mut self, root: &Object, data: &Object, limits: &Limits) -> Card {
+    fn v2(
+        &mut self,
+        root: &Object,
+        data: &Object,
+        book: Option<&RawValue>,
+        limits: &Limits,
+    ) -> Card {
         let mut card = self.six(|k| match data.get(k) {
             Some(v) => (Some(v), "data."),
             None => (root.get(k), ""),
@@ -463,7 +476,7 @@ impl Reader {
             card.depth_prompt = self.depth_prompt(ext.get("depth_prompt"));
             card.regex_scripts = ext.get("regex_scripts").cloned();
         }
-        card.book = self.book(data.get("character_book"), &card.name, limits);
+        card.book = self.book(book, &card.name, limits);
         card
     }
 
@@ -528,17 +541,16 @@ impl Reader {
     /// `character_book`, named by its own non-empty `name` or else after the card (ST). A
     /// book that does not read is left out with the card's `CardFieldInvalid`, so a card is
     /// still usable without its lore.
-    fn book(&mut self, v: Option<&Json>, card_name: &str, limits: &Limits) -> Option<Lorebook> {
+    fn book(
+        &mut self,
+        raw: Option<&RawValue>,
+        card_name: &str,
+        limits: &Limits,
+    ) -> Option<Lorebook> {
         const PATH: &str = "data.character_book";
-        let json = match v {
-            None | Some(Json::Null) => return None,
-            Some(j) => j,
-        };
-        let name = match json.as_object().and_then(|o| o.get("name")) {
-            Some(Json::String(s)) if !s.is_empty() => s.clone(),
-            _ => format!("{card_name}'s Lorebook"),
-        };
-        match Lorebook::from_value(&name, json, limits) {
+        let raw = raw.filter(|r| r.get() != "null")?.get().as_bytes();
+        let name = super::book::own_name(raw).unwrap_or_else(|| format!("{card_name}'s Lorebook"));
+        match Lorebook::from_json(&name, raw, limits) {
             Ok(book) => Some(book.with_source(LoreSource::Character)),
             Err(_) => {
                 self.invalid

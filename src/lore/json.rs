@@ -42,6 +42,9 @@ impl Json {
     /// Parses `bytes` (UTF-8) as one JSON document.
     /// A lone UTF-16 surrogate escape (half an emoji: `\ud800`) reads as U+FFFD, as SPEC §16
     /// reads lone surrogates everywhere, where serde_json alone refuses the whole file.
+    // Books and cards stream (`parse_aside`, `book::stream`); the whole tree is what the
+    // tests read them against.
+    #[cfg(test)]
     pub fn parse(bytes: &[u8]) -> Result<Json, serde_json::Error> {
         let (bytes, _) = crate::surrogates::repair_json_at(bytes);
         serde_json::from_slice(&bytes)
@@ -133,21 +136,118 @@ impl<'de> Visitor<'de> for JsonVisitor {
         }
         Ok(Json::Array(out))
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json, A::Error> {
-        let mut members: Vec<(String, Json)> = Vec::new();
-        // Index of each key, so repeated keys cost O(1) even in a 20,000-entry book.
-        let mut index: HashMap<String, usize> = HashMap::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let value: Json = map.next_value()?;
-            match index.get(&key) {
-                Some(&i) => members[i].1 = value,
-                None => {
-                    index.insert(key.clone(), members.len());
-                    members.push((key, value));
-                }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Json, A::Error> {
+        read_object(map, |_, map| map.next_value())
+    }
+}
+
+/// An object's members in file order, each value read by `value(key, map)`; a repeated key
+/// replaces the earlier value in its place.
+fn read_object<'de, A: MapAccess<'de>>(
+    mut map: A,
+    mut value: impl FnMut(&str, &mut A) -> Result<Json, A::Error>,
+) -> Result<Json, A::Error> {
+    let mut members: Vec<(String, Json)> = Vec::new();
+    // Index of each key, so repeated keys cost O(1) even in a 20,000-entry book.
+    let mut index: HashMap<String, usize> = HashMap::new();
+    while let Some(key) = map.next_key::<String>()? {
+        let v = value(&key, &mut map)?;
+        match index.get(&key) {
+            Some(&i) => members[i].1 = v,
+            None => {
+                index.insert(key.clone(), members.len());
+                members.push((key, v));
             }
         }
-        Ok(Json::Object(Object { members }))
+    }
+    Ok(Json::Object(Object { members }))
+}
+
+impl Json {
+    /// [`Json::parse`], except the value at `path` (object keys from the root) is kept as its
+    /// text, unparsed, and read as `null` in the tree: a card's `data.character_book` is read
+    /// as it streams (`Lorebook`), not built as a tree of ~18× its size. The last of a
+    /// repeated key wins, as in the tree.
+    pub fn parse_aside(
+        bytes: &[u8],
+        path: &[&str],
+    ) -> Result<(Json, Option<Box<serde_json::value::RawValue>>), serde_json::Error> {
+        let (bytes, _) = crate::surrogates::repair_json_at(bytes);
+        let mut aside = None;
+        let mut de = serde_json::Deserializer::from_slice(&bytes);
+        let json = de::DeserializeSeed::deserialize(
+            Aside {
+                path,
+                out: &mut aside,
+            },
+            &mut de,
+        )?;
+        de.end()?;
+        Ok((json, aside))
+    }
+}
+
+/// Reads a value as [`JsonVisitor`] does, setting aside the value at `path` (see
+/// [`Json::parse_aside`]).
+struct Aside<'p> {
+    path: &'p [&'p str],
+    out: &'p mut Option<Box<serde_json::value::RawValue>>,
+}
+
+impl<'de> de::DeserializeSeed<'de> for Aside<'_> {
+    type Value = Json;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Json, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+/// Forwards a visit to [`JsonVisitor`].
+macro_rules! as_json {
+    ($($name:ident($($arg:ident: $ty:ty),*)),* $(,)?) => {
+        $(fn $name<E: de::Error>(self, $($arg: $ty),*) -> Result<Json, E> {
+            JsonVisitor.$name($($arg),*)
+        })*
+    };
+}
+
+impl<'de> Visitor<'de> for Aside<'_> {
+    type Value = Json;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    as_json!(
+        visit_unit(),
+        visit_none(),
+        visit_bool(v: bool),
+        visit_i64(v: i64),
+        visit_u64(v: u64),
+        visit_f64(v: f64),
+        visit_str(v: &str),
+        visit_string(v: String),
+    );
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Json, A::Error> {
+        JsonVisitor.visit_seq(seq)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Json, A::Error> {
+        let Some((first, rest)) = self.path.split_first() else {
+            return JsonVisitor.visit_map(map);
+        };
+        let out = self.out;
+        read_object(map, |key, map| {
+            if key != *first {
+                return map.next_value();
+            }
+            if rest.is_empty() {
+                *out = Some(map.next_value()?);
+                return Ok(Json::Null);
+            }
+            // A repeated parent replaces the earlier one, its set-aside value too.
+            *out = None;
+            map.next_value_seed(Aside {
+                path: rest,
+                out: &mut *out,
+            })
+        })
     }
 }
 
@@ -239,5 +339,39 @@ mod tests {
     fn deep_nesting_is_an_error() {
         let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
         assert!(Json::parse(deep.as_bytes()).is_err());
+    }
+
+    /// The set-aside value is the one the tree would hold at that path (the last of repeated
+    /// keys and parents), and the rest of the tree is the tree's with `null` there.
+    #[test]
+    fn a_value_set_aside_is_the_trees() {
+        for doc in [
+            r#"{"data": {"character_book": {"entries": [1]}, "name": "a"}}"#,
+            r#"{"data": {"character_book": 1, "character_book": {"x": 2}}, "spec": 3}"#,
+            r#"{"data": {"character_book": 1}, "data": {"name": "b"}}"#,
+            r#"{"data": {"name": "b"}, "data": {"character_book": [2]}}"#,
+            r#"{"data": "text"}"#,
+            r#"[{"data": {"character_book": 1}}]"#,
+            r#"{"character_book": 1}"#,
+        ] {
+            let tree = Json::parse(doc.as_bytes()).unwrap();
+            let (rest, aside) =
+                Json::parse_aside(doc.as_bytes(), &["data", "character_book"]).unwrap();
+            let at = tree
+                .as_object()
+                .and_then(|o| o.get("data"))
+                .and_then(Json::as_object)
+                .and_then(|d| d.get("character_book"));
+            let aside = aside.map(|r| Json::parse(r.get().as_bytes()).unwrap());
+            assert_eq!(aside.as_ref(), at, "{doc}");
+            let mut nulled = tree.clone();
+            if let Json::Object(o) = &mut nulled
+                && let Some((_, Json::Object(d))) = o.members.iter_mut().find(|(k, _)| k == "data")
+                && let Some((_, v)) = d.members.iter_mut().find(|(k, _)| k == "character_book")
+            {
+                *v = Json::Null;
+            }
+            assert_eq!(rest, nulled, "{doc}");
+        }
     }
 }
