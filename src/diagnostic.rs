@@ -130,6 +130,11 @@ pub enum DiagnosticKind {
     MacroShadowed,
     /// The host's macro callback panicked (issue 39): the macro stays literal.
     HostMacroFailed,
+    /// The body asked for more output tokens than the model takes and `cap_to_model` capped
+    /// them (issue 39); the message names the model, the asked and the sent value.
+    ModelLimit,
+    /// `cap_to_model` is on but the model table does not know the model: sent as asked.
+    ModelUnknown,
 }
 
 impl DiagnosticKind {
@@ -153,7 +158,8 @@ impl DiagnosticKind {
             | LoneSurrogate
             | CardNoData
             | LorePositionMissing
-            | LoreAuthorsNoteFallback => Severity::Info,
+            | LoreAuthorsNoteFallback
+            | ModelUnknown => Severity::Info,
             _ => Severity::Warning,
         }
     }

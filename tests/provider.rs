@@ -10,6 +10,8 @@ macro_rules! skipped {
     }};
 }
 
+use std::path::PathBuf;
+
 use serde_json::{Map, Value, json};
 use stpreset::{ChatMessage, Context, Message, Names, Role, Source, Tag, convert};
 
@@ -201,5 +203,112 @@ fn provider_vectors() {
     eprintln!(
         "{ran} provider vectors pass ({} skipped for this build)",
         cases.len() - ran
+    );
+}
+
+/// Issue 39 §2: with `cap_to_model`, no corpus preset's body asks a model in the table for
+/// more output tokens than it takes, in either layout and every shape; each cap is said
+/// with the model, the asked and the sent value. Without it the body is SPEC's.
+#[test]
+fn cap_to_model_keeps_every_corpus_body_within_the_models_output() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/presets");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        eprintln!(
+            "SKIPPED: {} not found (../shared is not beside this checkout)",
+            dir.display()
+        );
+        return;
+    };
+    // (model, shape, its output limit)
+    let models = [
+        ("gpt-4.1", "openai", 32_768),
+        ("gpt-4o-mini", "openai", 16_384),
+        ("gpt-5-chat-latest", "openai", 16_384),
+        ("o3-mini", "openai", 100_000),
+        ("claude-3-5-haiku-latest", "anthropic", 8_192),
+        ("claude-opus-4-1", "anthropic", 32_000),
+        ("claude-sonnet-4-5", "anthropic", 64_000),
+        ("gemini-2.0-flash", "google", 8_192),
+        ("gemini-2.5-pro", "google", 65_536),
+    ];
+    let output = |body: &Value| {
+        ["max_tokens", "max_completion_tokens"]
+            .iter()
+            .find_map(|k| body[k].as_u64())
+            .or_else(|| body["generationConfig"]["maxOutputTokens"].as_u64())
+    };
+    let mut capped = 0;
+    for entry in entries.flatten() {
+        let Ok(preset) = stpreset::Preset::from_json(&std::fs::read(entry.path()).unwrap()) else {
+            continue;
+        };
+        let compiled = preset.compile();
+        for (model, shape, limit) in models {
+            for layout in ["seed", "sillytavern"] {
+                let doc = |cap: bool| {
+                    json!({"model": model, "layout": layout,
+                        "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}],
+                        "provider_options": {"shape": shape, "cap_to_model": cap}})
+                };
+                let ctx = |cap| Context::from_json(doc(cap).to_string().as_bytes()).unwrap();
+                let (on, on_notes) = compiled
+                    .render(&ctx(true))
+                    .to_request(&ctx(true).provider_options);
+                let (off, off_notes) = compiled
+                    .render(&ctx(false))
+                    .to_request(&ctx(false).provider_options);
+                let name = format!("{} {model} {layout}", entry.file_name().to_string_lossy());
+                let sent = output(&on).unwrap_or(0);
+                assert!(sent <= limit, "{name}: {sent} > {limit}");
+                let asked = output(&off).unwrap_or(0);
+                let notes: Vec<_> = on_notes
+                    .iter()
+                    .filter(|d| d.kind == stpreset::DiagnosticKind::ModelLimit)
+                    .collect();
+                if asked > limit {
+                    capped += 1;
+                    assert_eq!(sent, limit, "{name}");
+                    assert_eq!(notes.len(), 1, "{name}");
+                    let want = format!("model `{model}` takes at most {limit} output tokens");
+                    assert!(notes[0].message.contains(&want), "{}", notes[0].message);
+                    assert!(
+                        notes[0]
+                            .message
+                            .contains(&format!("{asked} asked, {limit} sent"))
+                    );
+                    if let Some(budget) = on["thinking"]["budget_tokens"].as_u64() {
+                        assert!(budget < sent, "{name}: thinking {budget} >= {sent}");
+                    }
+                } else {
+                    assert!(notes.is_empty(), "{name}");
+                    assert_eq!(on, off, "{name}: capped though within the limit");
+                }
+                assert!(
+                    !off_notes
+                        .iter()
+                        .any(|d| d.kind == stpreset::DiagnosticKind::ModelLimit)
+                );
+            }
+        }
+    }
+    assert!(
+        capped > 0,
+        "no corpus preset asked for more than a model takes"
+    );
+    // A model the table does not know is sent as asked, with a note.
+    let ctx = Context::from_json(
+        br#"{"model": "my-local-llama", "provider_options": {"cap_to_model": true, "max_tokens": 999999}}"#,
+    )
+    .unwrap();
+    let preset =
+        stpreset::Preset::from_json(br#"{"prompts": [{"identifier": "main", "content": "x"}]}"#)
+            .unwrap()
+            .compile();
+    let (body, notes) = preset.render(&ctx).to_request(&ctx.provider_options);
+    assert_eq!(body["max_tokens"], 999_999);
+    assert!(
+        notes
+            .iter()
+            .any(|d| d.kind == stpreset::DiagnosticKind::ModelUnknown)
     );
 }

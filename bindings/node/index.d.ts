@@ -159,6 +159,8 @@ export interface Context {
     verbosity?: 'auto' | 'low' | 'medium' | 'high' | null;
     stream?: boolean;
     include_reasoning?: boolean;
+    /** Cap the body's output tokens at the model's maximum (docs/provider.md). */
+    cap_to_model?: boolean;
   };
 }
 

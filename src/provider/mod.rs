@@ -146,12 +146,58 @@ pub fn request(
     names: &Names,
     model: &str,
 ) -> (Value, Vec<Diagnostic>) {
-    let (mut body, diagnostics) = convert(messages, options, names, model);
+    let (mut body, mut diagnostics) = convert(messages, options, names, model);
     let shape = options.shape.unwrap_or_default();
     if let Value::Object(map) = &mut body {
         map.extend(fields::fields(shape, model, options));
+        if options.cap_to_model {
+            diagnostics.extend(cap_to_model(map, model));
+        }
     }
     (body, diagnostics)
+}
+
+/// Caps the body's output tokens at the model's maximum (`cap_to_model`, issue 39): the
+/// field whichever shape wrote it, and an Anthropic thinking budget kept below it.
+fn cap_to_model(map: &mut serde_json::Map<String, Value>, model: &str) -> Option<Diagnostic> {
+    let Some(limits) = models::limits(model) else {
+        return Some(Diagnostic::new(
+            DiagnosticKind::ModelUnknown,
+            None,
+            format!(
+                "model `{}` is not in the model table: its output tokens are sent as asked",
+                crate::diagnostic::excerpt(model)
+            ),
+        ));
+    };
+    let max = u64::from(limits.output);
+    let field = ["max_tokens", "max_completion_tokens"]
+        .into_iter()
+        .find(|k| map.contains_key(*k));
+    let slot = match field {
+        Some(k) => map.get_mut(k),
+        None => map
+            .get_mut("generationConfig")
+            .and_then(|g| g.get_mut("maxOutputTokens")),
+    }?;
+    let field = field.unwrap_or("maxOutputTokens");
+    let asked = slot.as_u64().filter(|&n| n > max)?;
+    *slot = max.into();
+    if let Some(budget) = map
+        .get_mut("thinking")
+        .and_then(|t| t.get_mut("budget_tokens"))
+        .filter(|b| b.as_u64().is_some_and(|b| b >= max))
+    {
+        *budget = (max - 1).into();
+    }
+    Some(Diagnostic::new(
+        DiagnosticKind::ModelLimit,
+        None,
+        format!(
+            "model `{}` takes at most {max} output tokens: `{field}` {asked} asked, {max} sent",
+            crate::diagnostic::excerpt(model)
+        ),
+    ))
 }
 
 /// `EmptyRequest` / `NoUserTurn` (SPEC §12.7).

@@ -38,6 +38,65 @@ const OPENAI_EFFORT_MODELS: &[&str] = &[
 /// Models whose effort is fixed at `medium` whatever is asked.
 const OPENAI_FIXED_MEDIUM_EFFORT: &[&str] = &["gpt-5.3-chat-latest"];
 
+/// A model's published limits, in tokens (issue 39 §2: a body must be one the provider
+/// accepts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Limits {
+    /// Most output tokens a request may ask for.
+    pub output: u32,
+    /// The context window (prompt and output).
+    pub window: u32,
+}
+
+/// Model families by name prefix, the longest matching prefix deciding: the models
+/// SillyTavern 1.18 lists for OpenAI, Anthropic and Gemini and their successors, with the
+/// limits their providers publish (checked 2026-12). One line a family; a new model is a line.
+const LIMITS: &[(&str, u32, u32)] = &[
+    // OpenAI
+    ("gpt-3.5-turbo", 4_096, 16_385),
+    ("gpt-4", 8_192, 8_192),
+    ("gpt-4-turbo", 4_096, 128_000),
+    ("gpt-4o", 16_384, 128_000),
+    ("chatgpt-4o", 16_384, 128_000),
+    ("gpt-4.1", 32_768, 1_047_576),
+    ("gpt-4.5", 16_384, 128_000),
+    ("o1", 100_000, 200_000),
+    ("o1-mini", 65_536, 128_000),
+    ("o3", 100_000, 200_000),
+    ("o4-mini", 100_000, 200_000),
+    ("gpt-5", 128_000, 400_000),
+    ("gpt-5-chat", 16_384, 128_000),
+    ("gpt-5.1-chat", 16_384, 128_000),
+    ("gpt-5.2-chat", 16_384, 128_000),
+    ("gpt-5.3-chat", 16_384, 128_000),
+    // Anthropic
+    ("claude-3-haiku", 4_096, 200_000),
+    ("claude-3-opus", 4_096, 200_000),
+    ("claude-3-5-haiku", 8_192, 200_000),
+    ("claude-3-5-sonnet", 8_192, 200_000),
+    ("claude-3-7-sonnet", 64_000, 200_000),
+    ("claude-sonnet-4", 64_000, 200_000),
+    ("claude-opus-4", 32_000, 200_000),
+    ("claude-opus-4-5", 64_000, 200_000),
+    ("claude-haiku-4-5", 64_000, 200_000),
+    // Gemini
+    ("gemini-1.5-flash", 8_192, 1_048_576),
+    ("gemini-1.5-pro", 8_192, 2_097_152),
+    ("gemini-2.0-flash", 8_192, 1_048_576),
+    ("gemini-2.5", 65_536, 1_048_576),
+    ("gemini-3", 65_536, 1_048_576),
+];
+
+/// The limits of `model` (its family's: the longest prefix in [`LIMITS`]); `None` when the
+/// table does not know it.
+pub(crate) fn limits(model: &str) -> Option<Limits> {
+    LIMITS
+        .iter()
+        .filter(|(prefix, ..)| model.starts_with(prefix))
+        .max_by_key(|(prefix, ..)| prefix.len())
+        .map(|&(_, output, window)| Limits { output, window })
+}
+
 fn starts_with_any(model: &str, prefixes: &[&str]) -> bool {
     prefixes.iter().any(|p| model.starts_with(p))
 }
@@ -219,6 +278,21 @@ pub(super) fn gemini_thinking(model: &str) -> Option<GeminiThinking> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_model_has_its_familys_limits_by_the_longest_prefix() {
+        let of = |m: &str| limits(m).map(|l| (l.output, l.window));
+        assert_eq!(of("gpt-4.1-mini"), Some((32_768, 1_047_576)));
+        assert_eq!(of("gpt-4o-2024-08-06"), Some((16_384, 128_000)));
+        assert_eq!(of("gpt-4"), Some((8_192, 8_192)));
+        assert_eq!(of("gpt-5-chat-latest"), Some((16_384, 128_000)));
+        assert_eq!(of("gpt-5-mini"), Some((128_000, 400_000)));
+        assert_eq!(of("claude-opus-4-5-20251101"), Some((64_000, 200_000)));
+        assert_eq!(of("claude-opus-4-1"), Some((32_000, 200_000)));
+        assert_eq!(of("gemini-2.5-flash-lite"), Some((65_536, 1_048_576)));
+        assert_eq!(of("llama-3-70b"), None);
+    }
+
     use super::*;
 
     #[test]

@@ -274,6 +274,11 @@ pub struct ProviderOptions {
     pub stream: bool,
     /// Ask for the model's thoughts (Gemini `includeThoughts`, Claude summarized thinking).
     pub include_reasoning: bool,
+    /// Cap the output tokens the body asks for at the model's maximum (issue 39; off by
+    /// default: SPEC §14.4 sends the preset's, as SillyTavern does, and the provider refuses a
+    /// body over the model's limit). Each cap is a `ModelLimit` warning; a model the table
+    /// does not know is sent as asked, with a `ModelUnknown` note.
+    pub cap_to_model: bool,
     /// Whitespace-only messages reach the Anthropic shape (SillyTavern's converter keeps
     /// them, SPEC §17.3.6); set by the SillyTavern layout only.
     pub(crate) keep_blank: bool,
@@ -304,6 +309,7 @@ impl Default for ProviderOptions {
             verbosity: Tri::Unset,
             stream: false,
             include_reasoning: false,
+            cap_to_model: false,
             keep_blank: false,
         }
     }
@@ -365,7 +371,7 @@ fn integer(lo: i64, hi: i64) -> impl FnOnce(&Value) -> Option<i64> {
 }
 
 /// Every `provider_options` key, for the unknown-key error.
-const KEYS: [&str; 21] = [
+const KEYS: [&str; 22] = [
     "shape",
     "post_processing",
     "squash_system",
@@ -387,6 +393,7 @@ const KEYS: [&str; 21] = [
     "verbosity",
     "stream",
     "include_reasoning",
+    "cap_to_model",
 ];
 
 fn read(key: &str, v: &Value, o: &mut ProviderOptions) -> Result<(), String> {
@@ -492,6 +499,7 @@ fn read(key: &str, v: &Value, o: &mut ProviderOptions) -> Result<(), String> {
         }
         "stream" => o.stream = flag(v)?,
         "include_reasoning" => o.include_reasoning = flag(v)?,
+        "cap_to_model" => o.cap_to_model = flag(v)?,
         _ => {
             return Err(format!(
                 "unknown provider option; the options are {}",
