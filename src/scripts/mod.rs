@@ -639,7 +639,13 @@ impl<'a> PassRun<'a> {
             return None;
         }
         // A host macro callback's answers cannot be known ahead: nothing is reused.
-        if self.ctx.host.has_macro_fn() || selected.iter().any(|&i| self.scripts.list[i].impure) {
+        // Nor when the pass could not pay to compile one of them: a fresh run ends the pass
+        // there, and a remembered result must not carry it past that point.
+        if self.ctx.host.has_macro_fn()
+            || selected
+                .iter()
+                .any(|&i| self.scripts.list[i].impure || self.paid[i] == Compile::Unpaid)
+        {
             return match self.run_all(text, &selected, None) {
                 Cow::Owned(t) => Some(t.into()),
                 Cow::Borrowed(_) => None,
