@@ -151,8 +151,8 @@ pub(crate) struct PresetParts<'p> {
     pub settings: &'p PresetSettings,
     pub templates: &'p [CompiledNode],
     pub scripts: &'p Scripts,
-    /// Whether the preset's regex scripts run (SPEC §13.6.1).
-    pub regex_allowed: bool,
+    /// Who lets the preset's regex scripts run (SPEC §13.6.1).
+    pub regex: crate::scripts::Permission,
     /// The prompt list SillyTavern reads (SPEC §17.1.2), when the context asks for its layout.
     pub st_plan: Option<&'p crate::sillytavern::StPlan>,
 }
@@ -182,7 +182,7 @@ fn preset_within<'c>(
             import: parts.import,
             settings: parts.settings,
             scripts: parts.scripts,
-            regex_allowed: parts.regex_allowed,
+            regex: parts.regex,
         };
         return finish_layout(parts, ctx, crate::sillytavern::render(&inputs, plan, ctx));
     }
@@ -202,7 +202,7 @@ fn with_lore(parts: &PresetParts<'_>, ctx: &Context) -> Rendered<'static> {
     let mut early = Vec::new();
     let regexed = parts
         .scripts
-        .prompt_items(ctx, parts.regex_allowed, false, &mut early);
+        .prompt_items(ctx, parts.regex, false, &mut early);
     // The lore budget's context is the render's history budget, §12.4's `available` (SPEC
     // §15.4), after the preset's settings.
     let applied = applied(parts.settings, ctx);
@@ -212,7 +212,7 @@ fn with_lore(parts: &PresetParts<'_>, ctx: &Context) -> Rendered<'static> {
         lore,
         &regexed,
         parts.scripts,
-        parts.regex_allowed,
+        parts.regex.granted(),
         available,
         &mut early,
     );
@@ -283,7 +283,7 @@ fn render_preset<'c>(
         }
         None => parts
             .scripts
-            .prompt_items(ctx, parts.regex_allowed, false, &mut diagnostics),
+            .prompt_items(ctx, parts.regex, false, &mut diagnostics),
     };
 
     let mut ev = eval::evaluate(&eval_nodes, ctx);

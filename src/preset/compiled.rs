@@ -129,9 +129,7 @@ impl CompiledPreset {
     /// Renders against `ctx` (its options give the limits, the injection mode and the clock).
     pub fn render<'c>(&self, ctx: &'c Context) -> Rendered<'c> {
         let parts = self.parts(ctx);
-        let mut out = render::preset(&parts, ctx, None);
-        self.explain_regex(&mut out.diagnostics, ctx);
-        out
+        render::preset(&parts, ctx, None)
     }
 
     /// What a render of `ctx` reads of the preset.
@@ -143,7 +141,7 @@ impl CompiledPreset {
             settings: &self.settings,
             templates: &self.templates,
             scripts: &self.scripts,
-            regex_allowed: self.regex_allowed(ctx),
+            regex: self.regex_permission(ctx),
             st_plan: (ctx.layout == crate::layout::Layout::SillyTavern).then(|| self.st_plan()),
         }
     }
@@ -173,33 +171,15 @@ impl CompiledPreset {
     /// ```
     pub fn render_chat<'c>(&self, chat: &'c Chat) -> Rendered<'c> {
         let parts = self.parts(chat.context());
-        let mut out = render::preset(&parts, chat.context(), Some(chat.known()));
-        self.explain_regex(&mut out.diagnostics, chat.context());
-        out
+        render::preset(&parts, chat.context(), Some(chat.known()))
     }
 
     /// Whether scripts run with `ctx`: the context allows them and so does the store.
-    fn regex_allowed(&self, ctx: &Context) -> bool {
-        ctx.allow_preset_regex && self.regex_permitted
-    }
-
-    /// Names the permission a `RegexNotAllowed` lacked (issue 39): the context's, the store's,
-    /// or both.
-    fn explain_regex(&self, diagnostics: &mut [crate::Diagnostic], ctx: &Context) {
-        let why = match (ctx.allow_preset_regex, self.regex_permitted) {
-            (true, true) => return,
-            (false, true) => "the context does not allow them (`allow_preset_regex`)",
-            (true, false) => "the store does not allow this preset's (`store allow-regex`)",
-            (false, false) => {
-                "neither the context (`allow_preset_regex`) nor the store (`store allow-regex`) \
-                 allows them"
-            }
-        };
-        for d in diagnostics
-            .iter_mut()
-            .filter(|d| d.kind == crate::DiagnosticKind::RegexNotAllowed)
-        {
-            d.message = format!("regex scripts: none ran: {why}");
+    /// Who lets the preset's regex scripts run with `ctx`: the context and the keeper.
+    fn regex_permission(&self, ctx: &Context) -> crate::scripts::Permission {
+        crate::scripts::Permission {
+            context: ctx.allow_preset_regex,
+            keeper: self.regex_permitted,
         }
     }
 
@@ -218,15 +198,14 @@ impl CompiledPreset {
     /// the scripts `pass` selects, in list order. Diagnostics begin with the import's
     /// `RegexScriptInvalid`s.
     pub fn apply_regex(&self, text: &str, pass: &RegexPass, ctx: &Context) -> Regexed {
-        let allowed = self.regex_allowed(ctx);
+        let permission = self.regex_permission(ctx);
         let (mut out, note) = crate::work::render(&ctx.options.limits, || {
-            self.scripts.apply(text, pass, ctx, allowed)
+            self.scripts.apply(text, pass, ctx, permission)
         });
         out.diagnostics.extend(note);
         if let Some(note) = ctx.surrogate_note() {
             out.diagnostics.insert(0, note);
         }
-        self.explain_regex(&mut out.diagnostics, ctx);
         out
     }
 
@@ -316,10 +295,9 @@ impl CompiledPreset {
         diagnostics.extend(ctx.surrogate_note());
         let (changed, note) = crate::work::render(&ctx.options.limits, || {
             self.scripts
-                .prompt_items(ctx, self.regex_allowed(ctx), true, &mut diagnostics)
+                .prompt_items(ctx, self.regex_permission(ctx), true, &mut diagnostics)
         });
         diagnostics.extend(note);
-        self.explain_regex(&mut diagnostics, ctx);
         let items = ctx
             .items
             .iter()

@@ -264,13 +264,13 @@ impl Scripts {
     }
 
     /// A pass over one text (SPEC §13.7 `apply_regex`).
-    pub fn apply(&self, text: &str, pass: &RegexPass, ctx: &Context, allowed: bool) -> Regexed {
-        deep(|| self.apply_inner(text, pass, ctx, allowed))
+    pub fn apply(&self, text: &str, pass: &RegexPass, ctx: &Context, p: Permission) -> Regexed {
+        deep(|| self.apply_inner(text, pass, ctx, p))
     }
 
-    fn apply_inner(&self, text: &str, pass: &RegexPass, ctx: &Context, allowed: bool) -> Regexed {
+    fn apply_inner(&self, text: &str, pass: &RegexPass, ctx: &Context, p: Permission) -> Regexed {
         let mut run = PassRun::new(self, ctx);
-        let text = if allowed {
+        let text = if p.granted() {
             let speaker = match pass.kind {
                 PassKind::Edit | PassKind::Display => pass.speaker.as_deref(),
                 _ => None,
@@ -282,7 +282,7 @@ impl Scripts {
             run.text(text, pass.kind, pass.placement, depth, speaker)
                 .into_owned()
         } else {
-            run.not_allowed();
+            run.not_allowed(p);
             text.to_string()
         };
         Regexed {
@@ -307,7 +307,7 @@ impl Scripts {
     pub fn prompt_items(
         &self,
         ctx: &Context,
-        allowed: bool,
+        permission: Permission,
         with_import: bool,
         diagnostics: &mut Vec<Diagnostic>,
     ) -> Vec<Option<ItemText>> {
@@ -317,9 +317,9 @@ impl Scripts {
         if self.list.is_empty() {
             return Vec::new();
         }
-        if !allowed {
+        if !permission.granted() {
             if self.any_enabled() {
-                diagnostics.push(not_allowed());
+                diagnostics.push(permission.refusal());
             }
             return Vec::new();
         }
@@ -536,9 +536,9 @@ impl<'a> PassRun<'a> {
         }
     }
 
-    fn not_allowed(&mut self) {
+    fn not_allowed(&mut self, permission: Permission) {
         if self.scripts.any_enabled() {
-            self.report(not_allowed());
+            self.report(permission.refusal());
         }
     }
 
@@ -1144,12 +1144,36 @@ fn deep<T>(f: impl FnOnce() -> T) -> T {
 }
 
 /// `RegexNotAllowed` (SPEC §13.6.1).
-fn not_allowed() -> Diagnostic {
-    Diagnostic::new(
-        DiagnosticKind::RegexNotAllowed,
-        None,
-        "regex scripts: the host did not allow this preset's scripts; none ran",
-    )
+/// Who lets a preset's regex scripts run (SPEC §13.6): the context (`allow_preset_regex`)
+/// and the preset's keeper (the store's `allow-regex`; always, outside a store). Both must.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Permission {
+    pub context: bool,
+    pub keeper: bool,
+}
+
+impl Permission {
+    pub(crate) fn granted(self) -> bool {
+        self.context && self.keeper
+    }
+
+    /// The `RegexNotAllowed` of a pass that ran nothing, naming who did not allow it (issue
+    /// 39).
+    fn refusal(self) -> Diagnostic {
+        let why = match (self.context, self.keeper) {
+            (false, true) => "the context does not allow them (`allow_preset_regex`)",
+            (true, false) => "the store does not allow this preset's (`store allow-regex`)",
+            _ => {
+                "neither the context (`allow_preset_regex`) nor the store (`store allow-regex`) \
+                 allows them"
+            }
+        };
+        Diagnostic::new(
+            DiagnosticKind::RegexNotAllowed,
+            None,
+            format!("regex scripts: none ran: {why}"),
+        )
+    }
 }
 
 const OVER_BUDGET: &str = "the preset's patterns together are too large to compile";

@@ -53,8 +53,8 @@ pub(crate) struct Inputs<'p> {
     pub import: &'p [Diagnostic],
     pub settings: &'p PresetSettings,
     pub scripts: &'p Scripts,
-    /// Whether the preset's regex scripts run (SPEC §13.6.1).
-    pub regex_allowed: bool,
+    /// Who lets the preset's regex scripts run (SPEC §13.6.1).
+    pub regex: crate::scripts::Permission,
 }
 
 /// A render in this layout, for `render` to wrap (the messages own their text).
@@ -246,7 +246,7 @@ pub(crate) fn render(parts: &Inputs<'_>, plan: &StPlan, ctx: &Context) -> Output
     // The prompt pass over the host's items (SPEC §13), then activation (§15) on what it left.
     let regexed = parts
         .scripts
-        .prompt_items(ctx, parts.regex_allowed, false, &mut diagnostics);
+        .prompt_items(ctx, parts.regex, false, &mut diagnostics);
     let available = crate::lore::items::available(ctx, settings);
     let wi = ctx.lore.as_ref().map(|lore| {
         crate::lore::items::activate_for(
@@ -254,7 +254,7 @@ pub(crate) fn render(parts: &Inputs<'_>, plan: &StPlan, ctx: &Context) -> Output
             lore,
             &regexed,
             parts.scripts,
-            parts.regex_allowed,
+            parts.regex.granted(),
             available,
             &mut diagnostics,
         )
