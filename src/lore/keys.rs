@@ -66,8 +66,9 @@ impl Key {
         }
         if let Some((body, flags)) = regex_parts(text) {
             let bare = flags.replace(['g', 'y'], "");
-            steps.charge_compile(pattern::cost_parts(&body, &bare).work())?;
-            if let Ok(p) = pattern::compile_parts(&body, &bare, budget) {
+            let cost = pattern::cost_parts(&body, &bare);
+            steps.charge_compile(cost.work())?;
+            if let Ok(p) = pattern::compile_costed(&body, &bare, &cost, budget) {
                 return Ok(Key::Regex {
                     pattern: Box::new(p),
                     sticky: flags.contains('y'),

@@ -174,7 +174,7 @@ impl Cost {
 /// What compiling `f` (a `findRegex` as written) costs; zero when it does not read.
 pub(crate) fn cost(f: &str) -> Cost {
     match split(f) {
-        Some((body, flags)) => Cost::of(body, flags.unwrap_or("").contains('i')),
+        Some((body, flags)) => cost_parts(body, flags.unwrap_or("")),
         None => Cost {
             units: 0,
             classes: 0,
@@ -192,18 +192,24 @@ pub(crate) fn cost_parts(body: &str, flags: &str) -> Cost {
 /// budget cannot pay for, is refused (`RegexInvalid`) before regress sees it.
 pub(crate) fn compile_within(f: &str, budget: &mut Cost) -> Result<Pattern, String> {
     let (body, flags) = split(f).ok_or("the pattern is only line breaks")?;
-    compile_parts(body, flags.unwrap_or(""), budget)
+    let flags = flags.unwrap_or("");
+    compile_costed(body, flags, &cost_parts(body, flags), budget)
 }
 
 /// Compiles a pattern already split into body and flags (a World Info regex key, SPEC
-/// §15.5.6, is read by its own rule), paying its cost from `budget` as [`compile_within`].
-pub(crate) fn compile_parts(body: &str, flags: &str, budget: &mut Cost) -> Result<Pattern, String> {
+/// §15.5.6, is read by its own rule) whose [`cost_parts`] is `cost` (a key charges it to its
+/// call first), paying it from `budget` as [`compile_within`].
+pub(crate) fn compile_costed(
+    body: &str,
+    flags: &str,
+    cost: &Cost,
+    budget: &mut Cost,
+) -> Result<Pattern, String> {
     if let Some(bad) = flags.chars().find(|c| "xXUAJ".contains(*c)) {
         return Err(format!("invalid flag `{bad}`"));
     }
     let unicode = flags.contains('u');
     let icase = flags.contains('i');
-    let cost = Cost::of(body, icase);
     if cost.units > Cost::ONE.units {
         return Err(format!(
             "the pattern is {} UTF-16 units long; stpreset compiles at most {}",
@@ -225,7 +231,7 @@ pub(crate) fn compile_parts(body: &str, flags: &str, budget: &mut Cost) -> Resul
             Cost::ONE.props
         ));
     }
-    if !budget.spend(&cost) {
+    if !budget.spend(cost) {
         return Err("the preset's patterns together are too large to compile".into());
     }
     let options = regress::Flags {
