@@ -10,7 +10,7 @@ macro_rules! skipped {
     }};
 }
 
-use std::path::PathBuf;
+mod support;
 
 use serde_json::{Map, Value, json};
 use stpreset::{ChatMessage, Context, Message, Names, Role, Source, Tag, convert};
@@ -211,12 +211,7 @@ fn provider_vectors() {
 /// with the model, the asked and the sent value. Without it the body is SPEC's.
 #[test]
 fn cap_to_model_keeps_every_corpus_body_within_the_models_output() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/presets");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!(
-            "SKIPPED: {} not found (../shared is not beside this checkout)",
-            dir.display()
-        );
+    let Some(presets) = support::corpus_presets() else {
         return;
     };
     // (model, shape, its output limit)
@@ -238,10 +233,7 @@ fn cap_to_model_keeps_every_corpus_body_within_the_models_output() {
             .or_else(|| body["generationConfig"]["maxOutputTokens"].as_u64())
     };
     let mut capped = 0;
-    for entry in entries.flatten() {
-        let Ok(preset) = stpreset::Preset::from_json(&std::fs::read(entry.path()).unwrap()) else {
-            continue;
-        };
+    for (file, preset) in presets {
         let compiled = preset.compile();
         for (model, shape, limit) in models {
             for layout in ["seed", "sillytavern"] {
@@ -257,7 +249,7 @@ fn cap_to_model_keeps_every_corpus_body_within_the_models_output() {
                 let (off, off_notes) = compiled
                     .render(&ctx(false))
                     .to_request(&ctx(false).provider_options);
-                let name = format!("{} {model} {layout}", entry.file_name().to_string_lossy());
+                let name = format!("{file} {model} {layout}");
                 let sent = output(&on).unwrap_or(0);
                 assert!(sent <= limit, "{name}: {sent} > {limit}");
                 let asked = output(&off).unwrap_or(0);

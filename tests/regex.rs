@@ -12,6 +12,8 @@ macro_rules! skipped {
 
 use std::path::PathBuf;
 
+mod support;
+
 use serde_json::{Value, json};
 use stpreset::{
     Context, DiagnosticKind, PassKind, Placement, Preset, RandomSource, RegexPass, Role,
@@ -694,25 +696,16 @@ fn nemo_reply() -> String {
 /// Markdown kept.
 #[test]
 fn the_display_text_of_corpus_presets_is_readable_markdown() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/presets");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!(
-            "SKIPPED: {} not found (../shared is not beside this checkout)",
-            dir.display()
-        );
+    let Some(presets) = support::corpus_presets() else {
         return;
     };
     let mut checked = 0;
-    for entry in entries.flatten() {
-        let Ok(preset) = stpreset::Preset::from_json(&std::fs::read(entry.path()).unwrap()) else {
-            continue;
-        };
+    for (name, preset) in presets {
         let compiled = preset.compile();
         let ctx = allowed(json!([]));
         let reply = nemo_reply();
         let html = compiled.display_message(&reply, Role::Model, Some(0), Some("Tomori"), &ctx);
         let text = compiled.display_text(&reply, Role::Model, Some(0), Some("Tomori"), &ctx);
-        let name = entry.file_name().to_string_lossy().into_owned();
         assert_eq!(text.diagnostics, html.diagnostics, "{name}");
         assert_eq!(text.text, stpreset::display_markdown(&html.text), "{name}");
         for gone in [

@@ -49,3 +49,25 @@ pub fn arg(p: &Path) -> &str {
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
+
+/// The real presets of `../shared/corpus/presets` (file name, preset), in name order; `None`,
+/// with a visible message, when `../shared` is not beside this checkout.
+pub fn corpus_presets() -> Option<Vec<(String, stpreset::Preset)>> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/presets");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        eprintln!(
+            "SKIPPED: {} not found (../shared is not beside this checkout)",
+            dir.display()
+        );
+        return None;
+    };
+    let mut presets: Vec<(String, stpreset::Preset)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let preset = stpreset::Preset::from_json(&std::fs::read(e.path()).ok()?).ok()?;
+            Some((e.file_name().to_string_lossy().into_owned(), preset))
+        })
+        .collect();
+    presets.sort_by(|a, b| a.0.cmp(&b.0));
+    Some(presets)
+}
