@@ -104,12 +104,29 @@ pub struct Context {
     pub alternate_greetings: Vec<String>,
     /// A card's depth prompt: a system tail item at its depth (SPEC §15.2, §15.7).
     pub char_depth_prompt: Option<crate::lore::DepthPrompt>,
+    /// A card's creator notes: `{{charCreatorNotes}}` (docs/macros.md).
+    pub creator_notes: String,
+    /// SillyTavern's system prompt (its "System Prompt" panel), `{{systemPrompt}}` and
+    /// `{{defaultSystemPrompt}}`: `None` is a fresh install's (`Neutral - Chat`), `""` is off.
+    pub system_prompt: Option<String>,
+    /// The extensions the host has on, `{{hasExtension::NAME}}`: `None` is SillyTavern's
+    /// built-in ones, as a fresh install has them.
+    pub extensions: Option<Vec<String>>,
+    /// The first chat message the previous request included, `{{firstIncludedMessageId}}`
+    /// (SillyTavern records it after each generation); `None` renders empty.
+    pub first_included_message_id: Option<u64>,
+    /// The first chat message on screen, `{{firstDisplayedMessageId}}`; `None` is what
+    /// SillyTavern shows of a chat it opens (its last 100 messages).
+    pub first_displayed_message_id: Option<u64>,
     /// Which request the render builds (SPEC §17.1): the seed layout or SillyTavern's.
     pub layout: crate::layout::Layout,
     /// SillyTavern's prompt-changing user state (SPEC §17.2), read by the SillyTavern layout.
     pub user_settings: crate::layout::UserSettings,
     /// The World Info outlets of this render (`{{outlet::NAME}}`), set by the render itself.
     pub(crate) outlets: BTreeMap<String, String>,
+    /// The generation type of a context whose lore has been placed (`lore` is then `None`):
+    /// [`Context::generation_type`] reads it.
+    pub(crate) placed_generation: crate::lore::GenerationType,
 }
 
 impl Default for Context {
@@ -151,9 +168,15 @@ impl Default for Context {
             first_mes: String::new(),
             alternate_greetings: Vec::new(),
             char_depth_prompt: None,
+            creator_notes: String::new(),
+            system_prompt: None,
+            extensions: None,
+            first_included_message_id: None,
+            first_displayed_message_id: None,
             layout: crate::layout::Layout::Seed,
             user_settings: crate::layout::UserSettings::default(),
             outlets: BTreeMap::new(),
+            placed_generation: Default::default(),
         }
     }
 }
@@ -241,6 +264,13 @@ pub struct ContextItem {
     /// kin read the text alone. Accepted on any item; only history items are prefixed.
     #[serde(default)]
     pub name: Option<String>,
+    /// How many swipes the message has (`{{lastSwipeId}}`); `None`: it has none, as a
+    /// user's message in SillyTavern.
+    #[serde(default)]
+    pub swipes: Option<u32>,
+    /// Which swipe is shown, from 0 (`{{currentSwipeId}}` prints it from 1).
+    #[serde(default)]
+    pub swipe_id: Option<u32>,
 }
 
 impl ContextItem {
@@ -268,6 +298,8 @@ impl ContextItem {
             time: None,
             depth: None,
             name: None,
+            swipes: None,
+            swipe_id: None,
         }
     }
 
@@ -542,6 +574,11 @@ struct ContextFile {
     first_mes: String,
     alternate_greetings: Vec<String>,
     char_depth_prompt: Option<DepthPromptFile>,
+    creator_notes: String,
+    system_prompt: Option<String>,
+    extensions: Option<Vec<String>>,
+    first_included_message_id: Option<u64>,
+    first_displayed_message_id: Option<u64>,
     // SPEC §17: read as JSON values so that every refusal names its field.
     #[serde(deserialize_with = "present")]
     layout: Option<serde_json::Value>,
@@ -963,6 +1000,14 @@ impl Context {
 }
 
 impl Context {
+    /// Which generation this render is for: the lore's `generation_type`, also once the lore
+    /// has been placed.
+    pub(crate) fn generation_type(&self) -> crate::lore::GenerationType {
+        self.lore
+            .as_ref()
+            .map_or(self.placed_generation, |l| l.generation_type)
+    }
+
     /// The `LoneSurrogate` note of a render of this context, when its input had any: one
     /// note, naming the chat-file lines (the first 20) when a chat file held them.
     pub(crate) fn surrogate_note(&self) -> Option<crate::diagnostic::Diagnostic> {
@@ -1143,9 +1188,15 @@ impl Context {
                 depth: d.depth.unwrap_or(4),
                 role: d.role.unwrap_or(Role::System),
             }),
+            creator_notes: file.creator_notes,
+            system_prompt: file.system_prompt,
+            extensions: file.extensions,
+            first_included_message_id: file.first_included_message_id,
+            first_displayed_message_id: file.first_displayed_message_id,
             layout,
             user_settings,
             outlets: BTreeMap::new(),
+            placed_generation: Default::default(),
         })
     }
 }

@@ -115,12 +115,19 @@ fn template_within(node: &CompiledNode, ctx: &Context) -> Expansion {
         let available = crate::lore::items::available(ctx, None);
         let placed =
             crate::lore::items::place(ctx, lore, &[], &scripts, false, available, &mut notes);
-        let mut out = template_within(node, &placed.ctx);
+        // The placed context keeps the card's depth prompt (`{{charDepthPrompt}}` reads it):
+        // it is expanded as it is, not placed again.
+        let mut out = expand_placed(node, &placed.ctx);
         notes.append(&mut out.diagnostics);
         out.diagnostics = notes;
         return out;
     }
-    let mut ev = eval::evaluate(std::slice::from_ref(&node.eval()), ctx);
+    expand_placed(node, ctx)
+}
+
+/// [`template_within`] once the lore is placed.
+fn expand_placed(node: &CompiledNode, ctx: &Context) -> Expansion {
+    let mut ev = eval::evaluate(std::slice::from_ref(&node.eval()), ctx, None);
     if let Some(note) = ctx.surrogate_note() {
         ev.diagnostics.insert(0, note);
     }
@@ -286,7 +293,7 @@ fn render_preset<'c>(
             .prompt_items(ctx, parts.regex, false, &mut diagnostics),
     };
 
-    let mut ev = eval::evaluate(&eval_nodes, ctx);
+    let mut ev = eval::evaluate(&eval_nodes, ctx, settings);
     diagnostics.extend(ev.diagnostics);
     if !(ctx.char_prompt.is_empty() && ctx.char_instruction.is_empty()) {
         let ids: Vec<&str> = parts.nodes.iter().map(|n| &*n.id).collect();

@@ -178,6 +178,15 @@ impl Context {
             let mut item = ContextItem::new(Some(Tag::DialogueHistory), role, text);
             item.name = m.string("name");
             item.time = m.value("send_date").as_ref().and_then(parse_timestamp);
+            // `{{lastSwipeId}}` / `{{currentSwipeId}}` read these as ST does: the length of a
+            // `swipes` array, a numeric `swipe_id`.
+            if let Some(Value::Array(swipes)) = m.value("swipes") {
+                item.swipes = u32::try_from(swipes.len()).ok();
+            }
+            item.swipe_id = m
+                .value("swipe_id")
+                .and_then(|v| v.as_u64())
+                .and_then(|n| u32::try_from(n).ok());
             items.push(item);
         }
         self.items.retain(|i| i.tag != Some(Tag::DialogueHistory));

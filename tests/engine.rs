@@ -458,3 +458,16 @@ fn addvar_loops_spend_the_budget() {
     );
     assert!(out.variables["a"].len() < 4096 + 1000);
 }
+
+/// `expand` with a card's depth prompt in the context placed the lore, then expanded the
+/// placed context, which still had the depth prompt, and so placed it again without end (a
+/// stack overflow): it now expands once, and `{{charDepthPrompt}}` reads the prompt.
+#[test]
+fn expand_with_a_depth_prompt_places_it_once() {
+    let ctx = Context::from_json(
+        br#"{"char": "Sera", "char_depth_prompt": {"text": "Stay {{char}}.", "depth": 2}}"#,
+    )
+    .unwrap();
+    let out = stpreset::expand("[{{charDepthPrompt}}]", &ctx);
+    assert_eq!(out.text, "[Stay Sera.]");
+}

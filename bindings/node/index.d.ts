@@ -38,6 +38,10 @@ export interface ContextItem {
   depth?: number;
   /** The speaker: a chat-history item reaches the prompt as `name: text`. */
   name?: string;
+  /** How many swipes the message has (`{{lastSwipeId}}`). */
+  swipes?: number;
+  /** The swipe shown, from 0 (`{{currentSwipeId}}`). */
+  swipe_id?: number;
 }
 
 /** The context file of SPEC §9; every field optional. */
@@ -100,9 +104,18 @@ export interface Context {
   prefer_char_instruction?: boolean;
   /** A card's depth prompt: a tail item at its depth. */
   char_depth_prompt?: { text: string; depth?: number; role?: 'system' | 'user' | 'model' | 'assistant' } | null;
-  /** A card's greetings: informational, never rendered. */
+  /** A card's greetings: `{{greeting::N}}`. */
   first_mes?: string;
   alternate_greetings?: string[];
+  /** A card's creator notes: `{{charCreatorNotes}}`. */
+  creator_notes?: string;
+  /** SillyTavern's system prompt for `{{systemPrompt}}`: `null` a fresh install's, `""` off. */
+  system_prompt?: string | null;
+  /** Extensions the host has on, for `{{hasExtension::NAME}}` (`null`: ST's built-ins). */
+  extensions?: string[] | null;
+  /** `{{firstIncludedMessageId}}`, `{{firstDisplayedMessageId}}`. */
+  first_included_message_id?: number | null;
+  first_displayed_message_id?: number | null;
   /** How depth nodes enter the history (default `merge`). */
   injection?: 'merge' | 'separate';
   /**

@@ -1,6 +1,6 @@
 //! The render's one clock reading and moment-style formatting (SPEC §3.1).
 
-use chrono::{DateTime, Datelike, Duration, NaiveDateTime, Timelike, Utc};
+use chrono::{DateTime, Datelike, Duration, NaiveDateTime, TimeZone, Timelike, Utc};
 
 const MONTHS: [&str; 12] = [
     "January",
@@ -146,7 +146,12 @@ pub(crate) fn idle(now: DateTime<Utc>, since: Option<DateTime<Utc>>) -> String {
     if ms < 0 {
         return "just now".into();
     }
-    let ms = ms as f64;
+    humanize(ms as f64)
+}
+
+/// moment.js's `duration.humanize()` of `ms` milliseconds (never negative), default
+/// thresholds: each unit rounded half up, then the first wording that fits.
+fn humanize(ms: f64) -> String {
     // moment's `Math.round`: half up (the values are never negative here).
     let round = |x: f64| (x + 0.5).floor();
     let seconds = round(ms / 1e3);
@@ -182,9 +187,177 @@ pub(crate) fn idle(now: DateTime<Utc>, since: Option<DateTime<Utc>>) -> String {
     }
 }
 
+/// `{{timeDiff::A::B}}` as SillyTavern prints it: `moment.duration(moment(A).diff(moment(B)))
+/// .humanize(true)`, so `in 3 hours` when A is later and `3 hours ago` otherwise (a zero
+/// difference is `a few seconds ago`); `Invalid date` when either does not parse. Times parse
+/// as moment's ISO 8601 forms do (`parse_iso`); moment's last resort, JavaScript's `Date`
+/// parser for any other text, is not followed: such text is an invalid date here.
+pub(crate) fn time_diff(a: &str, b: &str) -> String {
+    let (Some(a), Some(b)) = (parse_iso(a), parse_iso(b)) else {
+        return "Invalid date".into();
+    };
+    let ms = (a - b).num_milliseconds();
+    let words = humanize(ms.unsigned_abs() as f64);
+    if ms > 0 {
+        format!("in {words}")
+    } else {
+        format!("{words} ago")
+    }
+}
+
+/// A time in one of moment.js's ISO 8601 forms (its `configFromISO`), in UTC when it names no
+/// offset (the render's clock is UTC): a calendar date `YYYY-MM-DD`, `YYYY-MM` or basic
+/// `YYYYMMDD` / `YYYY`, optionally then `T` or a space and `HH`, `HH:mm`, `HH:mm:ss`,
+/// `HH:mm:ss.SSS` (or `,`; basic forms without colons), then `Z` or `±HH:mm` / `±HHmm` /
+/// `±HH`. Week and ordinal dates are not read (`None`, as an invalid date).
+pub(crate) fn parse_iso(text: &str) -> Option<DateTime<Utc>> {
+    let text = text.trim_start();
+    let digits = |s: &str, n: usize| -> Option<u32> {
+        let d = s.get(..n)?;
+        d.bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| d.parse().ok())?
+    };
+    let year = digits(text, 4)? as i32;
+    let mut rest = &text[4..];
+    let extended = rest.starts_with('-');
+    let (month, day) = if extended {
+        rest = &rest[1..];
+        let month = digits(rest, 2)?;
+        rest = &rest[2..];
+        let day = match rest.strip_prefix('-') {
+            Some(r) => {
+                let d = digits(r, 2)?;
+                rest = &r[2..];
+                d
+            }
+            None => 1,
+        };
+        (month, day)
+    } else if let Some(md) = digits(rest, 4) {
+        rest = &rest[4..];
+        (md / 100, md % 100)
+    } else {
+        (1, 1)
+    };
+    let date = chrono::NaiveDate::from_ymd_opt(year, month, day)?;
+    let (mut h, mut m, mut s, mut ms) = (0, 0, 0, 0u32);
+    let mut offset_minutes = 0i32;
+    if let Some(time) = rest.strip_prefix(['T', ' ']) {
+        fn sep(r: &str, extended: bool) -> Option<&str> {
+            if extended {
+                r.strip_prefix(':')
+            } else {
+                Some(r)
+            }
+        }
+        let mut r = time;
+        h = digits(r, 2)?;
+        r = &r[2..];
+        if let Some(after) = sep(r, extended).filter(|a| digits(a, 2).is_some()) {
+            m = digits(after, 2)?;
+            r = &after[2..];
+            if let Some(after) = sep(r, extended).filter(|a| digits(a, 2).is_some()) {
+                s = digits(after, 2)?;
+                r = &after[2..];
+                if let Some(frac) = r.strip_prefix(['.', ',']) {
+                    let n = frac.bytes().take_while(u8::is_ascii_digit).count();
+                    if n == 0 {
+                        return None;
+                    }
+                    // moment keeps milliseconds: the first three digits.
+                    let f = &frac[..n];
+                    ms = format!("{:0<3}", &f[..n.min(3)]).parse().ok()?;
+                    r = &frac[n..];
+                }
+            }
+        }
+        let zone = r.trim_start();
+        if zone == "Z" {
+            r = "";
+        } else if let Some(sign) = r.chars().next().filter(|c| *c == '+' || *c == '-') {
+            let z = &r[1..];
+            let oh = digits(z, 2)?;
+            let z = &z[2..];
+            let z = z.strip_prefix(':').unwrap_or(z);
+            let om = if z.is_empty() { 0 } else { digits(z, 2)? };
+            if z.len() > 2 {
+                return None;
+            }
+            offset_minutes = (oh * 60 + om) as i32 * if sign == '-' { -1 } else { 1 };
+            r = "";
+        }
+        if !r.is_empty() {
+            return None;
+        }
+        // moment takes 24:00:00.000 as the next midnight.
+        if h == 24 && m == 0 && s == 0 && ms == 0 {
+            let next = date.succ_opt()?.and_hms_opt(0, 0, 0)?;
+            return Some(Utc.from_utc_datetime(&next) - Duration::minutes(offset_minutes.into()));
+        }
+    } else if !rest.is_empty() {
+        return None;
+    }
+    let t = date.and_hms_milli_opt(h, m, s, ms)?;
+    Some(Utc.from_utc_datetime(&t) - Duration::minutes(offset_minutes.into()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn iso_forms_moment_reads() {
+        let t = |s: &str| parse_iso(s).map(|d| d.to_rfc3339());
+        assert_eq!(
+            t("2023-01-02").as_deref(),
+            Some("2023-01-02T00:00:00+00:00")
+        );
+        assert_eq!(t("2023-01").as_deref(), Some("2023-01-01T00:00:00+00:00"));
+        assert_eq!(t("20230102").as_deref(), Some("2023-01-02T00:00:00+00:00"));
+        assert_eq!(t("2023").as_deref(), Some("2023-01-01T00:00:00+00:00"));
+        assert_eq!(
+            t("2023-01-02 03:04").as_deref(),
+            Some("2023-01-02T03:04:00+00:00")
+        );
+        assert_eq!(
+            t("2023-01-02T03:04:05,1234+02:30").as_deref(),
+            Some("2023-01-02T00:34:05.123+00:00")
+        );
+        assert_eq!(
+            t("20230102T0304-0100").as_deref(),
+            Some("2023-01-02T04:04:00+00:00")
+        );
+        assert_eq!(
+            t("2023-01-02T24:00").as_deref(),
+            Some("2023-01-03T00:00:00+00:00")
+        );
+        for bad in [
+            "",
+            "yesterday",
+            "2023-02-30",
+            "2023-01-02T25:00",
+            "2023-01-02T03:04x",
+            "2023-W01",
+            "2023-01-02T03:04:05.",
+        ] {
+            assert_eq!(t(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn time_diff_words_and_direction() {
+        assert_eq!(
+            time_diff("2023-01-01 12:00", "2023-01-01 15:00"),
+            "3 hours ago"
+        );
+        assert_eq!(
+            time_diff("2023-01-01 15:00", "2023-01-01 12:00"),
+            "in 3 hours"
+        );
+        assert_eq!(time_diff("2023-01-01", "2023-01-01"), "a few seconds ago");
+        assert_eq!(time_diff("2023-01-01", "nope"), "Invalid date");
+    }
 
     fn at(s: &str) -> NaiveDateTime {
         NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S").unwrap()

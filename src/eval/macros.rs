@@ -214,7 +214,7 @@ impl Run<'_, '_> {
                 None => self.sig.add(Signals::TRIM),
                 Some(_) => out.push_str(text(0)),
             },
-            Noop | Banned => {}
+            Noop | Banned | Comment => {}
             Reverse => out.extend(text(0).chars().rev()),
             ScriptValue => {
                 let frame = self.eng.script.as_ref();
@@ -223,6 +223,11 @@ impl Run<'_, '_> {
                     .ok()
                     .and_then(|i| frame?.values.get(i));
                 out.push_str(value.map_or("", String::as_str));
+            }
+            ChatIndex(_) | Greeting | CreatorNotes | CharDepthPrompt | SystemPrompt
+            | DefaultSystemPrompt | Instruct | ContextTemplate | TokenLimit(_) | TimeDiff
+            | LastGenerationType | IsMobile | HasExtension | Input => {
+                self.state_value(call.kind, args, out)?
             }
             // Declarations, unknown and unsupported macros never reach here.
             // A literal `{{if}}` condition is its text.

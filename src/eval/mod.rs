@@ -7,6 +7,7 @@ mod clock;
 mod macros;
 mod run;
 mod shorthand;
+mod state;
 mod text;
 mod vars;
 
@@ -103,8 +104,16 @@ pub(crate) fn st_trim_marker() -> &'static str {
 }
 
 /// Runs both passes and the host passes over `nodes`, in order.
-pub(crate) fn evaluate(nodes: &[EvalNode<'_>], ctx: &Context) -> Evaluation {
+///
+/// `settings` are the preset's settings that apply (SPEC §14.3), which `{{maxContext}}` & co.
+/// read where the context sets no value; `None` for a template alone.
+pub(crate) fn evaluate(
+    nodes: &[EvalNode<'_>],
+    ctx: &Context,
+    settings: Option<&crate::settings::PresetSettings>,
+) -> Evaluation {
     let mut eng = Engine::new(ctx, &ctx.host);
+    eng.settings = settings;
     let mut states = Vec::with_capacity(nodes.len());
     let (mut blocks, mut slots) = (0, 0);
     for n in nodes {
@@ -300,6 +309,8 @@ struct Engine<'a> {
     script: Option<ScriptFrame>,
     /// Every `random` draw takes the first item (a host-supplied source, SPEC §13.5.5).
     first_random: bool,
+    /// The preset's settings that apply, for the token-limit macros (`state`).
+    settings: Option<&'a crate::settings::PresetSettings>,
 }
 
 /// What a regex script's expansion sees besides the context (SPEC §13.5).
@@ -372,6 +383,7 @@ impl<'a> Engine<'a> {
             empty_names: [None, None],
             script: None,
             first_random: false,
+            settings: None,
         }
     }
 }

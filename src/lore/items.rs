@@ -219,6 +219,7 @@ pub(crate) fn place(
     }
     let mut placed = ctx.clone();
     placed.lore = None;
+    placed.placed_generation = lore.generation_type;
     placed.outlets = result.outlets;
     let (n_front, n_back) = (front.len(), back.len());
     let old = std::mem::take(&mut placed.items);
@@ -299,6 +300,7 @@ impl super::Card {
         if ctx.first_mes.is_empty() {
             ctx.first_mes.clone_from(&self.first_mes);
         }
+        fill(&mut ctx.creator_notes, &self.creator_notes);
         if ctx.alternate_greetings.is_empty() {
             ctx.alternate_greetings
                 .clone_from(&self.alternate_greetings);
@@ -365,7 +367,7 @@ impl super::Card {
             "alternate_greetings": ctx.alternate_greetings, "char": ctx.char,
             "char_instruction": ctx.char_instruction, "char_prompt": ctx.char_prompt,
             "char_version": ctx.char_version, "description": ctx.description,
-            "first_mes": ctx.first_mes,
+            "creator_notes": ctx.creator_notes, "first_mes": ctx.first_mes,
             "char_depth_prompt": ctx.char_depth_prompt.as_ref().map(|d| serde_json::json!({
                 "depth": d.depth, "role": d.role, "text": d.text})),
             "mes_examples": ctx.mes_examples,

@@ -462,7 +462,7 @@ pub(crate) fn render(parts: &Inputs<'_>, plan: &StPlan, ctx: &Context) -> Output
     nodes.extend(on.iter().flatten().map(|&i| as_node(&plan.nodes[i])));
     let n_prompts = on.iter().flatten().count();
     nodes.extend(compiled[before.len()..].iter().map(as_node));
-    let ev = eval::evaluate(&nodes, eval_ctx);
+    let ev = eval::evaluate(&nodes, eval_ctx, settings);
     diagnostics.extend(ev.diagnostics);
     let mut texts = ev.texts;
     let after_texts = texts.split_off(before.len() + n_prompts);

@@ -70,6 +70,39 @@ pub(crate) enum MacroKind {
     /// token of a replacement becomes, so it acts as a macro whose output is the value.
     /// Outside a script's expansion it is an unknown macro.
     ScriptValue,
+    /// A position in the chat log: `lastMessageId` & co. (docs/macros.md).
+    ChatIndex(ChatIndex),
+    /// `charFirstMessage` / `greeting`, `greeting::N`: the card's greetings.
+    Greeting,
+    /// `charCreatorNotes` / `creatorNotes`.
+    CreatorNotes,
+    /// `charDepthPrompt`: the card's depth prompt text.
+    CharDepthPrompt,
+    /// `systemPrompt`: the card's prompt when preferred, else the host's system prompt.
+    SystemPrompt,
+    /// `defaultSystemPrompt` (`instructSystem`, `instructSystemPrompt`): the host's system
+    /// prompt.
+    DefaultSystemPrompt,
+    /// Instruct-mode sequences (`instructInput` & co.): instruct mode is a text-completion
+    /// setting, off for chat completion, so they are empty.
+    Instruct,
+    /// `chatStart`, `exampleSeparator` (`chatSeparator`): the default context template's.
+    ContextTemplate,
+    /// `maxContext`, `maxPrompt`, `maxResponse` (and `…Tokens`).
+    TokenLimit(TokenLimit),
+    /// `timeDiff::A::B`: the humanised difference of two times.
+    TimeDiff,
+    /// `lastGenerationType`: the render's generation type.
+    LastGenerationType,
+    /// `isMobile`: `false` (a bot is no mobile browser).
+    IsMobile,
+    /// `hasExtension::NAME`: whether the host has that extension on.
+    HasExtension,
+    /// `input`: the send box, empty by the time SillyTavern builds a prompt.
+    Input,
+    /// `comment` (ST's alias of `//`): one argument (the comment, usually scoped), renders
+    /// nothing; like `//`'s other forms otherwise a wrong count and literal.
+    Comment,
     /// Recognised, deliberately not supported (`setvarkey` & co.: JSON variables).
     Unsupported,
     Unknown,
@@ -121,6 +154,31 @@ impl ShOp {
     ];
 }
 
+/// Which position in the chat log a `ChatIndex` macro prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ChatIndex {
+    /// `lastMessageId`: the last message's index.
+    LastMessage,
+    /// `firstIncludedMessageId`: the host's value.
+    FirstIncluded,
+    /// `firstDisplayedMessageId`.
+    FirstDisplayed,
+    /// `lastSwipeId`: the last message's swipe count.
+    LastSwipe,
+    /// `currentSwipeId`: its shown swipe, from 1.
+    CurrentSwipe,
+    /// `allChatRange`: `0-LAST`.
+    AllRange,
+}
+
+/// Which token limit a `TokenLimit` macro prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TokenLimit {
+    Context,
+    Prompt,
+    Response,
+}
+
 /// Local (per render) or global (host-supplied) variables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Scope {
@@ -164,7 +222,7 @@ impl MacroKind {
             "char" | "bot" => Char,
             "description" | "chardescription" => Description,
             "personality" | "charpersonality" => Personality,
-            "scenario" => Scenario,
+            "scenario" | "charscenario" => Scenario,
             "persona" => Persona,
             "mesexamples" => MesExamples,
             "mesexamplesraw" => MesExamplesRaw,
@@ -210,6 +268,51 @@ impl MacroKind {
             "banned" => Banned,
             "reverse" => Reverse,
             SCRIPT_VALUE => ScriptValue,
+            "lastmessageid" => ChatIndex(self::ChatIndex::LastMessage),
+            "firstincludedmessageid" => ChatIndex(self::ChatIndex::FirstIncluded),
+            "firstdisplayedmessageid" => ChatIndex(self::ChatIndex::FirstDisplayed),
+            "lastswipeid" => ChatIndex(self::ChatIndex::LastSwipe),
+            "currentswipeid" => ChatIndex(self::ChatIndex::CurrentSwipe),
+            "allchatrange" => ChatIndex(self::ChatIndex::AllRange),
+            "charfirstmessage" | "greeting" => Greeting,
+            "charcreatornotes" | "creatornotes" => CreatorNotes,
+            "chardepthprompt" => CharDepthPrompt,
+            "systemprompt" => SystemPrompt,
+            "defaultsystemprompt" | "instructsystem" | "instructsystemprompt" => {
+                DefaultSystemPrompt
+            }
+            "instructstorystringprefix"
+            | "instructstorystringsuffix"
+            | "instructuserprefix"
+            | "instructinput"
+            | "instructusersuffix"
+            | "instructassistantprefix"
+            | "instructoutput"
+            | "instructassistantsuffix"
+            | "instructseparator"
+            | "instructsystemprefix"
+            | "instructsystemsuffix"
+            | "instructfirstassistantprefix"
+            | "instructfirstoutputprefix"
+            | "instructlastassistantprefix"
+            | "instructlastoutputprefix"
+            | "instructstop"
+            | "instructuserfiller"
+            | "instructsysteminstructionprefix"
+            | "instructfirstuserprefix"
+            | "instructfirstinput"
+            | "instructlastuserprefix"
+            | "instructlastinput" => Instruct,
+            "chatstart" | "exampleseparator" | "chatseparator" => ContextTemplate,
+            "maxcontext" | "maxcontexttokens" => TokenLimit(self::TokenLimit::Context),
+            "maxprompt" | "maxprompttokens" => TokenLimit(self::TokenLimit::Prompt),
+            "maxresponse" | "maxresponsetokens" => TokenLimit(self::TokenLimit::Response),
+            "timediff" => TimeDiff,
+            "lastgenerationtype" => LastGenerationType,
+            "ismobile" => IsMobile,
+            "hasextension" => HasExtension,
+            "input" => Input,
+            "comment" => Comment,
             "setvarkey" | "getvarkey" | "setglobalvarkey" | "getglobalvarkey" | "setvarindex"
             | "getvarindex" | "setglobalvarindex" | "getglobalvarindex" => Unsupported,
             _ => Unknown,
@@ -219,11 +322,13 @@ impl MacroKind {
     pub fn arity(self) -> Arity {
         use MacroKind::*;
         match self {
-            SetVar(_) | AddVar(_) | If => Arity::Exactly(2),
+            SetVar(_) | AddVar(_) | If | TimeDiff => Arity::Exactly(2),
             CondText => Arity::Exactly(1),
             IncVar(_) | DecVar(_) | GetVar(_) | HasVar(_) | DeleteVar(_) | DateTimeFormat
-            | Roll | Banned | Reverse | ScriptValue | Outlet => Arity::Exactly(1),
-            Time | Newline | Space | Trim => Arity::Optional,
+            | Roll | Banned | Reverse | ScriptValue | Outlet | HasExtension | Comment => {
+                Arity::Exactly(1)
+            }
+            Time | Newline | Space | Trim | Greeting => Arity::Optional,
             Random | Pick | Unsupported | Unknown | Shorthand(..) | Closer => Arity::Any,
             _ => Arity::Exactly(0),
         }

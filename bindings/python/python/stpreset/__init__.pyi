@@ -35,6 +35,8 @@ class ContextItem(_ItemRequired, total=False):
     time: str
     depth: int
     name: str
+    swipes: int
+    swipe_id: int
 
 class WiSettings(TypedDict, total=False):
     """SPEC §15.4's World Info settings (defaults: SillyTavern's fresh install)."""
@@ -124,6 +126,11 @@ class Context(TypedDict, total=False):
     char_depth_prompt: Optional[Dict[str, Any]]
     first_mes: str
     alternate_greetings: List[str]
+    creator_notes: str
+    system_prompt: Optional[str]
+    extensions: Optional[List[str]]
+    first_included_message_id: Optional[int]
+    first_displayed_message_id: Optional[int]
     injection: Literal["merge", "separate"]
     layout: Optional[Literal["seed", "sillytavern"]]
     random: Optional[Dict[str, float]]
