@@ -86,6 +86,18 @@ pub struct Context {
     /// Whether the preset's regex scripts may run (SPEC §13.6.1; context-file field
     /// `allow_preset_regex`). Off by default: scripts are a stranger's code paths.
     pub allow_preset_regex: bool,
+    /// Whether the card's regex scripts may run (context-file field `allow_char_regex`): off
+    /// by default, as SillyTavern asks before it runs a character's scripts.
+    pub allow_char_regex: bool,
+    /// The host's own regex scripts (SillyTavern's global scripts; context-file field
+    /// `regex_scripts`, a list in the export format): they run before the preset's, always.
+    pub regex_scripts: Vec<crate::RegexScript>,
+    /// The card's regex scripts (`extensions.regex_scripts`; context-file field
+    /// `char_regex_scripts`, filled from `--card`): they run after the preset's, when
+    /// `allow_char_regex`.
+    pub char_regex_scripts: Vec<crate::RegexScript>,
+    /// The `RegexScriptInvalid` notes of those two lists, reported with every pass.
+    pub(crate) regex_notes: Vec<crate::diagnostic::Diagnostic>,
     /// Lone UTF-16 surrogates the context file held, each read as U+FFFD: a render reports
     /// them in one `LoneSurrogate` note.
     pub lone_surrogates: usize,
@@ -160,6 +172,10 @@ impl Default for Context {
             provider_options: ProviderOptions::default(),
             preset_settings: PresetSettingsUse::Use,
             allow_preset_regex: false,
+            allow_char_regex: false,
+            regex_scripts: Vec::new(),
+            char_regex_scripts: Vec::new(),
+            regex_notes: Vec::new(),
             lone_surrogates: 0,
             surrogate_lines: Vec::new(),
             lore: None,
@@ -563,6 +579,9 @@ struct ContextFile {
     #[serde(deserialize_with = "present")]
     preset_settings: Option<serde_json::Value>,
     allow_preset_regex: bool,
+    allow_char_regex: bool,
+    regex_scripts: Option<Box<serde_json::value::RawValue>>,
+    char_regex_scripts: Option<Box<serde_json::value::RawValue>>,
     // SPEC §15.9. Books keep their entries' key order, so they are read from the raw text.
     world_info: Option<crate::lore::WiSettings>,
     lorebooks: Option<Box<serde_json::value::RawValue>>,
@@ -1000,6 +1019,53 @@ impl Context {
 }
 
 impl Context {
+    /// Adds regex scripts of `source` from JSON as SillyTavern's Regex extension exports
+    /// them: one script (an object) or a list. The host's own go in `regex_scripts` (they run
+    /// before the preset's, always); a card's in `char_regex_scripts` (after the preset's,
+    /// when `allow_char_regex`). Entries that cannot be read are ignored, and every pass then
+    /// says so (`RegexScriptInvalid`).
+    ///
+    /// ```
+    /// use stpreset::{Context, ScriptSource};
+    /// let mut ctx = Context::default();
+    /// ctx.add_regex_scripts(ScriptSource::Global, br#"{"scriptName": "x", "findRegex": "a", "placement": [2]}"#)
+    ///     .unwrap();
+    /// assert_eq!(ctx.regex_scripts[0].name, "x");
+    /// assert!(ctx.add_regex_scripts(ScriptSource::Global, b"{").is_err());
+    /// ```
+    pub fn add_regex_scripts(
+        &mut self,
+        source: crate::ScriptSource,
+        json: &[u8],
+    ) -> Result<(), ContextError> {
+        let value: serde_json::Value =
+            serde_json::from_slice(json).map_err(|e| ContextError::Field {
+                field: "regex_scripts".into(),
+                problem: format!("not JSON: {}", strip_position(&e.to_string())),
+            })?;
+        let list = match value {
+            serde_json::Value::Object(_) => serde_json::Value::Array(vec![value]),
+            other => other,
+        };
+        let raw = serde_json::value::to_raw_value(&list).map_err(|e| ContextError::Field {
+            field: "regex_scripts".into(),
+            problem: e.to_string(),
+        })?;
+        let (scripts, mut notes) = crate::scripts::read_list(&raw, source);
+        match source {
+            crate::ScriptSource::Character => self.char_regex_scripts.extend(scripts),
+            crate::ScriptSource::Global => self.regex_scripts.extend(scripts),
+            crate::ScriptSource::Preset => {
+                return Err(ContextError::Field {
+                    field: "regex_scripts".into(),
+                    problem: "a preset's scripts come with the preset".into(),
+                });
+            }
+        }
+        self.regex_notes.append(&mut notes);
+        Ok(())
+    }
+
     /// Which generation this render is for: the lore's `generation_type`, also once the lore
     /// has been placed.
     pub(crate) fn generation_type(&self) -> crate::lore::GenerationType {
@@ -1102,6 +1168,21 @@ impl Context {
             });
         }
         let lore = lore_fields(&mut file)?;
+        // The host's and the card's regex scripts, read as a preset's are (SPEC §13.1).
+        let mut regex_notes = Vec::new();
+        let mut scripts = |raw: Option<&serde_json::value::RawValue>, source| {
+            raw.map(|raw| {
+                let (list, mut notes) = crate::scripts::read_list(raw, source);
+                regex_notes.append(&mut notes);
+                list
+            })
+            .unwrap_or_default()
+        };
+        let regex_scripts = scripts(file.regex_scripts.as_deref(), crate::ScriptSource::Global);
+        let char_regex_scripts = scripts(
+            file.char_regex_scripts.as_deref(),
+            crate::ScriptSource::Character,
+        );
         let layout = layout_field(file.layout.as_ref())?;
         let random = random_field(file.random.as_ref())?;
         let user_settings = user_settings(&file)?;
@@ -1176,6 +1257,10 @@ impl Context {
             },
             preset_settings: preset_settings_field(file.preset_settings.as_ref())?,
             allow_preset_regex: file.allow_preset_regex,
+            allow_char_regex: file.allow_char_regex,
+            regex_scripts,
+            char_regex_scripts,
+            regex_notes,
             lone_surrogates,
             surrogate_lines: Vec::new(),
             lore,

@@ -80,7 +80,9 @@ pub use provider::{
 pub use render::{Expansion, Rendered, request_options};
 pub use report::TextReport;
 pub use scripts::markdown::display_markdown;
-pub use scripts::{PassKind, Placement, PromptPass, RegexPass, RegexScript, Regexed, Substitute};
+pub use scripts::{
+    PassKind, Placement, PromptPass, RegexPass, RegexScript, Regexed, ScriptSource, Substitute,
+};
 pub use settings::resolve::EffectiveOptions;
 pub use settings::{PresetSettings, PresetSettingsUse, SettingsEdit};
 pub use stchat::{CHAT_MAX_FILE_BYTES, CHAT_MAX_MESSAGES, st_chat_context};

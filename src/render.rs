@@ -113,8 +113,15 @@ fn template_within(node: &CompiledNode, ctx: &Context) -> Expansion {
         let scripts = Scripts::compile(&[], &[], &ctx.options.limits);
         let mut notes = Vec::new();
         let available = crate::lore::items::available(ctx, None);
-        let placed =
-            crate::lore::items::place(ctx, lore, &[], &scripts, false, available, &mut notes);
+        let placed = crate::lore::items::place(
+            ctx,
+            lore,
+            &[],
+            &scripts,
+            crate::scripts::Permission::NONE,
+            available,
+            &mut notes,
+        );
         // The placed context keeps the card's depth prompt (`{{charDepthPrompt}}` reads it):
         // it is expanded as it is, not placed again.
         let mut out = expand_placed(node, &placed.ctx);
@@ -219,7 +226,7 @@ fn with_lore(parts: &PresetParts<'_>, ctx: &Context) -> Rendered<'static> {
         lore,
         &regexed,
         parts.scripts,
-        parts.regex.granted(),
+        parts.regex,
         available,
         &mut early,
     );

@@ -387,3 +387,67 @@ fn json_output_is_the_library_json_byte_for_byte() {
         Template::compile(template).render(&ctx).to_json() + "\n"
     );
 }
+
+/// Issue 39: `regex` runs the host's own scripts (`--regex`), the preset's and the card's
+/// (`--card`, with `--allow-char-regex`), in SillyTavern's order; `render` takes the same flags.
+#[test]
+fn regex_runs_global_preset_and_card_scripts() {
+    let mark =
+        |m: &str| format!(r#"{{"findRegex": "/$/", "replaceString": "{m}", "placement": [2]}}"#);
+    let preset = temp(
+        "rx-preset.json",
+        format!(
+            r#"{{"prompts": [{{"identifier": "main", "content": "x"}}], "extensions": {{"regex_scripts": [{}]}}}}"#,
+            mark("P")
+        )
+        .as_bytes(),
+    );
+    let global = temp("rx-global.json", mark("G").as_bytes());
+    let card = temp(
+        "rx-card.json",
+        format!(
+            r#"{{"spec": "chara_card_v2", "data": {{"name": "Sera", "extensions": {{"regex_scripts": [{}]}}}}}}"#,
+            mark("C")
+        )
+        .as_bytes(),
+    );
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "regex",
+            preset.to_str().unwrap(),
+            "--regex",
+            global.to_str().unwrap(),
+            "--card",
+            card.to_str().unwrap(),
+            "--allow-regex",
+        ];
+        args.extend_from_slice(extra);
+        stpreset(&args, Some(b"t"))
+    };
+    let out = run(&["--allow-char-regex"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "tGPC");
+    let out = run(&[]);
+    assert_eq!(text(&out.stdout), "tGP");
+    assert!(
+        text(&out.stderr).contains("allow_char_regex"),
+        "{}",
+        text(&out.stderr)
+    );
+    let bad = temp("rx-bad.json", b"{");
+    let out = stpreset(
+        &[
+            "regex",
+            preset.to_str().unwrap(),
+            "--regex",
+            bad.to_str().unwrap(),
+        ],
+        Some(b"t"),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("rx-bad.json"),
+        "{}",
+        text(&out.stderr)
+    );
+}

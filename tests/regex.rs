@@ -741,3 +741,119 @@ fn the_display_text_of_corpus_presets_is_readable_markdown() {
     // NemoEngine and the other presets with display scripts changed the reply.
     assert!(checked >= 1, "no corpus preset's display scripts ran");
 }
+
+/// One script that appends `mark` to every text of its placements (2: model replies).
+fn marker(mark: &str) -> Value {
+    json!({"scriptName": mark, "findRegex": "/$/", "replaceString": mark, "placement": [2]})
+}
+
+/// Issue 39: the host's scripts, the preset's and the card's run in SillyTavern's order
+/// (`getRegexScripts`: global, preset, scoped), each source with its own permission.
+#[test]
+fn global_preset_and_card_scripts_run_in_sillytavern_order() {
+    let p = preset(json!([marker("P")]));
+    let ctx = Context::from_json(
+        &serde_json::to_vec(&json!({
+            "allow_preset_regex": true, "allow_char_regex": true,
+            "regex_scripts": [marker("G1"), marker("G2")],
+            "char_regex_scripts": [marker("C")],
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let out = p.store_message("t", Role::Model, &ctx);
+    assert_eq!(out.text, "tG1G2PC");
+    assert!(out.diagnostics.is_empty(), "{:?}", out.diagnostics);
+    // The same three lists in the prompt pass of a render and of `prompt_pass`.
+    let mut ctx = ctx;
+    for s in ctx
+        .regex_scripts
+        .iter_mut()
+        .chain(&mut ctx.char_regex_scripts)
+    {
+        s.prompt_only = true;
+    }
+    ctx.items.push(stpreset::ContextItem::new(
+        Some(stpreset::Tag::DialogueHistory),
+        Role::Model,
+        "h",
+    ));
+    // The preset's own script is not prompt-only: only G1, G2 and C run in the prompt.
+    assert_eq!(p.prompt_pass(&ctx).items, [Some("hG1G2C".to_string())]);
+}
+
+#[test]
+fn each_source_has_its_own_permission() {
+    let p = preset(json!([marker("P")]));
+    let mut ctx = Context::default();
+    ctx.add_regex_scripts(
+        stpreset::ScriptSource::Global,
+        &serde_json::to_vec(&marker("G")).unwrap(),
+    )
+    .unwrap();
+    ctx.add_regex_scripts(
+        stpreset::ScriptSource::Character,
+        &serde_json::to_vec(&json!([marker("C")])).unwrap(),
+    )
+    .unwrap();
+    // Nothing allowed: the host's own still run; the preset's and the card's are refused,
+    // each named.
+    let out = p.store_message("t", Role::Model, &ctx);
+    assert_eq!(out.text, "tG");
+    let refusals: Vec<&str> = out
+        .diagnostics
+        .iter()
+        .filter(|d| d.kind == DiagnosticKind::RegexNotAllowed)
+        .map(|d| d.message.as_str())
+        .collect();
+    assert_eq!(refusals.len(), 2, "{refusals:?}");
+    assert!(refusals[0].contains("allow_preset_regex"), "{refusals:?}");
+    assert!(refusals[1].contains("the card's") && refusals[1].contains("allow_char_regex"));
+    ctx.allow_char_regex = true;
+    let out = p.store_message("t", Role::Model, &ctx);
+    assert_eq!(out.text, "tGC");
+    ctx.allow_preset_regex = true;
+    assert_eq!(p.store_message("t", Role::Model, &ctx).text, "tGPC");
+    // A preset's scripts come with the preset, not the context.
+    assert!(
+        ctx.add_regex_scripts(stpreset::ScriptSource::Preset, b"[]")
+            .is_err()
+    );
+}
+
+/// A card's `extensions.regex_scripts` become the context's card scripts; an entry that cannot
+/// be read is named as the card's in every pass.
+#[test]
+fn a_cards_scripts_come_with_the_card() {
+    let card = stpreset::Card::from_bytes(
+        &serde_json::to_vec(&json!({"spec": "chara_card_v2", "data": {"name": "Sera",
+            "extensions": {"regex_scripts": [marker("C"), {"findRegex": 3}]}}}))
+        .unwrap(),
+        stpreset::CardFormat::Json,
+        &stpreset::Limits::default(),
+    )
+    .unwrap();
+    let mut ctx = Context::default();
+    card.apply_to(&mut ctx);
+    assert_eq!(ctx.char_regex_scripts.len(), 1);
+    ctx.allow_char_regex = true;
+    let p = preset(json!([]));
+    let out = p.store_message("t", Role::Model, &ctx);
+    assert_eq!(out.text, "tC");
+    let invalid: Vec<&str> = out
+        .diagnostics
+        .iter()
+        .filter(|d| d.kind == DiagnosticKind::RegexScriptInvalid)
+        .map(|d| d.message.as_str())
+        .collect();
+    assert_eq!(invalid.len(), 1);
+    assert!(
+        invalid[0].starts_with("the card's regex script 2"),
+        "{invalid:?}"
+    );
+    // A host building context files gets the scripts with the card's values.
+    assert_eq!(
+        card.context_values()["char_regex_scripts"][0]["scriptName"],
+        "C"
+    );
+}

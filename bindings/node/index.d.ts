@@ -89,6 +89,12 @@ export interface Context {
    * calls). Default `false`: nothing runs and a `RegexNotAllowed` note says so.
    */
   allow_preset_regex?: boolean;
+  /** The host's own regex scripts (SillyTavern's global ones, its export format): they run before the preset's, always. */
+  regex_scripts?: Record<string, unknown>[];
+  /** A card's regex scripts: they run after the preset's, with `allow_char_regex`. */
+  char_regex_scripts?: Record<string, unknown>[];
+  /** Lets the card's regex scripts run (default false). */
+  allow_char_regex?: boolean;
   /** SPEC §15.4: World Info settings (defaults: SillyTavern's fresh install). */
   world_info?: WiSettings;
   /** SPEC §15.9: lorebooks to activate for this chat (World Info files with a name and a source). */

@@ -100,6 +100,34 @@ impl ContextArgs {
     }
 }
 
+/// The host's own regex scripts and the card's permission (issue 39), for `render` and
+/// `regex`.
+#[derive(clap::Args)]
+pub(crate) struct ScriptFlags {
+    /// A file of your own regex scripts (SillyTavern's global scripts, as its Regex extension
+    /// exports them: one script or a list); they run before the preset's, always. Repeatable.
+    #[arg(long = "regex", value_name = "FILE")]
+    regex: Vec<PathBuf>,
+    /// Lets the card's regex scripts run (the context's `allow_char_regex`); without it they
+    /// do not, and a `RegexNotAllowed` note says so.
+    #[arg(long)]
+    allow_char_regex: bool,
+}
+
+impl ScriptFlags {
+    pub(crate) fn apply(&self, ctx: &mut Context) -> Result<(), Failure> {
+        ctx.allow_char_regex |= self.allow_char_regex;
+        for path in &self.regex {
+            ctx.add_regex_scripts(
+                stpreset::ScriptSource::Global,
+                &read(path, "regex scripts")?,
+            )
+            .map_err(|e| Failure(format!("{}: {e}", input_name(path))))?;
+        }
+        Ok(())
+    }
+}
+
 /// A bad input file: one line on stderr, exit 1.
 pub(crate) struct Failure(String);
 

@@ -35,6 +35,12 @@ pub(crate) struct RegexArgs {
     /// without it nothing runs and a `RegexNotAllowed` note says so.
     #[arg(long)]
     allow_regex: bool,
+    #[command(flatten)]
+    scripts: super::ScriptFlags,
+    /// A character card (PNG or JSON): its regex scripts run after the preset's, with
+    /// `--allow-char-regex`.
+    #[arg(long, value_name = "CARD")]
+    card: Option<PathBuf>,
     /// `text`: the result; `json`: `{"diagnostics", "text"}`.
     #[arg(long, value_enum, default_value_t)]
     format: Format,
@@ -67,6 +73,10 @@ pub(crate) fn run(args: RegexArgs) -> Result<(), Failure> {
     let preset = super::render::import(&args.preset)?;
     let mut ctx = args.context.load()?;
     ctx.allow_preset_regex |= args.allow_regex;
+    if let Some(path) = &args.card {
+        super::lore::card(path)?.apply_to(&mut ctx);
+    }
+    args.scripts.apply(&mut ctx)?;
     let bytes = read(file, "text")?;
     let text = std::str::from_utf8(&bytes).map_err(|e| {
         Failure(format!(

@@ -30,6 +30,8 @@ pub(crate) struct RenderArgs {
     #[arg(long)]
     allow_regex: bool,
     #[command(flatten)]
+    scripts: super::ScriptFlags,
+    #[command(flatten)]
     lore: super::lore::LoreFlags,
     /// Which request to build: `seed` (stpreset's layout) or `sillytavern` (the body the live
     /// SillyTavern app sends, SPEC §17); overrides the context's `layout`.
@@ -188,6 +190,7 @@ pub(crate) fn render(args: RenderArgs) -> Result<(), Failure> {
         ctx.provider_options.shape = Some(shape);
     }
     args.lore.apply(&mut ctx)?;
+    args.scripts.apply(&mut ctx)?;
     if let Some(prompt) = args.quiet_prompt {
         ctx.user_settings.quiet_prompt = prompt;
     }

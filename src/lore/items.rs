@@ -15,7 +15,7 @@ use super::state::WiState;
 use crate::context::{Context, ContextItem, Tag};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::role::Role;
-use crate::scripts::{ItemText, Scripts};
+use crate::scripts::{ItemText, Permission, Scripts};
 
 /// Every draw the same number (`random: {"constant": X}`, SPEC §17.3.1).
 struct Constant(f64);
@@ -101,14 +101,16 @@ pub(crate) fn activate_for(
     lore: &LoreInput,
     regexed: &[Option<ItemText>],
     scripts: &Scripts,
-    allowed: bool,
+    permission: Permission,
     available: Option<u64>,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> super::WiResult {
     let (activated, state, mut notes) = run_for(ctx, lore, regexed, available, diagnostics);
     // One `WORLD_INFO` pass over every entry (SPEC §15.7): they share its step total and work
     // budget. Placed text stops at the render's output limit, which no more lore could reach.
-    let mut pass = (allowed && !scripts.is_empty()).then(|| scripts.lore_pass(ctx));
+    let mut pass = scripts
+        .any_allowed(permission)
+        .then(|| scripts.lore_pass(ctx, permission));
     let cap = ctx.options.limits.clamped().output_bytes;
     let mut placed_bytes = 0usize;
     let mut over = false;
@@ -155,11 +157,19 @@ pub(crate) fn place(
     lore: &LoreInput,
     regexed: &[Option<ItemText>],
     scripts: &Scripts,
-    allowed: bool,
+    permission: Permission,
     available: Option<u64>,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Placed {
-    let mut result = activate_for(ctx, lore, regexed, scripts, allowed, available, diagnostics);
+    let mut result = activate_for(
+        ctx,
+        lore,
+        regexed,
+        scripts,
+        permission,
+        available,
+        diagnostics,
+    );
     let state = std::mem::take(&mut result.state);
     let item = |tag: Tag, text: String, depth: Option<i64>| {
         let mut it = ContextItem::new(Some(tag), Role::System, text);
@@ -301,6 +311,17 @@ impl super::Card {
             ctx.first_mes.clone_from(&self.first_mes);
         }
         fill(&mut ctx.creator_notes, &self.creator_notes);
+        // The card's regex scripts, read as a preset's are; they run when the context allows
+        // them (`allow_char_regex`).
+        if ctx.char_regex_scripts.is_empty()
+            && let Some(raw) = self
+                .regex_scripts()
+                .and_then(|v| serde_json::value::to_raw_value(&v).ok())
+        {
+            let (list, mut notes) = crate::scripts::read_list(&raw, crate::ScriptSource::Character);
+            ctx.char_regex_scripts = list;
+            ctx.regex_notes.append(&mut notes);
+        }
         if ctx.alternate_greetings.is_empty() {
             ctx.alternate_greetings
                 .clone_from(&self.alternate_greetings);
@@ -368,6 +389,7 @@ impl super::Card {
             "char_instruction": ctx.char_instruction, "char_prompt": ctx.char_prompt,
             "char_version": ctx.char_version, "description": ctx.description,
             "creator_notes": ctx.creator_notes, "first_mes": ctx.first_mes,
+            "char_regex_scripts": self.regex_scripts(),
             "char_depth_prompt": ctx.char_depth_prompt.as_ref().map(|d| serde_json::json!({
                 "depth": d.depth, "role": d.role, "text": d.text})),
             "mes_examples": ctx.mes_examples,

@@ -128,19 +128,21 @@ impl CompiledPreset {
 
     /// Renders against `ctx` (its options give the limits, the injection mode and the clock).
     pub fn render<'c>(&self, ctx: &'c Context) -> Rendered<'c> {
-        let parts = self.parts(ctx);
+        let mut own = None;
+        let parts = self.parts(ctx, &mut own);
         render::preset(&parts, ctx, None)
     }
 
-    /// What a render of `ctx` reads of the preset.
-    fn parts(&self, ctx: &Context) -> render::PresetParts<'_> {
+    /// What a render of `ctx` reads of the preset (`own` holds the render's own script list
+    /// when it has one: [`scripts_for`](Self::scripts_for)).
+    fn parts<'s>(&'s self, ctx: &Context, own: &'s mut Option<Scripts>) -> render::PresetParts<'s> {
         render::PresetParts {
             nodes: &self.nodes,
             plan: &self.plan,
             import: &self.import_diagnostics,
             settings: &self.settings,
             templates: &self.templates,
-            scripts: &self.scripts,
+            scripts: self.scripts_for(ctx, own),
             regex: self.regex_permission(ctx),
             st_plan: (ctx.layout == crate::layout::Layout::SillyTavern).then(|| self.st_plan()),
         }
@@ -170,16 +172,42 @@ impl CompiledPreset {
     /// assert_eq!(p.render_chat(&chat).to_json(), p.render(chat.context()).to_json());
     /// ```
     pub fn render_chat<'c>(&self, chat: &'c Chat) -> Rendered<'c> {
-        let parts = self.parts(chat.context());
+        let mut own = None;
+        let parts = self.parts(chat.context(), &mut own);
         render::preset(&parts, chat.context(), Some(chat.known()))
     }
 
-    /// Whether scripts run with `ctx`: the context allows them and so does the store.
-    /// Who lets the preset's regex scripts run with `ctx`: the context and the keeper.
+    /// The regex scripts a pass over `ctx` has, in SillyTavern's order (`getRegexScripts`):
+    /// the host's own, the preset's, the card's. Without the host's or a card's, the preset's
+    /// list compiled with it (and its prompt-pass cache); with them, one list compiled for
+    /// this call into `own`, so their patterns compile again on every call (a host with its
+    /// own scripts pays that; the preset's bounds hold for the whole list).
+    fn scripts_for<'s>(&'s self, ctx: &Context, own: &'s mut Option<Scripts>) -> &'s Scripts {
+        if ctx.regex_scripts.is_empty()
+            && ctx.char_regex_scripts.is_empty()
+            && ctx.regex_notes.is_empty()
+        {
+            return &self.scripts;
+        }
+        let all: Vec<crate::RegexScript> = ctx
+            .regex_scripts
+            .iter()
+            .chain(self.scripts.scripts())
+            .chain(&ctx.char_regex_scripts)
+            .cloned()
+            .collect();
+        let mut notes = self.scripts.import_notes().to_vec();
+        notes.extend_from_slice(&ctx.regex_notes);
+        own.insert(Scripts::compile(&all, &notes, &ctx.options.limits))
+    }
+
+    /// Who lets which regex scripts run with `ctx`: the context, the keeper (the preset's)
+    /// and the context again (the card's).
     fn regex_permission(&self, ctx: &Context) -> crate::scripts::Permission {
         crate::scripts::Permission {
             context: ctx.allow_preset_regex,
             keeper: self.regex_permitted,
+            character: ctx.allow_char_regex,
         }
     }
 
@@ -199,8 +227,10 @@ impl CompiledPreset {
     /// `RegexScriptInvalid`s.
     pub fn apply_regex(&self, text: &str, pass: &RegexPass, ctx: &Context) -> Regexed {
         let permission = self.regex_permission(ctx);
+        let mut own = None;
+        let scripts = self.scripts_for(ctx, &mut own);
         let (mut out, note) = crate::work::render(&ctx.options.limits, || {
-            self.scripts.apply(text, pass, ctx, permission)
+            scripts.apply(text, pass, ctx, permission)
         });
         out.diagnostics.extend(note);
         if let Some(note) = ctx.surrogate_note() {
@@ -293,9 +323,10 @@ impl CompiledPreset {
     pub fn prompt_pass(&self, ctx: &Context) -> PromptPass {
         let mut diagnostics = Vec::new();
         diagnostics.extend(ctx.surrogate_note());
+        let mut own = None;
+        let scripts = self.scripts_for(ctx, &mut own);
         let (changed, note) = crate::work::render(&ctx.options.limits, || {
-            self.scripts
-                .prompt_items(ctx, self.regex_permission(ctx), true, &mut diagnostics)
+            scripts.prompt_items(ctx, self.regex_permission(ctx), true, &mut diagnostics)
         });
         diagnostics.extend(note);
         let items = ctx

@@ -24,7 +24,8 @@ use crate::limits::Limits;
 use crate::options::RandomSource;
 use crate::work::{Allowance, Stage};
 use pattern::Pattern;
-pub use read::{RegexScript, Substitute};
+pub(crate) use read::read_list;
+pub use read::{RegexScript, ScriptSource, Substitute};
 use replace::{Body, Piece, Template, Token};
 
 /// Which call a pass reproduces (SPEC §13.2.1).
@@ -248,19 +249,39 @@ impl Scripts {
         }
     }
 
+    /// The import's notes (`RegexScriptInvalid`), as every pass reports them first.
+    pub(crate) fn import_notes(&self) -> &[Diagnostic] {
+        &self.import
+    }
+
     /// The scripts as imported, in list order.
     pub fn scripts(&self) -> impl Iterator<Item = &RegexScript> {
         self.list.iter().map(|c| &c.script)
     }
 
-    /// Whether the preset has no scripts.
-    pub fn is_empty(&self) -> bool {
-        self.list.is_empty()
+    /// The `RegexNotAllowed` of each source a pass may not run that has a valid entry not
+    /// disabled (SPEC §13.6.1): at most one per source.
+    fn refusals(&self, p: Permission) -> Vec<Diagnostic> {
+        [
+            ScriptSource::Global,
+            ScriptSource::Preset,
+            ScriptSource::Character,
+        ]
+        .into_iter()
+        .filter(|&source| {
+            !p.allows(source)
+                && self
+                    .list
+                    .iter()
+                    .any(|c| c.script.source == source && !c.script.disabled)
+        })
+        .map(|source| p.refusal(source))
+        .collect()
     }
 
-    /// Whether a pass reports `RegexNotAllowed` when not allowed: a valid entry not disabled.
-    fn any_enabled(&self) -> bool {
-        self.list.iter().any(|c| !c.script.disabled)
+    /// Whether `p` lets any of the scripts run at all.
+    pub(crate) fn any_allowed(&self, p: Permission) -> bool {
+        self.list.iter().any(|c| p.allows(c.script.source))
     }
 
     /// A pass over one text (SPEC §13.7 `apply_regex`).
@@ -269,8 +290,9 @@ impl Scripts {
     }
 
     fn apply_inner(&self, text: &str, pass: &RegexPass, ctx: &Context, p: Permission) -> Regexed {
-        let mut run = PassRun::new(self, ctx);
-        let text = if p.granted() {
+        let mut run = PassRun::new(self, ctx, p);
+        run.diagnostics.extend(self.refusals(p));
+        let text = if self.any_allowed(p) {
             let speaker = match pass.kind {
                 PassKind::Edit | PassKind::Display => pass.speaker.as_deref(),
                 _ => None,
@@ -282,7 +304,6 @@ impl Scripts {
             run.text(text, pass.kind, pass.placement, depth, speaker)
                 .into_owned()
         } else {
-            run.not_allowed(p);
             text.to_string()
         };
         Regexed {
@@ -294,9 +315,9 @@ impl Scripts {
     /// One prompt pass at `WORLD_INFO` over many texts (the §15.7 walk of a render's lore,
     /// one entry at a time): the texts share the pass's step total and work budget (SPEC
     /// §13.6.2–3), as the prompt pass's items do.
-    pub(crate) fn lore_pass<'a>(&'a self, ctx: &'a Context) -> LorePass<'a> {
+    pub(crate) fn lore_pass<'a>(&'a self, ctx: &'a Context, p: Permission) -> LorePass<'a> {
         LorePass {
-            run: PassRun::new(self, ctx),
+            run: PassRun::new(self, ctx, p),
         }
     }
 
@@ -317,21 +338,20 @@ impl Scripts {
         if self.list.is_empty() {
             return Vec::new();
         }
-        if !permission.granted() {
-            if self.any_enabled() {
-                diagnostics.push(permission.refusal());
-            }
+        diagnostics.extend(self.refusals(permission));
+        if !self.any_allowed(permission) {
             return Vec::new();
         }
-        deep(|| self.prompt_items_inner(ctx, diagnostics))
+        deep(|| self.prompt_items_inner(ctx, permission, diagnostics))
     }
 
     fn prompt_items_inner(
         &self,
         ctx: &Context,
+        permission: Permission,
         diagnostics: &mut Vec<Diagnostic>,
     ) -> Vec<Option<ItemText>> {
-        let mut run = PassRun::new(self, ctx);
+        let mut run = PassRun::new(self, ctx, permission);
         run.diagnostics.clear(); // the caller reported the import's
         let mut out = vec![None; ctx.items.len()];
         let history = ctx
@@ -449,6 +469,8 @@ impl LorePass<'_> {
 struct PassRun<'a> {
     scripts: &'a Scripts,
     ctx: &'a Context,
+    /// Which sources' scripts this pass may select.
+    permission: Permission,
     limits: Limits,
     engine: Option<ScriptEngine<'a>>,
     /// The pass's matcher steps (SPEC §13.6.2), drawn from the render's work budget.
@@ -495,11 +517,12 @@ enum Outcome {
 }
 
 impl<'a> PassRun<'a> {
-    fn new(scripts: &'a Scripts, ctx: &'a Context) -> Self {
+    fn new(scripts: &'a Scripts, ctx: &'a Context, permission: Permission) -> Self {
         let limits = ctx.options.limits.clamped();
         PassRun {
             scripts,
             ctx,
+            permission,
             steps: Allowance::new(Stage::Regex, limits.regex_pass_steps),
             work: Allowance::new(Stage::Templates, limits.work_bytes as u64),
             limits,
@@ -536,12 +559,6 @@ impl<'a> PassRun<'a> {
         }
     }
 
-    fn not_allowed(&mut self, permission: Permission) {
-        if self.scripts.any_enabled() {
-            self.report(permission.refusal());
-        }
-    }
-
     fn finish(self) -> Vec<Diagnostic> {
         self.diagnostics
     }
@@ -562,7 +579,10 @@ impl<'a> PassRun<'a> {
                         PassKind::Prompt => s.prompt_only,
                         PassKind::Display => s.markdown_only,
                     };
-                    by_kind && s.live() && s.placement.contains(&p)
+                    by_kind
+                        && s.live()
+                        && s.placement.contains(&p)
+                        && self.permission.allows(s.source)
                 })
                 .collect();
             self.pay_compiles(&found);
@@ -1143,36 +1163,54 @@ fn deep<T>(f: impl FnOnce() -> T) -> T {
     stacker::maybe_grow(1 << 20, 4 << 20, f)
 }
 
-/// `RegexNotAllowed` (SPEC §13.6.1).
-/// Who lets a preset's regex scripts run (SPEC §13.6): the context (`allow_preset_regex`)
-/// and the preset's keeper (the store's `allow-regex`; always, outside a store). Both must.
+/// Who lets which regex scripts run (SPEC §13.6, issue 39): a preset's need the context
+/// (`allow_preset_regex`) and the preset's keeper (the store's `allow-regex`; always, outside
+/// a store); a card's need the context (`allow_char_regex`), as SillyTavern asks before it
+/// runs a character's scripts; the host's own (global) always run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Permission {
     pub context: bool,
     pub keeper: bool,
+    pub character: bool,
 }
 
 impl Permission {
-    pub(crate) fn granted(self) -> bool {
-        self.context && self.keeper
+    /// Only the host's own scripts (a render with no scripts of a preset or card).
+    pub(crate) const NONE: Permission = Permission {
+        context: false,
+        keeper: false,
+        character: false,
+    };
+
+    /// Whether scripts of `source` may run.
+    pub(crate) fn allows(self, source: ScriptSource) -> bool {
+        match source {
+            ScriptSource::Global => true,
+            ScriptSource::Preset => self.context && self.keeper,
+            ScriptSource::Character => self.character,
+        }
     }
 
-    /// The `RegexNotAllowed` of a pass that ran nothing, naming who did not allow it (issue
-    /// 39).
-    fn refusal(self) -> Diagnostic {
-        let why = match (self.context, self.keeper) {
-            (false, true) => "the context does not allow them (`allow_preset_regex`)",
-            (true, false) => "the store does not allow this preset's (`store allow-regex`)",
+    /// The `RegexNotAllowed` of a source whose scripts did not run, naming who did not allow
+    /// them (issue 39).
+    fn refusal(self, source: ScriptSource) -> Diagnostic {
+        let message = match source {
+            ScriptSource::Character => "the card's regex scripts: none ran: the context does not \
+                                        allow them (`allow_char_regex`)"
+                .to_string(),
             _ => {
-                "neither the context (`allow_preset_regex`) nor the store (`store allow-regex`) \
-                 allows them"
+                let why = match (self.context, self.keeper) {
+                    (false, true) => "the context does not allow them (`allow_preset_regex`)",
+                    (true, false) => "the store does not allow this preset's (`store allow-regex`)",
+                    _ => {
+                        "neither the context (`allow_preset_regex`) nor the store \
+                         (`store allow-regex`) allows them"
+                    }
+                };
+                format!("regex scripts: none ran: {why}")
             }
         };
-        Diagnostic::new(
-            DiagnosticKind::RegexNotAllowed,
-            None,
-            format!("regex scripts: none ran: {why}"),
-        )
+        Diagnostic::new(DiagnosticKind::RegexNotAllowed, None, message)
     }
 }
 

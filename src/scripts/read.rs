@@ -6,6 +6,32 @@ use serde_json::value::RawValue;
 
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 
+/// Whose list a script comes from (issue 39): SillyTavern runs the global scripts, then the
+/// preset's, then the character's (`getRegexScripts`), each source with its own permission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum ScriptSource {
+    /// The host's own scripts (ST's global scripts): they always run.
+    Global,
+    /// The preset's `extensions.regex_scripts`.
+    #[default]
+    Preset,
+    /// The character card's `extensions.regex_scripts` (ST's scoped scripts).
+    Character,
+}
+
+impl ScriptSource {
+    /// What diagnostics call the list: `regex script 2 "x"` is the preset's.
+    fn owner(self) -> &'static str {
+        match self {
+            ScriptSource::Global => "global ",
+            ScriptSource::Preset => "",
+            ScriptSource::Character => "the card's ",
+        }
+    }
+}
+
 /// How a script's `findRegex` is expanded before it is read (SPEC §13.5.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -31,8 +57,10 @@ pub enum Substitute {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[non_exhaustive]
 pub struct RegexScript {
-    /// 0-based position in the preset's list (diagnostics say `script`).
+    /// 0-based position in its source's list (diagnostics say `script`).
     pub position: usize,
+    /// Whose list it is in.
+    pub source: ScriptSource,
     /// `id`, when it is a string.
     pub id: String,
     /// `scriptName`, when it is a string.
@@ -64,7 +92,7 @@ pub struct RegexScript {
 impl RegexScript {
     /// `regex script N "NAME": `, the start of every diagnostic about it (SPEC §13.8).
     pub(crate) fn label(&self) -> String {
-        label(self.position, &self.name)
+        label(self.source, self.position, &self.name)
     }
 
     /// Whether the script is one a pass can select at all: enabled with a pattern.
@@ -73,16 +101,19 @@ impl RegexScript {
     }
 }
 
-pub(crate) fn label(position: usize, name: &str) -> String {
+pub(crate) fn label(source: ScriptSource, position: usize, name: &str) -> String {
     let name = crate::diagnostic::excerpt(name);
-    format!("regex script {} \"{name}\": ", position + 1)
+    format!(
+        "{}regex script {} \"{name}\": ",
+        source.owner(),
+        position + 1
+    )
 }
 
 /// Reads the list; returns the valid entries and one diagnostic per ignored one.
 pub(crate) fn read(extensions: Option<&RawValue>) -> (Vec<RegexScript>, Vec<Diagnostic>) {
-    let mut diags = Vec::new();
     let Some(raw) = extensions else {
-        return (Vec::new(), diags);
+        return (Vec::new(), Vec::new());
     };
     #[derive(serde::Deserialize)]
     struct Extensions<'a> {
@@ -93,16 +124,32 @@ pub(crate) fn read(extensions: Option<&RawValue>) -> (Vec<RegexScript>, Vec<Diag
         Ok(Extensions {
             regex_scripts: Some(list),
         }) => list,
-        _ => return (Vec::new(), diags),
+        _ => return (Vec::new(), Vec::new()),
     };
+    read_list(list, ScriptSource::Preset)
+}
+
+/// Reads one source's list of scripts (a JSON list; `null` is none): the valid entries and
+/// one diagnostic per ignored one.
+pub(crate) fn read_list(
+    list: &RawValue,
+    source: ScriptSource,
+) -> (Vec<RegexScript>, Vec<Diagnostic>) {
+    let mut diags = Vec::new();
     if list.get() == "null" {
         return (Vec::new(), diags);
     }
     let Ok(entries) = serde_json::from_str::<Vec<&RawValue>>(list.get()) else {
+        let what = match source {
+            ScriptSource::Global => "the global `regex_scripts`",
+            ScriptSource::Preset => "`extensions.regex_scripts`",
+            ScriptSource::Character => "the card's `extensions.regex_scripts`",
+        };
         diags.push(invalid(
+            source,
             None,
             "",
-            "`extensions.regex_scripts` is not a list: no scripts",
+            &format!("{what} is not a list: no scripts"),
         ));
         return (Vec::new(), diags);
     };
@@ -112,21 +159,21 @@ pub(crate) fn read(extensions: Option<&RawValue>) -> (Vec<RegexScript>, Vec<Diag
         // unreadable entry.
         let value: Value = serde_json::from_str(entry.get()).unwrap_or(Value::Null);
         match entry_of(position, &value) {
-            Ok(s) => scripts.push(s),
+            Ok(s) => scripts.push(RegexScript { source, ..s }),
             Err(why) => {
                 let name = value
                     .get("scriptName")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                diags.push(invalid(Some(position), name, &why));
+                diags.push(invalid(source, Some(position), name, &why));
             }
         }
     }
     (scripts, diags)
 }
 
-fn invalid(position: Option<usize>, name: &str, why: &str) -> Diagnostic {
-    let head = position.map_or_else(|| "regex scripts: ".to_string(), |p| label(p, name));
+fn invalid(source: ScriptSource, position: Option<usize>, name: &str, why: &str) -> Diagnostic {
+    let head = position.map_or_else(|| "regex scripts: ".to_string(), |p| label(source, p, name));
     Diagnostic::new(
         DiagnosticKind::RegexScriptInvalid,
         None,
@@ -177,6 +224,7 @@ fn entry_of(position: usize, v: &Value) -> Result<RegexScript, String> {
     let flag = |k: &str| map.get(k).is_some_and(truthy);
     Ok(RegexScript {
         position,
+        source: ScriptSource::Preset,
         id: plain("id"),
         name: plain("scriptName"),
         find_regex,

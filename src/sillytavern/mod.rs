@@ -254,7 +254,7 @@ pub(crate) fn render(parts: &Inputs<'_>, plan: &StPlan, ctx: &Context) -> Output
             lore,
             &regexed,
             parts.scripts,
-            parts.regex.granted(),
+            parts.regex,
             available,
             &mut diagnostics,
         )

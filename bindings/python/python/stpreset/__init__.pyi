@@ -116,6 +116,9 @@ class Context(TypedDict, total=False):
     variables: Dict[str, str]
     items: List[ContextItem]
     allow_preset_regex: bool
+    regex_scripts: List[Dict[str, Any]]
+    char_regex_scripts: List[Dict[str, Any]]
+    allow_char_regex: bool
     world_info: WiSettings
     lorebooks: List[Lorebook]
     wi_state: WiState
