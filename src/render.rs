@@ -334,6 +334,12 @@ fn render_preset<'c>(
     };
     let prefill = prompt(take("assistant_prefill"));
     let resolved = resolve_with(settings, prefill, ctx);
+    diagnostics.extend(resolve::window_note(
+        &ctx.options.budget,
+        &ctx.provider_options,
+        settings,
+        &ctx.model,
+    ));
     let budget = Budget {
         max_context_tokens: resolved
             .effective

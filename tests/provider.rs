@@ -304,3 +304,64 @@ fn cap_to_model_keeps_every_corpus_body_within_the_models_output() {
             .any(|d| d.kind == stpreset::DiagnosticKind::ModelUnknown)
     );
 }
+
+/// Issue 39 §2, the window: with `cap_to_model` every corpus preset's history budget is at
+/// most the model's window and keeps room for the reply the body asks, whether the window
+/// came from the preset or from the context (`max_context_tokens` without `reserve_tokens`);
+/// a cut window is a `ModelLimit` warning of the render.
+#[test]
+fn cap_to_model_fits_the_prompt_and_the_reply_in_the_window() {
+    let Some(presets) = support::corpus_presets() else {
+        return;
+    };
+    // (model, shape, output, window)
+    let models = [
+        ("gpt-4o", "openai", 16_384u64, 128_000u64),
+        ("claude-sonnet-4-5", "anthropic", 64_000, 200_000),
+        ("gemini-2.5-pro", "google", 65_536, 1_048_576),
+    ];
+    let mut cut = 0;
+    for (file, preset) in presets {
+        let compiled = preset.compile();
+        for (model, shape, output, window) in models {
+            for host_window in [None, Some(150_000u64)] {
+                let mut doc = json!({"model": model,
+                    "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}],
+                    "provider_options": {"shape": shape, "cap_to_model": true}});
+                if let Some(w) = host_window {
+                    doc["max_context_tokens"] = w.into();
+                }
+                let ctx = Context::from_json(doc.to_string().as_bytes()).unwrap();
+                let rendered = compiled.render(&ctx);
+                let name = format!("{file} {model} {host_window:?}");
+                let Some(used) = rendered.effective_options().max_context_tokens else {
+                    continue;
+                };
+                let used = u64::from(used);
+                let reserve = u64::from(rendered.effective_options().reserve_tokens);
+                assert!(used <= window, "{name}: window {used} > {window}");
+                assert!(reserve <= output, "{name}: reserve {reserve} > {output}");
+                let (body, _) = rendered.to_request(&ctx.provider_options);
+                let sent = ["max_tokens", "max_completion_tokens"]
+                    .iter()
+                    .find_map(|k| body[k].as_u64())
+                    .or_else(|| body["generationConfig"]["maxOutputTokens"].as_u64());
+                if let Some(sent) = sent {
+                    assert!(
+                        reserve >= sent.min(output),
+                        "{name}: reserve {reserve} < {sent}"
+                    );
+                }
+                let noted = rendered
+                    .diagnostics
+                    .iter()
+                    .any(|d| d.kind == stpreset::DiagnosticKind::ModelLimit);
+                let asked =
+                    host_window.or_else(|| preset.settings().openai_max_context.map(|w| w as u64));
+                assert_eq!(noted, asked.is_some_and(|a| a > window), "{name}");
+                cut += usize::from(noted);
+            }
+        }
+    }
+    assert!(cut > 0, "no corpus preset's window was over a model's");
+}

@@ -458,7 +458,12 @@ pub(crate) fn available(
         resolve::preset_options(s, None)
     });
     let options = resolve::overlay(&ctx.provider_options, &preset, &ctx.model);
-    let window = resolve::budget(&ctx.options.budget, &ctx.provider_options, settings);
+    let window = resolve::budget(
+        &ctx.options.budget,
+        &ctx.provider_options,
+        settings,
+        &ctx.model,
+    );
     let effective = resolve::effective(&options, window);
     effective
         .max_context_tokens

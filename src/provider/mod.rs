@@ -19,6 +19,7 @@ mod shape;
 use serde_json::Value;
 
 pub(crate) use models::gemini_low_temperature;
+pub(crate) use models::limits as model_limits;
 pub use options::{
     CacheTtl, PostProcessing, ProviderOptions, ReasoningEffort, Shape, Tri, Verbosity,
 };

@@ -105,10 +105,17 @@ pub(crate) fn overlay(
 /// else the preset's `openai_max_context`; the reserve is the context's, else — only when the
 /// window came from the preset — the effective max tokens (the context's `max_tokens`, else the
 /// preset's `openai_max_tokens`), else 0.
+///
+/// With `provider_options.cap_to_model` and a model the table knows (issue 39): the window is
+/// at most the model's, and a window the context set without a reserve keeps the reply's
+/// (the effective max tokens, at most the model's output), as a preset's window does; a
+/// reserve from the preset is at most the model's output too. [`window_note`] says when the
+/// window was cut.
 pub(crate) fn budget(
     context: &Budget,
     options: &ProviderOptions,
     preset: Option<&PresetSettings>,
+    model: &str,
 ) -> (Option<u32>, u32) {
     let from_preset = |v: Option<i64>| v.and_then(|v| u32::try_from(v).ok());
     let preset_window = preset.and_then(|p| from_preset(p.openai_max_context));
@@ -117,16 +124,53 @@ pub(crate) fn budget(
         Tri::Null => (None, false),
         Tri::Unset => (preset_window, preset_window.is_some()),
     };
-    let reserve = match context.reserve_tokens {
-        Tri::Value(r) => r,
-        Tri::Null => 0,
-        Tri::Unset if window_from_preset => {
-            let preset_max = preset.and_then(|p| p.openai_max_tokens);
-            from_preset(options.max_tokens.or(preset_max.as_ref()).copied()).unwrap_or(0)
-        }
-        Tri::Unset => 0,
+    let reply = || {
+        let preset_max = preset.and_then(|p| p.openai_max_tokens);
+        from_preset(options.max_tokens.or(preset_max.as_ref()).copied()).unwrap_or(0)
+    };
+    let limits = options
+        .cap_to_model
+        .then(|| crate::provider::model_limits(model))
+        .flatten();
+    let reserve = match (context.reserve_tokens, limits) {
+        (Tri::Value(r), _) => r,
+        (Tri::Null, _) => 0,
+        (Tri::Unset, Some(l)) if window.is_some() => reply().min(l.output),
+        (Tri::Unset, _) if window_from_preset => reply(),
+        (Tri::Unset, _) => 0,
+    };
+    let window = match limits {
+        Some(l) => window.map(|w| w.min(l.window)),
+        None => window,
     };
     (window, reserve)
+}
+
+/// The `ModelLimit` warning of a window [`budget`] cut to the model's (issue 39): the model,
+/// the window asked and the one used.
+pub(crate) fn window_note(
+    context: &Budget,
+    options: &ProviderOptions,
+    preset: Option<&PresetSettings>,
+    model: &str,
+) -> Option<crate::diagnostic::Diagnostic> {
+    let used = budget(context, options, preset, model).0?;
+    let uncapped = ProviderOptions {
+        cap_to_model: false,
+        ..options.clone()
+    };
+    let asked = budget(context, &uncapped, preset, model).0?;
+    (asked > used).then(|| {
+        crate::diagnostic::Diagnostic::new(
+            crate::diagnostic::DiagnosticKind::ModelLimit,
+            None,
+            format!(
+                "model `{}` has a window of {used} tokens: the history budget's window {asked} \
+                 asked, {used} used",
+                crate::diagnostic::excerpt(model)
+            ),
+        )
+    })
 }
 
 /// The settings that apply (SPEC §14.3): the preset's, none, or the preset's with the
@@ -158,7 +202,7 @@ pub(crate) fn resolved(
 ) -> (ProviderOptions, EffectiveOptions) {
     let preset = settings.map_or_else(ProviderOptions::default, |s| preset_options(s, prefill));
     let options = overlay(provider, &preset, model);
-    let window = self::budget(budget, provider, settings);
+    let window = self::budget(budget, provider, settings, model);
     let effective = effective(&options, window);
     (preset, effective)
 }
@@ -207,16 +251,64 @@ mod tests {
         };
         let ctx = Budget::default();
         let none = ProviderOptions::default();
-        assert_eq!(budget(&ctx, &none, Some(&preset)), (Some(16000), 4000));
+        assert_eq!(budget(&ctx, &none, Some(&preset), ""), (Some(16000), 4000));
         let host_max = ProviderOptions {
             max_tokens: Tri::Null,
             ..ProviderOptions::default()
         };
-        assert_eq!(budget(&ctx, &host_max, Some(&preset)), (Some(16000), 0));
+        assert_eq!(budget(&ctx, &host_max, Some(&preset), ""), (Some(16000), 0));
         assert_eq!(
-            budget(&Budget::tokens(32000), &none, Some(&preset)),
+            budget(&Budget::tokens(32000), &none, Some(&preset), ""),
             (Some(32000), 0)
         );
-        assert_eq!(budget(&ctx, &none, None), (None, 0));
+        assert_eq!(budget(&ctx, &none, None, ""), (None, 0));
+    }
+
+    /// Issue 39: with `cap_to_model` the window is at most the model's, and a window the
+    /// context sets keeps the reply's reserve (at most the model's output) unless it sets one.
+    #[test]
+    fn cap_to_model_caps_the_window_and_keeps_the_reserve() {
+        let preset = PresetSettings {
+            openai_max_context: Some(2_000_000),
+            openai_max_tokens: Some(64_000),
+            ..PresetSettings::default()
+        };
+        let cap = ProviderOptions {
+            cap_to_model: true,
+            ..ProviderOptions::default()
+        };
+        let l = crate::provider::model_limits("gpt-4.1").unwrap();
+        let ctx = Budget::default();
+        assert_eq!(
+            budget(&ctx, &cap, Some(&preset), "gpt-4.1"),
+            (Some(l.window), l.output)
+        );
+        // A context file's `max_context_tokens` alone (`Budget::tokens` reserves 0 itself).
+        let host = Budget {
+            max_context_tokens: Tri::Value(200_000),
+            ..Budget::default()
+        };
+        assert_eq!(
+            budget(&host, &cap, Some(&preset), "gpt-4.1"),
+            (Some(200_000), l.output)
+        );
+        // Without the switch, SPEC §14.5: the host's window has no reserve.
+        let none = ProviderOptions::default();
+        assert_eq!(
+            budget(&host, &none, Some(&preset), "gpt-4.1"),
+            (Some(200_000), 0)
+        );
+        // The host's own reserve, and an unknown model, are as asked.
+        let both = Budget::tokens(200_000).with_reserve(5);
+        assert_eq!(
+            budget(&both, &cap, Some(&preset), "gpt-4.1"),
+            (Some(200_000), 5)
+        );
+        assert_eq!(
+            budget(&ctx, &cap, Some(&preset), "no-such-model"),
+            (Some(2_000_000), 64_000)
+        );
+        assert!(window_note(&ctx, &cap, Some(&preset), "gpt-4.1").is_some());
+        assert!(window_note(&host, &cap, Some(&preset), "gpt-4.1").is_none());
     }
 }

@@ -643,6 +643,12 @@ pub(crate) fn render(parts: &Inputs<'_>, plan: &StPlan, ctx: &Context) -> Output
         &ctx.model,
         &ctx.options.budget,
     );
+    diagnostics.extend(resolve::window_note(
+        &ctx.options.budget,
+        &ctx.provider_options,
+        settings,
+        &ctx.model,
+    ));
     // ST's budget is always on: a preset without a context size has ST's defaults (4095
     // and 300, OAI `default_settings`); the host's `max_context_tokens: null` turns it off.
     let (window, reserve) = match (
