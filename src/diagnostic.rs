@@ -37,7 +37,8 @@ pub enum DiagnosticKind {
     UnknownCondition,
     /// A known macro given unusable arguments (kept literal).
     BadArguments,
-    /// A recognised macro stpreset does not model (`setvarkey` & co.; kept literal).
+    /// A recognised macro stpreset does not model (kept literal). No macro of the catalog is
+    /// one any more (the `setvarkey` family is answered); kept for hosts that match on it.
     UnsupportedMacro,
     /// Depth injections with no chat history to go into.
     NoHistoryForInjection,

@@ -27,6 +27,7 @@ mod error;
 mod eval;
 mod greeting;
 mod identity;
+mod jsjson;
 mod json;
 mod jstext;
 mod keyhash;

@@ -202,7 +202,7 @@ fn audit_reports_and_exits_0() {
         .iter()
         .map(|d| d["kind"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["MalformedBlock", "UnsupportedMacro"]);
+    assert_eq!(kinds, ["MalformedBlock", "BadArguments"]);
 }
 
 #[test]

@@ -176,3 +176,41 @@ fn spent_budget_leaves_placeholders_as_written() {
     assert_eq!(text, "ab <USER> <BOT> {user} {t}");
     assert_eq!(count(&k, DiagnosticKind::LimitReached), 1);
 }
+
+/// The object variable macros (`setvarkey`): the JSON a write makes must fit the variable
+/// caps whole, else nothing is written (a cut JSON text would not parse); an array index far
+/// past the end is refused before the array is built.
+#[test]
+fn object_variables_fit_the_variable_caps_whole() {
+    // `{"a":"xyz"}` is 11 bytes.
+    for (limit, want) in [(10, ""), (11, r#"{"a":"xyz"}"#), (12, r#"{"a":"xyz"}"#)] {
+        let c = ctx_with(|l| l.variable_bytes = limit);
+        let (text, k) = render("{{setvarkey::o::a::xyz}}{{getvar::o}}", &c);
+        assert_eq!(text, want, "limit {limit}");
+        assert_eq!(
+            count(&k, DiagnosticKind::LimitReached),
+            usize::from(limit < 11)
+        );
+    }
+    // JavaScript would build an array of 4 billion holes; here the write is refused at once.
+    let mut c = ctx_with(|_| {});
+    c.variables.insert("a".into(), "[1]".into());
+    let (text, k) = render(
+        "{{setvarkey::a::4294967294::x}}{{setvarkey::a::length::4294967295}}[{{getvar::a}}]",
+        &c,
+    );
+    assert_eq!(text, "[[1]]");
+    assert_eq!(count(&k, DiagnosticKind::LimitReached), 2);
+}
+
+/// Every `getvarkey` parses the variable's JSON: the bytes are charged to the work budget, so
+/// many reads of a large variable stop at the budget instead of costing reads × size.
+#[test]
+fn object_variable_reads_are_charged() {
+    let big = format!("{{\"k\": \"{}\"}}", "x".repeat(100_000));
+    let mut c = ctx_with(|l| l.work_bytes = 1_000_000);
+    c.variables.insert("v".into(), big);
+    let (text, k) = render(&"{{getvarkey::v::nothing}}".repeat(1000), &c);
+    assert_eq!(text, "");
+    assert_eq!(count(&k, DiagnosticKind::LimitReached), 1);
+}

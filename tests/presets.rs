@@ -492,7 +492,7 @@ fn audit_reports_problems_in_every_node() {
         got,
         [
             (DiagnosticKind::UnknownMacro, Some("a")),
-            (DiagnosticKind::UnsupportedMacro, Some("a")),
+            (DiagnosticKind::BadArguments, Some("a")),
             (DiagnosticKind::BadArguments, Some("off")),
             (DiagnosticKind::CacheUnfriendlyPrefix, Some("t")),
             (DiagnosticKind::HtmlInNode, Some("late")),

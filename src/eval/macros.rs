@@ -120,6 +120,17 @@ impl Run<'_, '_> {
                 }
                 out.push_str(self.eng.vars.get(scope, key));
             }
+            GetVarKey(scope) => {
+                let name = arg(0);
+                if name.is_empty() {
+                    return Err(Bad::Literal("empty key"));
+                }
+                // Parsing the variable's JSON is linear in its text: charged like output.
+                let cost = self.eng.vars.get(scope, name).len();
+                if self.charge(cost) {
+                    out.push_str(&self.eng.vars.get_key(scope, name, arg(1)));
+                }
+            }
             HasVar(scope) => {
                 let key = arg(0);
                 if key.is_empty() {
@@ -232,8 +243,8 @@ impl Run<'_, '_> {
             // Declarations, unknown and unsupported macros never reach here.
             // A literal `{{if}}` condition is its text.
             CondText => out.push_str(args.first().map_or("", |a| a.as_ref())),
-            SetVar(_) | AddVar(_) | IncVar(_) | DecVar(_) | DeleteVar(_) | Shorthand(..) | If
-            | Closer | Unsupported | Unknown => {}
+            SetVar(_) | AddVar(_) | IncVar(_) | DecVar(_) | DeleteVar(_) | SetVarKey(_)
+            | Shorthand(..) | If | Closer | Unknown => {}
         }
         Ok(())
     }

@@ -292,6 +292,10 @@ impl<'r, 'a> Run<'r, 'a> {
             args.push(text);
         }
         let raw = self.trim_content(call, &mut args);
+        if let MacroKind::SetVarKey(scope) = call.kind {
+            self.set_var_key(call, scope, &args);
+            return;
+        }
         let key = args[0].trim();
         if key.is_empty() {
             self.diag(
@@ -355,6 +359,41 @@ impl<'r, 'a> Run<'r, 'a> {
                 format!(
                     "variable `{}` cut to fit the variable memory limits",
                     crate::diagnostic::excerpt(key)
+                ),
+            );
+        }
+    }
+
+    /// `{{setvarkey::NAME::KEY::VALUE}}` (`Vars::set_key`): SillyTavern's engine trims each
+    /// argument. Reading and writing the variable's JSON is charged as the bytes it handles.
+    fn set_var_key(
+        &mut self,
+        call: &Call,
+        scope: crate::syntax::catalog::Scope,
+        args: &[Cow<'r, str>],
+    ) {
+        let arg = |i: usize| args.get(i).map_or("", |a| a.trim());
+        let (name, key, value) = (arg(0), arg(1), arg(2));
+        if name.is_empty() {
+            self.diag(
+                DiagnosticKind::BadArguments,
+                call.span,
+                "variable name is empty: nothing is set".into(),
+            );
+            return;
+        }
+        let old = self.eng.vars.get(scope, name).len();
+        if !self.charge(2 * old + key.len() + value.len()) {
+            return;
+        }
+        if self.eng.vars.set_key(scope, name, key, value).is_err() {
+            self.diag(
+                DiagnosticKind::LimitReached,
+                call.span,
+                format!(
+                    "variable `{}` left as it was: its JSON would not fit the variable memory \
+                     limits",
+                    crate::diagnostic::excerpt(name)
                 ),
             );
         }
@@ -647,10 +686,6 @@ impl<'r, 'a> Run<'r, 'a> {
                 }
                 return;
             }
-            (_, MacroKind::Unsupported) => Some((
-                DiagnosticKind::UnsupportedMacro,
-                "JSON variables are not supported: the macro stays literal",
-            )),
             _ => None,
         };
         if let Some((kind, message)) = stays_literal {

@@ -178,6 +178,70 @@ impl Vars {
         }
     }
 
+    /// `{{setvarkey::name::key::value}}`: SillyTavern's `setLocalVariable(name, value,
+    /// {index: key})`. The variable's text is read as JSON (absent or `null`: a new array for
+    /// a numeric key, an object otherwise), `value` set at `key`, and the JSON written back;
+    /// where ST's code throws (text that is not JSON, a primitive) nothing changes. `Err`
+    /// when the new text would not fit the caps: then nothing is written either (a cut JSON
+    /// text would no longer parse).
+    pub fn set_key(
+        &mut self,
+        scope: Scope,
+        name: &str,
+        key: &str,
+        value: &str,
+    ) -> Result<(), Capped> {
+        use crate::jsjson::{self, JsVal, Key, Threw};
+        let current = match self.map(scope).get(name) {
+            None => JsVal::Null,
+            Some(text) => match jsjson::parse(text) {
+                Some(v) => v,
+                None => return Ok(()),
+            },
+        };
+        let key = Key::of(key);
+        let mut v = match (current, &key) {
+            (JsVal::Null, Key::Number(_)) => JsVal::Arr(Vec::new()),
+            (JsVal::Null, Key::Name(_)) => JsVal::Obj(Default::default()),
+            (v, _) => v,
+        };
+        let room = self.room(scope, name);
+        // Each element an array grows by prints as at least `null,`.
+        match jsjson::set(&mut v, &key, JsVal::Str(value.to_string()), room / 5) {
+            Ok(()) => {}
+            Err(Threw::Error) => return Ok(()),
+            Err(Threw::TooLong) => return Err(Capped),
+        }
+        let text = jsjson::stringify(&v);
+        if text.len() > room {
+            return Err(Capped);
+        }
+        self.set(scope, name, &text)
+    }
+
+    /// `{{getvarkey::name::key}}`: SillyTavern's `getLocalVariable(name, {index: key})`, its
+    /// value printed as stored (SPEC §11.11.7: ST's coercion of the result to a number is not
+    /// followed, so `true` prints `true`, not `1`). An absent variable is empty; text that is
+    /// not JSON is returned whole (ST's `catch`); an object or array found prints as JSON.
+    pub fn get_key(&self, scope: Scope, name: &str, key: &str) -> String {
+        use crate::jsjson::{self, JsVal, Key};
+        let Some(text) = self.map(scope).get(name) else {
+            return String::new();
+        };
+        let Some(v) = jsjson::parse(text) else {
+            return text.clone();
+        };
+        match jsjson::get(&v, &Key::of(key)) {
+            // `null[key]` throws in ST and leaves the variable's value.
+            None if v == JsVal::Null => "null".into(),
+            None => String::new(),
+            Some(JsVal::Str(s)) => s,
+            Some(JsVal::Num(n)) => jsjson::number_text(n),
+            Some(JsVal::Bool(b)) => b.to_string(),
+            Some(other) => jsjson::stringify(&other),
+        }
+    }
+
     pub fn get(&self, scope: Scope, key: &str) -> &str {
         self.map(scope).get(key).map_or("", String::as_str)
     }

@@ -107,10 +107,6 @@ impl Preset {
                         DiagnosticKind::UnknownMacro,
                         format!("`{name}` is not a known macro (stays literal)"),
                     )),
-                    (_, MacroKind::Unsupported) => Some((
-                        DiagnosticKind::UnsupportedMacro,
-                        format!("`{name}`: JSON variables are not supported (stays literal)"),
-                    )),
                     (_, kind) if prefix && kind.is_temporal() => Some((
                         DiagnosticKind::CacheUnfriendlyPrefix,
                         format!(

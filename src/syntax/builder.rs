@@ -391,7 +391,7 @@ impl<'s> Builder<'s> {
                         call.keep_ws = flags & super::lexer::FLAG_HASH != 0;
                         self.openers.insert(id, name);
                     }
-                    if !matches!(kind, MacroKind::Unknown | MacroKind::Unsupported) {
+                    if kind != MacroKind::Unknown {
                         self.ignored_flags(flags, tag);
                     }
                 }

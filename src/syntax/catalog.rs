@@ -1,7 +1,7 @@
 //! The macro catalog as the compiler sees it: which names exist and how many arguments each
 //! takes (SPEC §3). What each macro does lives in `eval::macros`.
 
-/// Every macro the engine knows, plus `Unknown` and `Unsupported`.
+/// Every macro the engine knows, plus `Unknown`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum MacroKind {
     User,
@@ -45,6 +45,11 @@ pub(crate) enum MacroKind {
     HasVar(Scope),
     /// `deletevar` / `flushvar`: a declaration that removes the key.
     DeleteVar(Scope),
+    /// `setvarkey::NAME::KEY::VALUE` (`setvarindex`): a declaration that sets one key of the
+    /// variable's JSON object or array, as SillyTavern's `setLocalVariable` does.
+    SetVarKey(Scope),
+    /// `getvarkey::NAME::KEY` (`getvarindex`): one key of the variable's JSON.
+    GetVarKey(Scope),
     Random,
     Pick,
     Roll,
@@ -103,8 +108,6 @@ pub(crate) enum MacroKind {
     /// `comment` (ST's alias of `//`): one argument (the comment, usually scoped), renders
     /// nothing; like `//`'s other forms otherwise a wrong count and literal.
     Comment,
-    /// Recognised, deliberately not supported (`setvarkey` & co.: JSON variables).
-    Unsupported,
     Unknown,
 }
 
@@ -313,8 +316,10 @@ impl MacroKind {
             "hasextension" => HasExtension,
             "input" => Input,
             "comment" => Comment,
-            "setvarkey" | "getvarkey" | "setglobalvarkey" | "getglobalvarkey" | "setvarindex"
-            | "getvarindex" | "setglobalvarindex" | "getglobalvarindex" => Unsupported,
+            "setvarkey" | "setvarindex" => SetVarKey(Local),
+            "getvarkey" | "getvarindex" => GetVarKey(Local),
+            "setglobalvarkey" | "setglobalvarindex" => SetVarKey(Global),
+            "getglobalvarkey" | "getglobalvarindex" => GetVarKey(Global),
             _ => Unknown,
         }
     }
@@ -322,14 +327,15 @@ impl MacroKind {
     pub fn arity(self) -> Arity {
         use MacroKind::*;
         match self {
-            SetVar(_) | AddVar(_) | If | TimeDiff => Arity::Exactly(2),
+            SetVarKey(_) => Arity::Exactly(3),
+            SetVar(_) | AddVar(_) | If | TimeDiff | GetVarKey(_) => Arity::Exactly(2),
             CondText => Arity::Exactly(1),
             IncVar(_) | DecVar(_) | GetVar(_) | HasVar(_) | DeleteVar(_) | DateTimeFormat
             | Roll | Banned | Reverse | ScriptValue | Outlet | HasExtension | Comment => {
                 Arity::Exactly(1)
             }
             Time | Newline | Space | Trim | Greeting => Arity::Optional,
-            Random | Pick | Unsupported | Unknown | Shorthand(..) | Closer => Arity::Any,
+            Random | Pick | Unknown | Shorthand(..) | Closer => Arity::Any,
             _ => Arity::Exactly(0),
         }
     }
@@ -341,15 +347,7 @@ impl MacroKind {
         use MacroKind::*;
         !matches!(
             self,
-            Random
-                | Pick
-                | If
-                | CondText
-                | Shorthand(..)
-                | Closer
-                | Unsupported
-                | Unknown
-                | ScriptValue
+            Random | Pick | If | CondText | Shorthand(..) | Closer | Unknown | ScriptValue
         ) && self.arity().accepts(written + 1)
     }
 
@@ -377,6 +375,7 @@ impl MacroKind {
                 | MacroKind::IncVar(_)
                 | MacroKind::DecVar(_)
                 | MacroKind::DeleteVar(_)
+                | MacroKind::SetVarKey(_)
                 | MacroKind::Shorthand(Set | Add | Sub | Inc | Dec | OrAssign | NullAssign, _)
         )
     }
@@ -438,7 +437,7 @@ mod tests {
         );
         assert_eq!(
             MacroKind::lookup("setglobalvarindex"),
-            MacroKind::Unsupported
+            MacroKind::SetVarKey(Scope::Global)
         );
         assert_eq!(MacroKind::lookup("summary"), MacroKind::Unknown);
         assert_eq!(

@@ -134,6 +134,8 @@ export function __set(s) {
 ${scriptSrc}
 `);
 write('scripts/utils.js', `import { moment } from '../lib.js';
+// convertValueType tests its value against this class (slash-command closures).
+class SlashCommandClosure {}
 const dateCache = new Map();
 function getCurrentLocale() { return 'en'; }
 ${utilsSrc}
