@@ -85,6 +85,10 @@ for t in ["{{setvar::a}}X{{reverse}}Y{{/setvar}}Z{{/reverse}}",
           "{{//}}{{reverse}}{{///}}a{{/reverse}}{{if::1::{{trim}}b{{else}}c{{/trim}}}}"]:
     put("parse", t)
     put("expand", t)
+# The macro-engine recordings of tests/st-macros (ST's state and object variable macros).
+for case in json.load(open(os.path.join(os.path.dirname(__file__), "..", "tests", "st-macros", "cases.json"))):
+    put("expand", case["template"])
+    put("parse", case["template"])
 # Context fields of SPEC §11.8 and §11.14 (chat variables, groups) in a render seed.
 put("cli", json.dumps({"prompts": [{"identifier": "main", "content":
                                     "{{.turn++}}{{group}}{{notChar}}{{hasvar::mood}}"}]})

@@ -139,6 +139,9 @@ pub struct Context {
     /// The generation type of a context whose lore has been placed (`lore` is then `None`):
     /// [`Context::generation_type`] reads it.
     pub(crate) placed_generation: crate::lore::GenerationType,
+    /// The reply a swipe replaces, left out of the items the seed layout builds from; the
+    /// last-message macros still read it (SPEC §18.1).
+    pub(crate) swiped: Option<Box<ContextItem>>,
 }
 
 impl Default for Context {
@@ -193,6 +196,7 @@ impl Default for Context {
             user_settings: crate::layout::UserSettings::default(),
             outlets: BTreeMap::new(),
             placed_generation: Default::default(),
+            swiped: None,
         }
     }
 }
@@ -1282,6 +1286,7 @@ impl Context {
             user_settings,
             outlets: BTreeMap::new(),
             placed_generation: Default::default(),
+            swiped: None,
         })
     }
 }

@@ -6,8 +6,8 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use crate::assemble::{self, Extras, Message, Plan, PromptTokens};
-use crate::context::{Context, Tag};
+use crate::assemble::{self, Extras, Message, Plan, PromptTokens, Turn};
+use crate::context::{Context, Role, Tag};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::eval::{self, EvalNode, Expanded};
 use crate::identity::convert_identities;
@@ -200,6 +200,40 @@ fn preset_within<'c>(
         };
         return finish_layout(parts, ctx, crate::sillytavern::render(&inputs, plan, ctx));
     }
+    // A swipe builds from the chat without the reply it replaces (SPEC §18.1), from a copy.
+    if ctx.generation_type() == crate::lore::GenerationType::Swipe && ctx.swiped.is_none() {
+        let last = ctx
+            .items
+            .iter()
+            .rposition(|i| i.tag == Some(Tag::DialogueHistory));
+        match last {
+            Some(last) if ctx.items[last].role == Role::Model => {
+                let mut copy = ctx.clone();
+                copy.swiped = Some(Box::new(copy.items.remove(last)));
+                return preset_within(parts, &copy, None).into_owned();
+            }
+            Some(_) => {
+                let mut out = preset_seed(parts, ctx, known);
+                out.diagnostics.push(Diagnostic::new(
+                    DiagnosticKind::GenerationFallback,
+                    None,
+                    "a swipe replaces the character's last reply, but the chat ends with \
+                     another message: it is kept, and the prompt is built as a regeneration",
+                ));
+                return out;
+            }
+            None => {}
+        }
+    }
+    preset_seed(parts, ctx, known)
+}
+
+/// The seed layout's render, its lore placed first.
+fn preset_seed<'c>(
+    parts: &PresetParts<'_>,
+    ctx: &'c Context,
+    known: Option<Known<'c>>,
+) -> Rendered<'c> {
     if ctx.lore.is_some() || ctx.char_depth_prompt.is_some() {
         // Rendered from a copy of the context, whose texts are not the chat's items.
         return with_lore(parts, ctx);
@@ -331,6 +365,7 @@ fn render_preset<'c>(
             .and_then(|s| s.send_if_empty.clone())
             .filter(|s| !s.is_empty()),
         regexed,
+        turn: turn(settings, ctx, &mut diagnostics),
     };
     let prefill = prompt(take("assistant_prefill"));
     let resolved = resolve_with(settings, prefill, ctx);
@@ -368,6 +403,69 @@ fn render_preset<'c>(
         effective: resolved.effective,
         wi_state: None,
         st: None,
+    }
+}
+
+/// What the generation type adds at the end of a seed-layout prompt (SPEC §18.1): the
+/// continue nudge (with the continued message moved before it), the impersonation prompt or
+/// the quiet prompt, each a setting's template (ST's default when the preset has none).
+fn turn(settings: Option<&PresetSettings>, ctx: &Context, notes: &mut Vec<Diagnostic>) -> Turn {
+    use crate::lore::GenerationType as G;
+    let template = |key| crate::sillytavern::setting_or_default(settings, key);
+    match ctx.generation_type() {
+        G::Continue if !settings.and_then(|s| s.continue_prefill).unwrap_or(false) => {
+            let Some(last) = ctx
+                .items
+                .iter()
+                .rfind(|i| i.tag == Some(Tag::DialogueHistory))
+            else {
+                return Turn::default();
+            };
+            // `{{lastChatMessage}}` is the continued text, trimmed (ST's `cyclePrompt`).
+            let text = crate::eval::with_value(
+                "continue_nudge_prompt",
+                &template("continue_nudge_prompt"),
+                "{{lastChatMessage}}",
+                crate::jstext::js_trim(&last.text).to_string(),
+                ctx,
+                false,
+            );
+            Turn {
+                move_last: true,
+                prompt: Some((text, "continue_nudge_prompt")),
+            }
+        }
+        G::Impersonate => Turn {
+            move_last: false,
+            prompt: Some((
+                crate::eval::expand_alone(
+                    "impersonation_prompt",
+                    &template("impersonation_prompt"),
+                    ctx,
+                ),
+                "impersonation_prompt",
+            )),
+        },
+        G::Quiet => {
+            let quiet = &ctx.user_settings.quiet_prompt;
+            if quiet.is_empty() {
+                notes.push(Diagnostic::new(
+                    DiagnosticKind::GenerationFallback,
+                    None,
+                    "a quiet generation without a quiet prompt (`quiet_prompt`, \
+                     `--quiet-prompt`) builds the normal prompt, as SillyTavern does",
+                ));
+                return Turn::default();
+            }
+            Turn {
+                move_last: false,
+                prompt: Some((
+                    crate::eval::expand_alone("quiet_prompt", quiet, ctx),
+                    "quiet_prompt",
+                )),
+            }
+        }
+        _ => Turn::default(),
     }
 }
 

@@ -923,3 +923,127 @@ fn a_chat_starts_with_the_cards_first_message() {
         ["hi"]
     );
 }
+
+/// The seed layout's roles and texts for a generation type (SPEC §18.1): `gen_ctx` without the
+/// SillyTavern layout.
+fn seed_turn(generation: &str, settings: Value, extra: Value) -> Vec<(String, String)> {
+    let mut c = gen_ctx(generation, extra);
+    c.layout = Layout::Seed;
+    let p = Preset::from_json(gen_preset(settings).to_string().as_bytes())
+        .unwrap()
+        .compile();
+    p.render(&c)
+        .messages
+        .iter()
+        .map(|m| (format!("{:?}", m.role), m.text().into_owned()))
+        .collect()
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(r, t)| (r.to_string(), t.to_string()))
+        .collect()
+}
+
+/// Issue 49: in the seed layout every generation type changes the prompt as SPEC §18.1 says,
+/// and a normal one (or a regeneration: the host left the reply out) is as before.
+#[test]
+fn generation_types_in_the_seed_layout() {
+    let normal = pairs(&[
+        ("System", "Main."),
+        ("User", "Hi."),
+        ("Model", "Hello there"),
+        ("System", "PHI."),
+    ]);
+    assert_eq!(seed_turn("normal", json!({}), json!({})), normal);
+    assert_eq!(seed_turn("regenerate", json!({}), json!({})), normal);
+    // Continue: the continued message goes after every prompt, then its nudge, whose
+    // `{{lastChatMessage}}` is the continued text.
+    let nudge = json!({"continue_nudge_prompt": "[Go on from: {{lastChatMessage}}]"});
+    assert_eq!(
+        seed_turn("continue", nudge.clone(), json!({})),
+        pairs(&[
+            ("System", "Main."),
+            ("User", "Hi."),
+            ("System", "PHI."),
+            ("Model", "Hello there"),
+            ("System", "[Go on from: Hello there]"),
+        ])
+    );
+    // ST's default nudge, and none with `continue_prefill` (the message is already last).
+    let d = seed_turn("continue", json!({}), json!({}));
+    assert_eq!(
+        d.last().unwrap().1,
+        "[Continue your last message without repeating its original content.]"
+    );
+    assert_eq!(
+        seed_turn("continue", json!({"continue_prefill": true}), json!({})),
+        normal
+    );
+    // Impersonate: ST's prompt (macros expanded), or the preset's, last.
+    let i = seed_turn("impersonate", json!({}), json!({}));
+    assert_eq!(i[..4], normal[..]);
+    assert!(
+        i[4].1
+            .starts_with("[Write your next reply from the point of view of Alice")
+    );
+    let i = seed_turn(
+        "impersonate",
+        json!({"impersonation_prompt": "Be {{user}}, not {{char}}."}),
+        json!({}),
+    );
+    assert_eq!(i[4], ("System".into(), "Be Alice, not Sera.".into()));
+    // Quiet: the quiet prompt last; without one the normal prompt.
+    let q = seed_turn(
+        "quiet",
+        json!({}),
+        json!({"quiet_prompt": "Summarize {{char}}."}),
+    );
+    assert_eq!(q[4], ("System".into(), "Summarize Sera.".into()));
+    assert_eq!(seed_turn("quiet", json!({}), json!({})), normal);
+    // Swipe: the reply it replaces is left out of the prompt.
+    assert_eq!(
+        seed_turn("swipe", json!({}), json!({})),
+        pairs(&[("System", "Main."), ("User", "Hi."), ("System", "PHI.")])
+    );
+}
+
+/// A swipe leaves the replaced reply out of World Info's scan too, while `{{lastMessage}}`
+/// still reads it; a chat that ends with the user's message is kept, and said.
+#[test]
+fn a_seed_swipe_reads_the_reply_but_does_not_scan_it() {
+    let p = Preset::from_json(
+        json!({"prompts": [
+            {"identifier": "main", "content": "Last: {{lastMessage}} | {{lastCharMessage}}"},
+            {"identifier": "worldInfoBefore", "marker": true},
+            {"identifier": "chatHistory", "marker": true}],
+            "prompt_order": [{"character_id": 100001, "order": [
+                {"identifier": "main", "enabled": true},
+                {"identifier": "worldInfoBefore", "enabled": true},
+                {"identifier": "chatHistory", "enabled": true}]}]})
+        .to_string()
+        .as_bytes(),
+    )
+    .unwrap()
+    .compile();
+    let c = ctx(json!({"generation_type": "swipe", "items": [
+        {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "Hi."},
+        {"tag": "DIALOGUE_HISTORY", "role": "model", "text": "A dragon appears."}],
+        "lorebooks": [{"name": "b", "entries": {"0": {"key": ["dragon"], "content": "Dragons breathe fire."}}}]}));
+    let out = p.render(&c);
+    let texts: Vec<String> = out.messages.iter().map(|m| m.text().into_owned()).collect();
+    assert_eq!(
+        texts,
+        ["Last: A dragon appears. | A dragon appears.", "Hi."],
+        "{texts:?}"
+    );
+    let mut c = c;
+    c.items.pop();
+    let out = p.render(&c);
+    assert!(
+        out.diagnostics
+            .iter()
+            .any(|d| d.kind == stpreset::DiagnosticKind::GenerationFallback)
+    );
+    assert_eq!(out.messages.last().unwrap().text(), "Hi.");
+}

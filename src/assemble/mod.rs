@@ -3,14 +3,17 @@
 //!
 //! 1. [`place`]: walk the preset's plan; markers pull item buckets, anchors flush groups;
 //! 2. [`inject`]: depth nodes and tail items with a depth enter the history ([`Injection`]);
-//! 3. [`budget`]: the oldest history goes until the prompt fits its token budget;
-//! 4. [`budget::limit_output`]: the output limit cuts the message list (called by the budget,
+//! 3. [`generation`]: what the generation type adds at the end (a nudge, an impersonation or
+//!    quiet prompt; SPEC §18.1);
+//! 4. [`budget`]: the oldest history goes until the prompt fits its token budget;
+//! 5. [`budget::limit_output`]: the output limit cuts the message list (called by the budget,
 //!    whose counts and diagnostics describe the list as cut).
 //!
 //! Where every node goes is resolved once, when a preset is compiled ([`Plan`]); a render only
 //! follows the plan. A new stage is a module here and one line in [`assemble`].
 
 mod budget;
+mod generation;
 mod inject;
 mod message;
 mod place;
@@ -19,6 +22,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 pub(crate) use budget::{PromptTokens, limit_output};
+pub(crate) use generation::Turn;
 pub use message::{Message, Source};
 
 use crate::context::{Context, Role};
@@ -199,6 +203,8 @@ pub(crate) struct Extras {
     pub send_if_empty: Option<String>,
     /// The prompt pass's results per context item (SPEC §13.2.3); empty when nothing ran.
     pub regexed: Vec<Option<crate::scripts::ItemText>>,
+    /// What the generation type adds at the end.
+    pub turn: Turn,
 }
 
 /// Builds the message list: the stages in order. `texts` are the evaluated nodes' finished
@@ -216,9 +222,11 @@ pub(crate) fn assemble<'c>(
 ) -> (Vec<Message<'c>>, Option<PromptTokens<'c>>) {
     let regexed = std::mem::take(&mut extras.regexed);
     let regexed = regexed.as_slice();
+    let turn = std::mem::take(&mut extras.turn);
     let mut assembly = place::place(plan, texts, expanded, ctx, regexed, extras, diags);
     let injections = inject::collect(plan, texts, ctx, regexed);
     inject::inject(&mut assembly, injections, ctx.options.injection, diags);
+    generation::apply(&mut assembly, turn);
     let limit = ctx.options.limits.clamped().output_bytes;
     // The budget ends with the output limit, so its counts describe what is sent.
     let (budget_diags, prompt_tokens) =

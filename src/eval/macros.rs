@@ -337,6 +337,12 @@ fn groups(ctx: &crate::Context) -> [String; 3] {
 
 /// Text of the last `DIALOGUE_HISTORY` item (of a role, if given).
 fn last(ctx: &crate::Context, role: Option<Role>) -> &str {
+    // A swipe's replaced reply is the newest message still (SPEC §18.1).
+    if let Some(s) = ctx.swiped.as_deref()
+        && role.is_none_or(|r| s.role == r)
+    {
+        return &s.text;
+    }
     ctx.items
         .iter()
         .rfind(|i| i.tag == Some(Tag::DialogueHistory) && role.is_none_or(|r| i.role == r))

@@ -422,21 +422,24 @@ pub(crate) fn with_value(
     } else {
         pieces.join(&token)
     };
+    expand_setting(id, rewritten, vec![original], ctx)
+}
+
+/// A setting's template (`impersonation_prompt`, …) expanded alone, as SillyTavern's
+/// `substituteParams` expands it where it builds that prompt: the render's macros, its own
+/// random stream, no variable writes kept.
+pub(crate) fn expand_alone(id: &str, template: &str, ctx: &Context) -> String {
+    expand_setting(id, template.to_string(), Vec::new(), ctx)
+}
+
+fn expand_setting(id: &str, template: String, values: Vec<String>, ctx: &Context) -> String {
     let limits = ctx.options.limits.clamped();
-    let (tree, _) = crate::syntax::parse(rewritten.into(), &limits);
+    let (tree, _) = crate::syntax::parse(template.into(), &limits);
     let seed = crate::eval::stream_seed(ctx.seed, "nodes");
     let mut engine = crate::eval::ScriptEngine::new(ctx, seed, false);
     let mut notes = Vec::new();
     let mut work = Allowance::new(Stage::Templates, limits.work_bytes as u64);
-    engine.expand(
-        &mut work,
-        id,
-        &tree,
-        vec![original],
-        false,
-        None,
-        &mut notes,
-    )
+    engine.expand(&mut work, id, &tree, values, false, None, &mut notes)
 }
 
 /// Expands regex scripts' templates for one pass (SPEC §13.5): one RNG stream and one work

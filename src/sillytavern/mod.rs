@@ -70,7 +70,10 @@ pub(crate) struct Output {
 }
 
 /// ST's fresh-install value of a template setting the preset lacks (`default_settings`).
-fn setting_or_default<'s>(settings: Option<&'s PresetSettings>, key: &str) -> Cow<'s, str> {
+pub(crate) fn setting_or_default<'s>(
+    settings: Option<&'s PresetSettings>,
+    key: &str,
+) -> Cow<'s, str> {
     let given = settings.and_then(|s| match key {
         "new_chat_prompt" => s.new_chat_prompt.as_deref(),
         "new_group_chat_prompt" => s.new_group_chat_prompt.as_deref(),
@@ -80,6 +83,7 @@ fn setting_or_default<'s>(settings: Option<&'s PresetSettings>, key: &str) -> Co
         "scenario_format" => s.scenario_format.as_deref(),
         "personality_format" => s.personality_format.as_deref(),
         "impersonation_prompt" => s.impersonation_prompt.as_deref(),
+        "continue_nudge_prompt" => s.continue_nudge_prompt.as_deref(),
         "send_if_empty" => s.send_if_empty.as_deref(),
         _ => None,
     });
@@ -93,6 +97,9 @@ fn setting_or_default<'s>(settings: Option<&'s PresetSettings>, key: &str) -> Co
             "wi_format" => "{0}",
             "scenario_format" => "{{scenario}}",
             "personality_format" => "{{personality}}",
+            "continue_nudge_prompt" => {
+                "[Continue your last message without repeating its original content.]"
+            }
             "impersonation_prompt" => {
                 "[Write your next reply from the point of view of {{user}}, using the chat history so far as a guideline for the writing style of {{user}}. Don't write as {{char}} or system. Don't describe actions of {{char}}.]"
             }
