@@ -24,6 +24,12 @@ test('README Node.js example', () => {
   assert.match(out, /^Alice$/m);
   assert.match(out, /^true NotAPreset$/m);
   assert.match(out, /^\*waves\* \*\*hello\*\*$/m);
+  // Each generation type's last message (SPEC §18.1, the seed layout).
+  assert.match(out, /^continue system \[Continue your last message without repeating its original content\.\]$/m);
+  assert.match(out, /^impersonate system \[Write your next reply from the point of view of Alice/m);
+  assert.match(out, /^quiet system Summarize the chat\.$/m);
+  assert.match(out, /^swipe (?!.*hello)/m);
+  assert.match(out, /^regenerate (?!.*hello)/m);
 });
 
 test('README store example (Node)', () => {

@@ -18,6 +18,12 @@ def test_readme_python_example():
     assert re.search(r"^Alice$", out, re.M)
     assert re.search(r"^NotAPreset$", out, re.M)
     assert re.search(r"^\*waves\* \*\*hello\*\*$", out, re.M)
+    # Each generation type's last message (SPEC §18.1, the seed layout).
+    assert re.search(r"^continue system \[Continue your last message without repeating its original content\.\]$", out, re.M)
+    assert re.search(r"^impersonate system \[Write your next reply from the point of view of Alice", out, re.M)
+    assert re.search(r"^quiet system Summarize the chat\.$", out, re.M)
+    assert re.search(r"^swipe (?!.*hello)", out, re.M)
+    assert re.search(r"^regenerate (?!.*hello)", out, re.M)
 
 
 def test_readme_store_example():
