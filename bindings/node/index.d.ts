@@ -263,8 +263,10 @@ export interface PresetSettings {
 
 /** One imported regex script (SPEC §13.1), its fields as read (snake_case). */
 export interface RegexScript {
-  /** 0-based position in the preset's list (diagnostics say `script`). */
+  /** 0-based position in its list (diagnostics say `script`). */
   position: number;
+  /** Whose list: the host's own (`global`), the preset's, or the card's (`character`). */
+  source: 'global' | 'preset' | 'character';
   id: string;
   name: string;
   /** The pattern as written (`/body/flags` or a bare body). */

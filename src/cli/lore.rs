@@ -30,8 +30,9 @@ pub(crate) struct LoreFlags {
     /// Messages in the conversation up to and including the newest (the timed-effect clock).
     #[arg(long)]
     position: Option<u64>,
-    /// The generation type, for entries with triggers: normal, continue, impersonate, swipe,
-    /// regenerate or quiet.
+    /// The kind of turn: normal, continue, impersonate, swipe, regenerate or quiet. It builds
+    /// the prompt SillyTavern builds for it (SPEC §18.1) and selects World Info entries with
+    /// triggers.
     #[arg(long, value_name = "TYPE", value_parser = spelled::<GenerationType>)]
     generation: Option<GenerationType>,
     /// Decide without starting or ending timed effects.
@@ -40,7 +41,7 @@ pub(crate) struct LoreFlags {
 }
 
 /// A value spelled as in a context file (the library's serde names, one list of spellings).
-fn spelled<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, String> {
+pub(crate) fn spelled<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, String> {
     serde_json::from_value(serde_json::Value::String(s.to_string())).map_err(|e| e.to_string())
 }
 

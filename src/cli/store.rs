@@ -103,6 +103,10 @@ enum StoreCommand {
         /// `allow_preset_regex`).
         #[arg(long)]
         allow_regex: bool,
+        /// The kind of turn: normal, continue, impersonate, swipe, regenerate or quiet
+        /// (SPEC §18.1); overrides the context's `generation_type`.
+        #[arg(long, value_name = "TYPE", value_parser = super::lore::spelled::<stpreset::GenerationType>)]
+        generation: Option<stpreset::GenerationType>,
     },
 }
 
@@ -226,9 +230,15 @@ pub(crate) fn run(args: StoreArgs) -> Result<(), Failure> {
             format,
             shape,
             allow_regex,
+            generation,
         } => {
             let mut ctx = context.load()?;
             ctx.allow_preset_regex |= allow_regex;
+            if let Some(generation) = generation {
+                ctx.lore
+                    .get_or_insert_with(Default::default)
+                    .generation_type = generation;
+            }
             let rendered = store
                 .render(server, &ctx)
                 .map_err(failed)?

@@ -415,3 +415,24 @@ for (const [name, preset] of SHOTS) {
     }
   });
 }
+
+test("the turn picker shows each generation type's prompt, as the CLI builds it", { skip: !haveCorpus }, async () => {
+  const preset = join(corpus, "st-default__Default.json");
+  const page = await open(await serve(preset, "--context", context));
+  for (const layout of ["seed", "sillytavern"]) {
+    await after_(page, () => page.selectOption("#layout", layout));
+    for (const generation of ["continue", "impersonate", "swipe", "regenerate", "normal"]) {
+      await after_(page, () => page.selectOption("#generation", generation));
+      const want = cli("render", preset, "--context", context, "--layout", layout,
+        "--generation", generation, "--format", "json");
+      assert.deepEqual(await shownMessages(page), expected(want), `${layout} ${generation}`);
+    }
+  }
+  // A continue ends with ST's nudge, an impersonation with its prompt (seed layout).
+  await after_(page, () => page.selectOption("#layout", "seed"));
+  await after_(page, () => page.selectOption("#generation", "continue"));
+  const shown = await shownMessages(page);
+  assert.match(shown.at(-1).parts.join(""), /^\[Continue your last message/);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});

@@ -28,6 +28,7 @@ test('regexScripts lists the scripts as imported, on the preset and the compiled
   assert.deepStrictEqual(list.map((x) => [x.position, x.name]), [[0, 'plan'], [1, 'ooc'], [2, 'bold'], [3, 'trim']]);
   assert.deepStrictEqual(list[0], {
     position: 0,
+    source: 'preset',
     id: '',
     name: 'plan',
     find_regex: '/<plan>[\\s\\S]*?<\\/plan>\\s*/g',

@@ -36,6 +36,7 @@ def test_regex_scripts_lists_them_as_imported():
     assert [(s["position"], s["name"]) for s in scripts] == [(0, "plan"), (1, "ooc"), (2, "bold"), (3, "trim")]
     assert scripts[0] == {
         "position": 0,
+        "source": "preset",
         "id": "",
         "name": "plan",
         "find_regex": "/<plan>[\\s\\S]*?<\\/plan>\\s*/g",

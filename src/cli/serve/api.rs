@@ -73,6 +73,10 @@ struct Request<'a> {
     /// `render --layout`: `"seed"` or `"sillytavern"` (SPEC §17.1); overrides the context's.
     #[serde(default)]
     layout: Option<LayoutName>,
+    /// `render --generation`: the kind of turn (SPEC §18.1); overrides the context's
+    /// `generation_type`.
+    #[serde(default)]
+    generation: Option<stpreset::GenerationType>,
     /// `render --chat`: a SillyTavern chat file's text (`.jsonl`, SPEC §17.5) as the history.
     #[serde(default)]
     chat: Option<String>,
@@ -151,6 +155,11 @@ fn load(body: &[u8]) -> Result<Loaded, Answer> {
         Some(LayoutName::Seed) => ctx.layout = stpreset::Layout::Seed,
         Some(LayoutName::Sillytavern) => ctx.layout = stpreset::Layout::SillyTavern,
         None => {}
+    }
+    if let Some(generation) = request.generation {
+        ctx.lore
+            .get_or_insert_with(Default::default)
+            .generation_type = generation;
     }
     if let Some(chat) = &request.chat {
         ctx.apply_st_chat(chat.as_bytes())
@@ -621,6 +630,32 @@ mod tests {
             ),
         );
         assert_ne!(seed.body, st.body);
+    }
+
+    #[test]
+    fn the_turn_picker_is_the_contexts_generation_type() {
+        let ctx = r#""context": {"user": "Alice", "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}]}"#;
+        let preset = Preset::from_json(PRESET.as_bytes()).unwrap().compile();
+        for generation in ["impersonate", "quiet", "continue"] {
+            let a = answer(
+                Endpoint::Render,
+                &body(PRESET, &format!(r#", {ctx}, "generation": "{generation}""#)),
+            );
+            assert_eq!(a.status, 200, "{}", a.body);
+            let c = Context::from_json(
+                format!(
+                    r#"{{"user": "Alice", "generation_type": "{generation}", "items": [{{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}}]}}"#
+                )
+                .as_bytes(),
+            )
+            .unwrap();
+            assert_eq!(a.body, preset.render(&c).to_json(), "{generation}");
+        }
+        let bad = answer(
+            Endpoint::Render,
+            &body(PRESET, &format!(r#", {ctx}, "generation": "sideways""#)),
+        );
+        assert_eq!(bad.status, 400, "{}", bad.body);
     }
 
     #[test]

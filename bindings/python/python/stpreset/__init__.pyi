@@ -200,6 +200,7 @@ class RequestResult(_RequestLore):
 
 class RegexScript(TypedDict):
     position: int
+    source: Literal["global", "preset", "character"]
     id: str
     name: str
     find_regex: str

@@ -14,6 +14,7 @@ const state = {
   toggles: Object.create(null),
   shape: "",
   layout: "", // "" = the context's own `layout`
+  generation: "", // "" = the context's own `generation_type`
   allowRegex: false,
   seq: 0,
   inflight: null,
@@ -125,6 +126,7 @@ function body() {
   const byScript = state.allowRegex && !$("panel-regex").hidden;
   return `{"preset":${state.preset.text},"context":${ctx},"toggles":${JSON.stringify(state.toggles)},` +
     `"shape":${JSON.stringify(state.shape || null)},"layout":${JSON.stringify(state.layout || null)},` +
+    `"generation":${JSON.stringify(state.generation || null)},` +
     `"allow_regex":${state.allowRegex},` +
     `"regex_by_script":${byScript}}`;
 }
@@ -499,6 +501,10 @@ function setUpInputs() {
   });
   $("layout").addEventListener("change", (e) => {
     state.layout = e.target.value;
+    soon();
+  });
+  $("generation").addEventListener("change", (e) => {
+    state.generation = e.target.value;
     soon();
   });
   $("allow-regex").addEventListener("change", (e) => {
