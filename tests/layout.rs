@@ -1047,3 +1047,42 @@ fn a_seed_swipe_reads_the_reply_but_does_not_scan_it() {
     );
     assert_eq!(out.messages.last().unwrap().text(), "Hi.");
 }
+
+/// `quiet_skip_wi` in the seed layout: World Info at depth and the outlets are left out of a
+/// quiet generation (ST's `skipWIAN`); World Info before the history stays.
+#[test]
+fn a_seed_quiet_generation_can_skip_world_info_at_depth() {
+    let p = Preset::from_json(
+        json!({"prompts": [
+            {"identifier": "main", "content": "Main. [{{outlet::o}}]"},
+            {"identifier": "worldInfoBefore", "marker": true},
+            {"identifier": "chatHistory", "marker": true}],
+            "prompt_order": [{"character_id": 100001, "order": [
+                {"identifier": "main", "enabled": true},
+                {"identifier": "worldInfoBefore", "enabled": true},
+                {"identifier": "chatHistory", "enabled": true}]}]})
+        .to_string()
+        .as_bytes(),
+    )
+    .unwrap()
+    .compile();
+    let texts = |skip: bool| -> Vec<String> {
+        let c = ctx(json!({"generation_type": "quiet", "quiet_prompt": "Summarize.",
+            "quiet_skip_wi": skip, "items": [
+            {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "The rain falls."}],
+            "lorebooks": [{"name": "b", "entries": {
+                "0": {"key": ["rain"], "content": "Before.", "position": 0},
+                "1": {"key": ["rain"], "content": "Deep.", "position": 4, "depth": 0},
+                "2": {"key": ["rain"], "content": "Out.", "position": 7, "outletName": "o"}}}]}));
+        p.render(&c)
+            .messages
+            .iter()
+            .map(|m| m.text().into_owned())
+            .collect()
+    };
+    let with = texts(false).join("|");
+    assert!(with.contains("Deep.") && with.contains("[Out.]"), "{with}");
+    let without = texts(true).join("|");
+    assert!(!without.contains("Deep.") && without.contains("[]"), "{without}");
+    assert!(without.contains("Before.") && without.ends_with("Summarize."), "{without}");
+}

@@ -223,14 +223,22 @@ pub(crate) fn place(
             Some(depth),
         ));
     }
-    for g in result.depth {
-        let depth = i64::try_from(g.depth).unwrap_or(i64::MAX);
-        back.push(item(Tag::KnowledgeLoreActivated, g.text, Some(depth)));
+    // A quiet generation with `quiet_skip_wi` leaves out World Info at depth and the outlets
+    // (ST's `skipWIAN`, SPEC §18.1); the rest of the lore stays.
+    let skip_wi = lore.generation_type == super::GenerationType::Quiet
+        && ctx.user_settings.quiet_skip_wi;
+    if !skip_wi {
+        for g in result.depth {
+            let depth = i64::try_from(g.depth).unwrap_or(i64::MAX);
+            back.push(item(Tag::KnowledgeLoreActivated, g.text, Some(depth)));
+        }
     }
     let mut placed = ctx.clone();
     placed.lore = None;
     placed.placed_generation = lore.generation_type;
-    placed.outlets = result.outlets;
+    if !skip_wi {
+        placed.outlets = result.outlets;
+    }
     let (n_front, n_back) = (front.len(), back.len());
     let old = std::mem::take(&mut placed.items);
     placed.items = front;
