@@ -1067,13 +1067,15 @@ fn a_seed_quiet_generation_can_skip_world_info_at_depth() {
     .unwrap()
     .compile();
     let texts = |skip: bool| -> Vec<String> {
-        let c = ctx(json!({"generation_type": "quiet", "quiet_prompt": "Summarize.",
+        let c = ctx(
+            json!({"generation_type": "quiet", "quiet_prompt": "Summarize.",
             "quiet_skip_wi": skip, "items": [
             {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "The rain falls."}],
             "lorebooks": [{"name": "b", "entries": {
                 "0": {"key": ["rain"], "content": "Before.", "position": 0},
                 "1": {"key": ["rain"], "content": "Deep.", "position": 4, "depth": 0},
-                "2": {"key": ["rain"], "content": "Out.", "position": 7, "outletName": "o"}}}]}));
+                "2": {"key": ["rain"], "content": "Out.", "position": 7, "outletName": "o"}}}]}),
+        );
         p.render(&c)
             .messages
             .iter()
@@ -1083,6 +1085,54 @@ fn a_seed_quiet_generation_can_skip_world_info_at_depth() {
     let with = texts(false).join("|");
     assert!(with.contains("Deep.") && with.contains("[Out.]"), "{with}");
     let without = texts(true).join("|");
-    assert!(!without.contains("Deep.") && without.contains("[]"), "{without}");
-    assert!(without.contains("Before.") && without.ends_with("Summarize."), "{without}");
+    assert!(
+        !without.contains("Deep.") && without.contains("[]"),
+        "{without}"
+    );
+    assert!(
+        without.contains("Before.") && without.ends_with("Summarize."),
+        "{without}"
+    );
+}
+
+/// Issue 49 (SPEC §18.2): in the seed layout the preset file's `names_behavior` is ignored (the
+/// output stays as it was), and a mode the host sets in `preset_settings` prefixes the chat
+/// as that mode says.
+#[test]
+fn seed_names_follow_the_hosts_names_behavior() {
+    let p = Preset::from_json(
+        json!({"names_behavior": 2, "prompts": [
+            {"identifier": "chatHistory", "marker": true}],
+            "prompt_order": [{"character_id": 100001, "order": [
+                {"identifier": "chatHistory", "enabled": true}]}]})
+        .to_string()
+        .as_bytes(),
+    )
+    .unwrap()
+    .compile();
+    let texts = |extra: Value| -> Vec<String> {
+        let mut v = json!({"user": "Alice", "char": "Sera", "items": [
+            {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "Hi."},
+            {"tag": "DIALOGUE_HISTORY", "role": "model", "text": "Hello.", "name": "Kaede"},
+            {"tag": "DIALOGUE_HISTORY", "role": "system", "text": "It rains."}]});
+        if let (Value::Object(v), Value::Object(e)) = (&mut v, extra) {
+            v.extend(e);
+        }
+        p.render(&ctx(v))
+            .messages
+            .iter()
+            .map(|m| m.text().into_owned())
+            .collect()
+    };
+    // The file's 2 is ignored: only the item's own name prefixes it (SPEC §16).
+    assert_eq!(texts(json!({})), ["Hi.", "Kaede: Hello.", "It rains."]);
+    let mode = |n: i64| json!({"preset_settings": {"names_behavior": n}});
+    assert_eq!(texts(mode(2)), ["Alice: Hi.", "Kaede: Hello.", "It rains."]);
+    assert_eq!(texts(mode(-1)), ["Hi.", "Hello.", "It rains."]);
+    assert_eq!(texts(mode(1)), ["Hi.", "Hello.", "It rains."]);
+    // 0: only in a group chat, and never the user's messages.
+    assert_eq!(texts(mode(0)), ["Hi.", "Hello.", "It rains."]);
+    let mut group = mode(0);
+    group["group"] = json!(["Sera", "Kaede"]);
+    assert_eq!(texts(group), ["Hi.", "Kaede: Hello.", "Sera: It rains."]);
 }

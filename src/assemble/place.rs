@@ -208,8 +208,33 @@ pub(super) fn host_message<'c>(
 fn as_given(ctx: &Context, regexed: &[Option<ItemText>], i: usize) -> bool {
     let item = &ctx.items[i];
     item.tag == Some(Tag::DialogueHistory)
-        && item.name.as_deref().is_none_or(str::is_empty)
+        && name_prefix(ctx, item).is_none()
         && !matches!(regexed.get(i), Some(Some(_)))
+}
+
+/// Who says history item `item`: its `name`, else the user or the character by its role.
+pub(crate) fn speaker<'c>(ctx: &'c Context, item: &'c crate::context::ContextItem) -> &'c str {
+    match item.name.as_deref().filter(|n| !n.is_empty()) {
+        Some(name) => name,
+        None if item.role == crate::context::Role::User => &ctx.user,
+        None => &ctx.char,
+    }
+}
+
+/// The `Name: ` a history item's text gets in the prompt (SPEC §16 step 6): its own `name`;
+/// or, when the host sets `names_behavior` (SPEC §18.2), that mode's: -1 and 1 none (1 names
+/// the message instead), 0 the speaker in a group chat unless it is the user, 2 the speaker
+/// of every message but a narrator's (system).
+fn name_prefix<'c>(ctx: &'c Context, item: &'c crate::context::ContextItem) -> Option<&'c str> {
+    match ctx.preset_settings.host_names_behavior() {
+        None => item.name.as_deref().filter(|n| !n.is_empty()),
+        Some(0) => {
+            let name = speaker(ctx, item);
+            (!ctx.group.is_empty() && name != ctx.user).then_some(name)
+        }
+        Some(2) => (item.role != crate::context::Role::System).then(|| speaker(ctx, item)),
+        Some(_) => None,
+    }
 }
 
 /// Whether the prompt pass dropped item `i` (a lore item a script emptied, SPEC §13.2.3).
@@ -232,8 +257,8 @@ pub(super) fn host_text<'c>(
         _ => None,
     };
     if item.tag == Some(Tag::DialogueHistory) {
-        match (item.name.as_deref(), after) {
-            (Some(name), text) if !name.is_empty() => {
+        match (name_prefix(ctx, item), after) {
+            (Some(name), text) => {
                 // Pushed, not `format!`: a history is hundreds of these per render.
                 let text = text.unwrap_or(&item.text);
                 let mut out = String::with_capacity(name.len() + 2 + text.len());

@@ -225,8 +225,8 @@ pub(crate) fn place(
     }
     // A quiet generation with `quiet_skip_wi` leaves out World Info at depth and the outlets
     // (ST's `skipWIAN`, SPEC §18.1); the rest of the lore stays.
-    let skip_wi = lore.generation_type == super::GenerationType::Quiet
-        && ctx.user_settings.quiet_skip_wi;
+    let skip_wi =
+        lore.generation_type == super::GenerationType::Quiet && ctx.user_settings.quiet_skip_wi;
     if !skip_wi {
         for g in result.depth {
             let depth = i64::try_from(g.depth).unwrap_or(i64::MAX);

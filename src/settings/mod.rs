@@ -244,6 +244,22 @@ pub enum PresetSettingsUse {
     Edit(SettingsEdit),
 }
 
+impl PresetSettingsUse {
+    /// The `names_behavior` the host sets in its edits (not the preset file's): what the seed
+    /// layout names chat messages by (SPEC §18.2).
+    pub(crate) fn host_names_behavior(&self) -> Option<i64> {
+        match self {
+            PresetSettingsUse::Edit(edit) => {
+                edit.0.iter().find_map(|(k, v)| match (k.as_str(), v) {
+                    ("names_behavior", Some(read::Val::Int(n))) => Some(*n),
+                    _ => None,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
 /// A checked `preset_settings` object: keys and their new values (`None`: removed).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SettingsEdit(pub(crate) Vec<(String, Option<Val>)>);
