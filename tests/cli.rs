@@ -389,7 +389,7 @@ fn json_output_is_the_library_json_byte_for_byte() {
 }
 
 /// Issue 39: `regex` runs the host's own scripts (`--regex`), the preset's and the card's
-/// (`--card`, with `--allow-char-regex`), in SillyTavern's order; `render` takes the same flags.
+/// (`--card`, with `--allow-char-regex`), in SillyTavern's order (`render` has the same flags).
 #[test]
 fn regex_runs_global_preset_and_card_scripts() {
     let mark =

@@ -1008,13 +1008,11 @@ fn generation_types_in_the_seed_layout() {
     );
 }
 
-/// A swipe leaves the replaced reply out of World Info's scan too, while `{{lastMessage}}`
-/// still reads it; a chat that ends with the user's message is kept, and said.
-#[test]
-fn a_seed_swipe_reads_the_reply_but_does_not_scan_it() {
-    let p = Preset::from_json(
+/// A seed-layout preset of `main` (this text), World Info before, and the history.
+fn lore_preset(main: &str) -> stpreset::CompiledPreset {
+    Preset::from_json(
         json!({"prompts": [
-            {"identifier": "main", "content": "Last: {{lastMessage}} | {{lastCharMessage}}"},
+            {"identifier": "main", "content": main},
             {"identifier": "worldInfoBefore", "marker": true},
             {"identifier": "chatHistory", "marker": true}],
             "prompt_order": [{"character_id": 100001, "order": [
@@ -1025,7 +1023,14 @@ fn a_seed_swipe_reads_the_reply_but_does_not_scan_it() {
         .as_bytes(),
     )
     .unwrap()
-    .compile();
+    .compile()
+}
+
+/// A swipe leaves the replaced reply out of World Info's scan too, while `{{lastMessage}}`
+/// still reads it; a chat that ends with the user's message is kept, and said.
+#[test]
+fn a_seed_swipe_reads_the_reply_but_does_not_scan_it() {
+    let p = lore_preset("Last: {{lastMessage}} | {{lastCharMessage}}");
     let c = ctx(json!({"generation_type": "swipe", "items": [
         {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "Hi."},
         {"tag": "DIALOGUE_HISTORY", "role": "model", "text": "A dragon appears."}],
@@ -1052,20 +1057,7 @@ fn a_seed_swipe_reads_the_reply_but_does_not_scan_it() {
 /// quiet generation (ST's `skipWIAN`); World Info before the history stays.
 #[test]
 fn a_seed_quiet_generation_can_skip_world_info_at_depth() {
-    let p = Preset::from_json(
-        json!({"prompts": [
-            {"identifier": "main", "content": "Main. [{{outlet::o}}]"},
-            {"identifier": "worldInfoBefore", "marker": true},
-            {"identifier": "chatHistory", "marker": true}],
-            "prompt_order": [{"character_id": 100001, "order": [
-                {"identifier": "main", "enabled": true},
-                {"identifier": "worldInfoBefore", "enabled": true},
-                {"identifier": "chatHistory", "enabled": true}]}]})
-        .to_string()
-        .as_bytes(),
-    )
-    .unwrap()
-    .compile();
+    let p = lore_preset("Main. [{{outlet::o}}]");
     let texts = |skip: bool| -> Vec<String> {
         let c = ctx(
             json!({"generation_type": "quiet", "quiet_prompt": "Summarize.",
