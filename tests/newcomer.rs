@@ -82,7 +82,7 @@ fn words(line: &str) -> Vec<String> {
 #[test]
 fn the_readme_commands_run_as_written() {
     let shared = root().join("../shared/corpus/presets").exists();
-    let mut ran = 0;
+    let (mut ran, mut skipped) = (0, 0);
     for (lang, body) in blocks(&readme()) {
         if lang != "sh" {
             continue;
@@ -97,6 +97,7 @@ fn the_readme_commands_run_as_written() {
             };
             if !shared && line.contains("../shared") {
                 skipped!("SKIPPED (../shared absent): {line}");
+                skipped += 1;
                 continue;
             }
             let out = support::bin()
@@ -113,7 +114,13 @@ fn the_readme_commands_run_as_written() {
             ran += 1;
         }
     }
-    assert!(ran >= 2, "only {ran} README commands found");
+    // Without `../shared` (a fresh clone elsewhere) the commands that read it are skipped,
+    // not failed: the README still has to show at least two.
+    assert!(
+        ran + skipped >= 2,
+        "only {} README commands found",
+        ran + skipped
+    );
 }
 
 /// The long options `stpreset ARGS -h` lists, each with whether it has a description.

@@ -45,23 +45,6 @@ println!("Year: {}", &text[group]);
 // Output: Year: 2020
 ```
 
-# Example: using with Pattern trait (nightly only)
-
-When the `pattern` feature is enabled and using nightly Rust, `Regex` can be used with standard string methods:
-
-```rust,ignore
-#![feature(pattern)]
-use regress::Regex;
-let re = Regex::new(r"\d+").unwrap();
-let text = "abc123def456";
-
-// Use with str methods
-assert_eq!(text.find(&re), Some(3));
-assert!(text.contains(&re));
-let parts: Vec<&str> = text.split(&re).collect();
-assert_eq!(parts, vec!["abc", "def", ""]);
-```
-
 # Example: escaping strings for literal matching
 
 Use the `escape` function to escape special regex characters in a string:
@@ -142,7 +125,6 @@ The major interpreter is the "classical backtracking" which uses an explicit bac
 */
 
 #![cfg_attr(not(feature = "std"), no_std)]
-#![cfg_attr(feature = "pattern", feature(pattern))]
 // stpreset patch: vendored code keeps upstream's style; the project's `clippy -D warnings`
 // covers its own crates only (was `warn`).
 #![allow(clippy::all)]
