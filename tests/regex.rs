@@ -857,3 +857,40 @@ fn a_cards_scripts_come_with_the_card() {
         "C"
     );
 }
+
+/// SillyTavern's own regex engine (`getRegexedString`, run in Node by
+/// `tests/st-macros/record.mjs`) over the host's global scripts, the preset's and the card's,
+/// each list allowed or not: every recorded case gives the same text here.
+#[test]
+fn three_lists_as_sillytaverns_regex_engine_runs_them() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/st-macros/regex-vectors.json");
+    let cases: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(&path).expect("regex-vectors.json")).unwrap();
+    assert!(cases.len() >= 10);
+    let mut failures = Vec::new();
+    for case in &cases {
+        let name = case["name"].as_str().unwrap_or("?");
+        let p = preset(case["preset_scripts"].clone());
+        let ctx = Context::from_json(case["context"].to_string().as_bytes())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let pass = &case["pass"];
+        let placement = match pass["placement"].as_str() {
+            Some("user") => Placement::UserInput,
+            Some("world_info") => Placement::WorldInfo,
+            _ => Placement::AiOutput,
+        };
+        let kind = match pass["kind"].as_str() {
+            Some("prompt") => PassKind::Prompt,
+            Some("display") => PassKind::Display,
+            Some("edit") => PassKind::Edit,
+            _ => PassKind::Store,
+        };
+        let mut regex_pass = RegexPass::new(kind, placement);
+        regex_pass.depth = pass["depth"].as_u64().map(|d| d as u32);
+        let got = p.apply_regex(case["text"].as_str().unwrap(), &regex_pass, &ctx);
+        if got.text != case["expect"].as_str().unwrap() {
+            failures.push(format!("{name}: {:?} != {:?}", got.text, case["expect"]));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -32,7 +32,8 @@ const work = fs.mkdtempSync(path.join(os.tmpdir(), 'st-macros-'));
 const pub = path.join(work, 'public');
 
 const files = ['public/scripts/macros', 'public/script.js', 'public/scripts/utils.js',
-    'public/scripts/variables.js', 'public/scripts/extensions.js', 'public/scripts/constants.js'];
+    'public/scripts/variables.js', 'public/scripts/extensions.js', 'public/scripts/constants.js',
+    'public/scripts/extensions/regex/engine.js'];
 const tar = execFileSync('git', ['--git-dir', stGit, 'archive', stCommit, ...files], { maxBuffer: 1 << 28, stdio: ['ignore', 'pipe', 'ignore'] });
 execFileSync('tar', ['-x', '-C', work], { input: tar });
 fs.symlinkSync(path.join(here, 'node_modules'), path.join(work, 'node_modules'));
@@ -89,12 +90,12 @@ function extract(src, name) {
 const cut = (file, names) => names.map(n => extract(original(file), n)).join('\n\n');
 
 const write = (name, text) => fs.writeFileSync(path.join(pub, name), text);
-const scriptSrc = cut('script.js', ['substituteParams', 'baseChatReplace', 'createLazyFields',
+const scriptSrc = cut('script.js', ['substituteParams', 'substituteParamsExtended', 'baseChatReplace', 'createLazyFields',
     'getCharacterCardFieldsLazy', 'parseMesExamples', 'getMaxContextTokens', 'getMaxResponseTokens',
     'getMaxPromptTokens']);
 const utilsSrc = cut('scripts/utils.js', ['getStringHash', 'isTrueBoolean', 'isFalseBoolean',
     'timestampToMoment', 'parseTimestamp', 'convertValueType', 'equalsIgnoreCaseAndAccents',
-    'compareIgnoreCaseAndAccents']);
+    'compareIgnoreCaseAndAccents', 'regexFromString']);
 const variablesSrc = cut('scripts/variables.js', ['getLocalVariable', 'setLocalVariable',
     'getGlobalVariable', 'setGlobalVariable', 'addLocalVariable', 'addGlobalVariable',
     'incrementLocalVariable', 'incrementGlobalVariable', 'decrementLocalVariable',
@@ -106,6 +107,8 @@ write('lib.js', `import * as chevrotain from 'chevrotain';
 import moment from 'moment';
 import seedrandom from 'seedrandom';
 import droll from 'droll';
+// lodash: the regex engine imports it for a function the recorder never calls.
+export const lodash = {};
 export { chevrotain, moment, seedrandom, droll };
 `);
 // The app's state, set per case by stState. Exports are live bindings, so each is an object
@@ -125,6 +128,7 @@ export let oai_settings = {};
 let model = '';
 const selected_group = null;
 export function getGeneratingModel() { return model; }
+export function saveSettingsDebounced() {}
 export function getCurrentChatId() { return chat_metadata.__chat_id ?? ''; }
 export function __set(s) {
     chat.length = 0;
@@ -149,6 +153,7 @@ ${variablesSrc}
 `);
 write('scripts/extensions.js', `import { equalsIgnoreCaseAndAccents } from './utils.js';
 export const extension_settings = { variables: { global: {} }, disabledExtensions: [] };
+export function writeExtensionField() {}
 export const extensionNames = [];
 ${extensionsSrc}
 `);
@@ -172,6 +177,13 @@ export const eventSource = {
     on(e, f) { (handlers[e] ??= []).push(f); },
     emit(e, ...a) { for (const f of handlers[e] ?? []) f(...a); },
 };
+`);
+// The preset manager, as far as the regex engine reads it: the preset's scripts.
+write('scripts/preset-manager.js', `export const presetState = { scripts: [] };
+export function getPresetManager() {
+    return { apiId: 'openai', getSelectedPresetName: () => 'the preset',
+        readPresetExtensionField: ({ path }) => (path === 'regex_scripts' ? presetState.scripts : undefined) };
+}
 `);
 write('scripts/group-chats.js', 'export const groups = [];\nexport const selected_group = null;\n');
 write('scripts/textgen-settings.js', 'export const textgenerationwebui_banned_in_macros = [];\n');
@@ -275,7 +287,7 @@ function stState(c) {
 }
 
 // The engine's warnings (a wrong argument type, …) are the app's console noise, not results.
-console.warn = console.error = () => {};
+console.warn = console.error = console.debug = () => {};
 const cases = JSON.parse(fs.readFileSync(path.join(here, 'cases.json'), 'utf8'));
 const out = [];
 for (const k of cases) {
@@ -302,6 +314,33 @@ for (const k of cases) {
 // Every name (and alias) SillyTavern registers, for the catalog test.
 const registered = MacroRegistry.getAllMacros().map(d => d.name);
 fs.writeFileSync(path.join(here, 'vectors.json'), JSON.stringify(out, null, 1) + '\n');
+
+// ST's regex engine (extensions/regex/engine.js, unchanged) over the host's global scripts, the
+// preset's and the character's: regex-cases.json → regex-vectors.json.
+const engine = await imp('scripts/extensions/regex/engine.js');
+const { presetState } = await imp('scripts/preset-manager.js');
+const PLACEMENT = { user: 1, model: 2, world_info: 5 };
+const regexOut = [];
+for (const k of JSON.parse(fs.readFileSync(path.join(here, 'regex-cases.json'), 'utf8'))) {
+    const c = k.context;
+    const s = stState(c);
+    s.characters[0].avatar = 'card.png';
+    s.characters[0].data.extensions.regex_scripts = c.char_regex_scripts ?? [];
+    script.__set(s);
+    ext.extension_settings.regex = c.regex_scripts ?? [];
+    ext.extension_settings.character_allowed_regex = c.allow_char_regex ? ['card.png'] : [];
+    ext.extension_settings.preset_allowed_regex = { openai: c.allow_preset_regex ? ['the preset'] : [] };
+    presetState.scripts = k.preset_scripts ?? [];
+    now = RealDate.parse(c.now ?? '2026-01-15T12:00:00Z');
+    const p = k.pass;
+    const expect = engine.getRegexedString(k.text, PLACEMENT[p.placement], {
+        isPrompt: p.kind === 'prompt', isMarkdown: p.kind === 'display', isEdit: p.kind === 'edit',
+        depth: p.depth,
+    });
+    regexOut.push({ ...k, expect });
+}
+fs.writeFileSync(path.join(here, 'regex-vectors.json'), JSON.stringify(regexOut, null, 1) + '\n');
 fs.writeFileSync(path.join(here, 'registered.json'), JSON.stringify({ st_commit: stCommit, names: [...new Set(registered)].sort() }, null, 1) + '\n');
+console.log(`${regexOut.length} regex cases recorded`);
 console.log(`${out.length} cases recorded from SillyTavern ${stCommit}; ${registered.length} registered names`);
 fs.rmSync(work, { recursive: true, force: true });
