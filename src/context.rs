@@ -1078,6 +1078,50 @@ impl Context {
             .map_or(self.placed_generation, |l| l.generation_type)
     }
 
+    /// What a swipe builds from (SPEC §18.1), in either layout: `Ok(Some)` a copy without the
+    /// last chat message, which its last-message macros still read (ST's `coreChat.pop()`);
+    /// `Ok(None)` when this is no swipe or there is no chat. ST swipes only a reply: a chat
+    /// that ends with another message is built as a regeneration, which keeps it, and `Err`
+    /// says so (decision, issue 53).
+    pub(crate) fn swipe_copy(&self) -> Result<Option<Context>, crate::diagnostic::Diagnostic> {
+        if self.generation_type() != crate::lore::GenerationType::Swipe || self.swiped.is_some() {
+            return Ok(None);
+        }
+        let Some(last) = self
+            .items
+            .iter()
+            .rposition(|i| i.tag == Some(Tag::DialogueHistory))
+        else {
+            return Ok(None);
+        };
+        if self.items[last].role != Role::Model {
+            return Err(crate::diagnostic::Diagnostic::new(
+                crate::diagnostic::DiagnosticKind::GenerationFallback,
+                None,
+                "a swipe replaces the character's last reply, but the chat ends with another \
+                 message: it is kept, and the prompt is built as a regeneration",
+            ));
+        }
+        let mut copy = self.clone();
+        copy.swiped = Some(Box::new(copy.items.remove(last)));
+        Ok(Some(copy))
+    }
+
+    /// The `GenerationFallback` of a quiet generation without a quiet prompt (SPEC §18.1): it
+    /// builds the normal prompt, as SillyTavern does.
+    pub(crate) fn quiet_fallback(&self) -> Option<crate::diagnostic::Diagnostic> {
+        (self.generation_type() == crate::lore::GenerationType::Quiet
+            && self.user_settings.quiet_prompt.is_empty())
+        .then(|| {
+            crate::diagnostic::Diagnostic::new(
+                crate::diagnostic::DiagnosticKind::GenerationFallback,
+                None,
+                "a quiet generation without a quiet prompt (`quiet_prompt`, `--quiet-prompt`) \
+                 builds the normal prompt, as SillyTavern does",
+            )
+        })
+    }
+
     /// The `LoneSurrogate` note of a render of this context, when its input had any: one
     /// note, naming the chat-file lines (the first 20) when a chat file held them.
     pub(crate) fn surrogate_note(&self) -> Option<crate::diagnostic::Diagnostic> {

@@ -291,7 +291,6 @@ impl Key {
 
     fn text(&self) -> String {
         match self {
-            Key::Number(n) if n.is_nan() => "NaN".into(),
             Key::Number(n) if n.is_infinite() => {
                 if *n > 0.0 { "Infinity" } else { "-Infinity" }.into()
             }

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::assemble::{self, Extras, Message, Plan, PromptTokens, Turn};
-use crate::context::{Context, Role, Tag};
+use crate::context::{Context, Tag};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::eval::{self, EvalNode, Expanded};
 use crate::identity::convert_identities;
@@ -201,31 +201,15 @@ fn preset_within<'c>(
         return finish_layout(parts, ctx, crate::sillytavern::render(&inputs, plan, ctx));
     }
     // A swipe builds from the chat without the reply it replaces (SPEC §18.1), from a copy.
-    if ctx.generation_type() == crate::lore::GenerationType::Swipe && ctx.swiped.is_none() {
-        let last = ctx
-            .items
-            .iter()
-            .rposition(|i| i.tag == Some(Tag::DialogueHistory));
-        match last {
-            Some(last) if ctx.items[last].role == Role::Model => {
-                let mut copy = ctx.clone();
-                copy.swiped = Some(Box::new(copy.items.remove(last)));
-                return preset_within(parts, &copy, None).into_owned();
-            }
-            Some(_) => {
-                let mut out = preset_seed(parts, ctx, known);
-                out.diagnostics.push(Diagnostic::new(
-                    DiagnosticKind::GenerationFallback,
-                    None,
-                    "a swipe replaces the character's last reply, but the chat ends with \
-                     another message: it is kept, and the prompt is built as a regeneration",
-                ));
-                return out;
-            }
-            None => {}
+    match ctx.swipe_copy() {
+        Ok(Some(copy)) => preset_seed(parts, &copy, None).into_owned(),
+        Ok(None) => preset_seed(parts, ctx, known),
+        Err(note) => {
+            let mut out = preset_seed(parts, ctx, known);
+            out.diagnostics.push(note);
+            out
         }
     }
-    preset_seed(parts, ctx, known)
 }
 
 /// The seed layout's render, its lore placed first.
@@ -448,13 +432,8 @@ fn turn(settings: Option<&PresetSettings>, ctx: &Context, notes: &mut Vec<Diagno
         },
         G::Quiet => {
             let quiet = &ctx.user_settings.quiet_prompt;
-            if quiet.is_empty() {
-                notes.push(Diagnostic::new(
-                    DiagnosticKind::GenerationFallback,
-                    None,
-                    "a quiet generation without a quiet prompt (`quiet_prompt`, \
-                     `--quiet-prompt`) builds the normal prompt, as SillyTavern does",
-                ));
+            if let Some(note) = ctx.quiet_fallback() {
+                notes.push(note);
                 return Turn::default();
             }
             Turn {

@@ -180,7 +180,10 @@ impl Context {
             item.time = m.value("send_date").as_ref().and_then(parse_timestamp);
             // `{{lastSwipeId}}` / `{{currentSwipeId}}` read these as ST does: the length of a
             // `swipes` array, a numeric `swipe_id`.
-            if let Some(Value::Array(swipes)) = m.value("swipes") {
+            // Counted without building the swipes' texts.
+            if let Some(raw) = m.0.get("swipes")
+                && let Ok(swipes) = serde_json::from_str::<Vec<serde::de::IgnoredAny>>(raw.get())
+            {
                 item.swipes = u32::try_from(swipes.len()).ok();
             }
             item.swipe_id = m

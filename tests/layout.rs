@@ -1128,3 +1128,20 @@ fn seed_names_follow_the_hosts_names_behavior() {
     group["group"] = json!(["Sera", "Kaede"]);
     assert_eq!(texts(group), ["Hi.", "Kaede: Hello.", "Sera: It rains."]);
 }
+
+/// A SillyTavern chat file's swipes feed `{{lastSwipeId}}` / `{{currentSwipeId}}` (counted,
+/// their texts never built); a message without them has none.
+#[test]
+fn a_chat_files_swipes_reach_the_swipe_macros() {
+    let chat = br#"{"user_name": "Alice", "character_name": "Sera"}
+{"name": "Alice", "is_user": true, "mes": "Hi."}
+{"name": "Sera", "is_user": false, "mes": "B", "swipes": ["A", "B", {"odd": [1]}], "swipe_id": 1}"#;
+    let ctx = Context::from_st_chat(chat).unwrap();
+    assert_eq!((ctx.items[0].swipes, ctx.items[0].swipe_id), (None, None));
+    assert_eq!(
+        (ctx.items[1].swipes, ctx.items[1].swipe_id),
+        (Some(3), Some(1))
+    );
+    let out = stpreset::expand("{{lastSwipeId}}|{{currentSwipeId}}|{{lastMessageId}}", &ctx);
+    assert_eq!(out.text, "3|2|1");
+}

@@ -299,6 +299,9 @@ struct Engine<'a> {
     idle: Option<String>,
     /// `group`, `groupNotMuted`, `notChar`, worked out once per render.
     groups: Option<[String; 3]>,
+    /// The chat's length and its last message's index in the items, for the chat-position
+    /// macros (`state`), worked out once per render.
+    history: Option<(usize, Option<usize>)>,
     /// Per block of every node: 0 not selected in pass 1, 1 then-branch, 2 else-branch.
     decisions: Vec<u8>,
     /// Per declaration slot of every node: what it renders and its arguments' signals.
@@ -378,6 +381,7 @@ impl<'a> Engine<'a> {
             macro_calls: Default::default(),
             idle: None,
             groups: None,
+            history: None,
             decisions: Vec::new(),
             records: Vec::new(),
             empty_names: [None, None],

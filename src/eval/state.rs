@@ -61,12 +61,18 @@ impl Run<'_, '_> {
         };
         match kind {
             MacroKind::ChatIndex(which) => {
-                let history: Vec<&crate::ContextItem> = ctx
-                    .items
-                    .iter()
-                    .filter(|i| i.tag == Some(Tag::DialogueHistory))
-                    .collect();
-                let n = history.len();
+                // Counted once per render: a preset of n of these over m messages must not
+                // cost n × m.
+                let (n, last) = *self.eng.history.get_or_insert_with(|| {
+                    let mut history = ctx
+                        .items
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, i)| i.tag == Some(Tag::DialogueHistory));
+                    let n = history.clone().count();
+                    (n, history.next_back().map(|(i, _)| i))
+                });
+                let last = last.map(|i| &ctx.items[i]);
                 let value = match which {
                     ChatIndex::LastMessage => n.checked_sub(1).map(|i| i.to_string()),
                     ChatIndex::AllRange => n.checked_sub(1).map(|i| format!("0-{i}")),
@@ -77,11 +83,8 @@ impl Run<'_, '_> {
                         Some(i) => Some(i.to_string()),
                         None => (n > 0).then(|| n.saturating_sub(SHOWN_MESSAGES).to_string()),
                     },
-                    ChatIndex::LastSwipe => {
-                        history.last().and_then(|m| m.swipes).map(|s| s.to_string())
-                    }
-                    ChatIndex::CurrentSwipe => history
-                        .last()
+                    ChatIndex::LastSwipe => last.and_then(|m| m.swipes).map(|s| s.to_string()),
+                    ChatIndex::CurrentSwipe => last
                         .and_then(|m| m.swipe_id)
                         .map(|s| (u64::from(s) + 1).to_string()),
                 };

@@ -154,6 +154,10 @@ pub(crate) fn window_note(
     preset: Option<&PresetSettings>,
     model: &str,
 ) -> Option<crate::diagnostic::Diagnostic> {
+    // Nothing is cut without the switch: a render pays for this only when it is on.
+    if !options.cap_to_model {
+        return None;
+    }
     let used = budget(context, options, preset, model).0?;
     let uncapped = ProviderOptions {
         cap_to_model: false,

@@ -218,38 +218,18 @@ pub(crate) fn render(parts: &Inputs<'_>, plan: &StPlan, ctx: &Context) -> Output
     // macros still read the whole chat (SPEC §18.1).
     let full = ctx;
     let swiped;
-    let last = full
-        .items
-        .iter()
-        .rposition(|i| i.tag == Some(Tag::DialogueHistory));
-    let ctx = match last {
-        // ST swipes only a reply (a user's message has no swipes); a chat that ends with the
-        // user's message is built as a regeneration, which keeps it (decision, issue 53).
-        Some(last) if generation == "swipe" && full.items[last].role != Role::Model => {
-            diagnostics.push(Diagnostic::new(
-                DiagnosticKind::GenerationFallback,
-                None,
-                "a swipe replaces the character's last reply, but the chat ends with another \
-                 message: it is kept, and the prompt is built as a regeneration",
-            ));
-            full
-        }
-        Some(last) if generation == "swipe" => {
-            let mut copy = full.clone();
-            copy.items.remove(last);
+    let ctx = match full.swipe_copy() {
+        Ok(Some(copy)) => {
             swiped = copy;
             &swiped
         }
-        _ => full,
+        Ok(None) => full,
+        Err(note) => {
+            diagnostics.push(note);
+            full
+        }
     };
-    if is_quiet && full.user_settings.quiet_prompt.is_empty() {
-        diagnostics.push(Diagnostic::new(
-            DiagnosticKind::GenerationFallback,
-            None,
-            "a quiet generation without a quiet prompt (`quiet_prompt`, `--quiet-prompt`) \
-             builds the normal prompt, as SillyTavern does",
-        ));
-    }
+    diagnostics.extend(full.quiet_fallback());
     // The prompt pass over the host's items (SPEC §13), then activation (§15) on what it left.
     let regexed = parts
         .scripts
