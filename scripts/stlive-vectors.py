@@ -77,6 +77,8 @@ def context(inputs):
         ctx['persona'] = inputs['persona']['description']
     if inputs.get('generation_type', 'normal') != 'normal':
         ctx['generation_type'] = inputs['generation_type']
+    if 'quiet_prompt' in inputs:
+        ctx['quiet_prompt'] = inputs['quiet_prompt']
     if inputs.get('group'):
         ctx['group'] = inputs['group']
         ctx['char'] = inputs['char']

@@ -49,6 +49,9 @@ pub struct Rendered<'c> {
     /// What the SillyTavern layout's request needs beside the messages (SPEC §17); `None` in
     /// the seed layout.
     pub(crate) st: Option<Box<crate::sillytavern::StExtra>>,
+    /// The seed layout's message names when the host sets `names_behavior` 1 (SPEC §18.2);
+    /// `None` otherwise (the SillyTavern layout keeps its names in `st`).
+    pub(crate) names: Option<Box<[Option<String>]>>,
 }
 
 /// The context's names and model, as a request needs them.
@@ -376,6 +379,7 @@ fn render_preset<'c>(
         (&budget, known),
         &mut diagnostics,
     );
+    let names = assemble::message_names(ctx, &messages);
     Rendered {
         messages,
         diagnostics,
@@ -387,6 +391,7 @@ fn render_preset<'c>(
         effective: resolved.effective,
         wi_state: None,
         st: None,
+        names,
     }
 }
 
@@ -476,6 +481,7 @@ fn finish_layout(
         effective: resolved.effective,
         wi_state: out.wi_state,
         st: Some(Box::new(out.extra)),
+        names: None,
     }
 }
 
@@ -591,6 +597,7 @@ impl Rendered<'_> {
             effective: self.effective,
             wi_state: self.wi_state,
             st: self.st,
+            names: self.names,
         }
     }
 
@@ -632,10 +639,14 @@ impl Rendered<'_> {
         }
     }
 
-    /// The `name` of message `i` (the SillyTavern layout's example lines, and history items
-    /// in `names_behavior` 1; SPEC §17.1.3). `None` in the seed layout.
+    /// The `name` of message `i`: the SillyTavern layout's example lines, and history items
+    /// in `names_behavior` 1 (SPEC §17.1.3); in the seed layout, history items when the host
+    /// sets `names_behavior` 1 (SPEC §18.2), else `None`.
     pub fn message_name(&self, i: usize) -> Option<&str> {
-        self.st.as_ref()?.names.get(i)?.as_deref()
+        match &self.st {
+            Some(st) => st.names.get(i)?.as_deref(),
+            None => self.names.as_ref()?.get(i)?.as_deref(),
+        }
     }
 
     /// The whole provider request body for these messages (SPEC §12.6, §14.4), with the
@@ -655,8 +666,10 @@ impl Rendered<'_> {
         let messages: Vec<ChatMessage> = self
             .messages
             .iter()
-            .map(|m| ChatMessage {
+            .enumerate()
+            .map(|(i, m)| ChatMessage {
                 keep_apart: m.source.keeps_apart(),
+                name: self.message_name(i).map(str::to_owned),
                 ..ChatMessage::new(m.role, m.text().into_owned())
             })
             .collect();

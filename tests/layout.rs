@@ -1127,6 +1127,62 @@ fn seed_names_follow_the_hosts_names_behavior() {
     let mut group = mode(0);
     group["group"] = json!(["Sera", "Kaede"]);
     assert_eq!(texts(group), ["Hi.", "Kaede: Hello.", "Sera: It rains."]);
+    let with_rules = Preset::from_json(
+        json!({"prompts": [
+            {"identifier": "main", "role": "system", "content": "Be kind."},
+            {"identifier": "chatHistory", "marker": true}],
+            "prompt_order": [{"character_id": 100001, "order": [
+                {"identifier": "main", "enabled": true},
+                {"identifier": "chatHistory", "enabled": true}]}]})
+        .to_string()
+        .as_bytes(),
+    )
+    .unwrap()
+    .compile();
+    // 1: no prefix; each chat message names its speaker instead, cleaned as ST's sanitizeName,
+    // and the request carries the names (other modes and no mode name no message).
+    let named = |extra: Value| {
+        let mut v = json!({"user": "Alice Liddell", "char": "Sera", "items": [
+            {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "Hi."},
+            {"tag": "DIALOGUE_HISTORY", "role": "model", "text": "Hello.", "name": "Kaede"},
+            {"tag": "DIALOGUE_HISTORY", "role": "system", "text": "It rains."}]});
+        if let (Value::Object(v), Value::Object(e)) = (&mut v, extra) {
+            v.extend(e);
+        }
+        let c = ctx(v);
+        let r = with_rules.render(&c);
+        let names: Vec<Option<String>> = (0..r.messages.len())
+            .map(|i| r.message_name(i).map(str::to_owned))
+            .collect();
+        let (body, _) = r.to_request(&c.provider_options);
+        let sent: Vec<Value> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m.get("name").cloned().unwrap_or(Value::Null))
+            .collect();
+        (names, sent)
+    };
+    let (names, sent) = named(mode(1));
+    let some = |s: &str| Some(s.to_owned());
+    assert_eq!(
+        names,
+        [None, some("Alice_Liddell"), some("Kaede"), some("Sera")]
+    );
+    assert_eq!(
+        sent,
+        [
+            Value::Null,
+            json!("Alice_Liddell"),
+            json!("Kaede"),
+            json!("Sera")
+        ]
+    );
+    for other in [json!({}), mode(0), mode(2), mode(-1)] {
+        let (names, sent) = named(other);
+        assert!(names.iter().all(Option::is_none), "{names:?}");
+        assert!(sent.iter().all(Value::is_null), "{sent:?}");
+    }
 }
 
 /// A SillyTavern chat file's swipes feed `{{lastSwipeId}}` / `{{currentSwipeId}}` (counted,

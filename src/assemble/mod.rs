@@ -24,6 +24,7 @@ use std::sync::Arc;
 pub(crate) use budget::{PromptTokens, limit_output};
 pub(crate) use generation::Turn;
 pub use message::{Message, Source};
+pub(crate) use place::{message_names, sanitize_name};
 
 use crate::context::{Context, Role};
 use crate::diagnostic::Diagnostic;

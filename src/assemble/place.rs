@@ -237,6 +237,39 @@ fn name_prefix<'c>(ctx: &'c Context, item: &'c crate::context::ContextItem) -> O
     }
 }
 
+/// PromptManager's `sanitizeName`: a name of `[a-zA-Z0-9_]{1,64}` as is, else every other
+/// character replaced by `_` and cut to 64.
+pub(crate) fn sanitize_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect()
+}
+
+/// The `name` of each message when the host sets `names_behavior` 1 (SPEC §18.2, seed
+/// layout): a history item's speaker as [`sanitize_name`] makes it; `None` for every other
+/// message, and no list at all in every other mode (the request then names no message).
+pub(crate) fn message_names(
+    ctx: &Context,
+    messages: &[Message<'_>],
+) -> Option<Box<[Option<String>]>> {
+    (ctx.preset_settings.host_names_behavior() == Some(1)).then(|| {
+        messages
+            .iter()
+            .map(|m| {
+                let item = &ctx.items[m.item()?];
+                (item.tag == Some(Tag::DialogueHistory)).then(|| sanitize_name(speaker(ctx, item)))
+            })
+            .collect()
+    })
+}
+
 /// Whether the prompt pass dropped item `i` (a lore item a script emptied, SPEC §13.2.3).
 pub(super) fn regex_dropped(regexed: &[Option<ItemText>], i: usize) -> bool {
     matches!(regexed.get(i), Some(Some(ItemText::Dropped)))

@@ -2,6 +2,7 @@
 //! item named as `names_behavior` says, its name macros replaced (SPEC §17.3.5), and the
 //! depth injections spliced in as messages of their own (`populationInjectionPrompts`).
 
+use crate::assemble::sanitize_name;
 use crate::context::{Context, Tag};
 use crate::role::Role;
 
@@ -32,21 +33,6 @@ pub(crate) struct ExtensionPrompt {
     pub role: Role,
     pub depth: u64,
     pub text: String,
-}
-
-/// PromptManager's `sanitizeName`: a name of `[a-zA-Z0-9_]{1,64}` as is, else every other
-/// character replaced by `_` and cut to 64.
-pub(crate) fn sanitize_name(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(64)
-        .collect()
 }
 
 /// The macros SPEC §17.3.5 replaces in chat text, case-insensitively, with their values.
