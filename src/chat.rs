@@ -111,7 +111,7 @@ impl Chat {
     /// chat.host_mut().set_macro_fn(|name, _| (name == "summary").then(|| "So far.".into()));
     /// assert_eq!(stpreset::expand("{{summary}}", chat.context()).text, "So far.");
     /// ```
-    pub fn host_mut(&mut self) -> &mut crate::MapHost {
+    pub fn host_mut(&mut self) -> &mut crate::context::MapHost {
         &mut self.ctx.host
     }
 

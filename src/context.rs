@@ -91,11 +91,11 @@ pub struct Context {
     pub allow_char_regex: bool,
     /// The host's own regex scripts (SillyTavern's global scripts; context-file field
     /// `regex_scripts`, a list in the export format): they run before the preset's, always.
-    pub regex_scripts: Vec<crate::RegexScript>,
+    pub regex_scripts: Vec<crate::scripts::RegexScript>,
     /// The card's regex scripts (`extensions.regex_scripts`; context-file field
     /// `char_regex_scripts`, filled from `--card`): they run after the preset's, when
     /// `allow_char_regex`.
-    pub char_regex_scripts: Vec<crate::RegexScript>,
+    pub char_regex_scripts: Vec<crate::scripts::RegexScript>,
     /// The `RegexScriptInvalid` notes of those two lists, reported with every pass.
     pub(crate) regex_notes: Vec<crate::diagnostic::Diagnostic>,
     /// Lone UTF-16 surrogates the context file held, each read as U+FFFD: a render reports
@@ -402,7 +402,7 @@ pub struct MapHost {
     tool_families: HashMap<String, bool>,
     tool_names: HashMap<String, String>,
     tool_phrases: HashMap<String, String>,
-    /// Ordered: the regex cache hashes them in order (`scripts::context_fingerprint`).
+    /// Ordered: the regex cache hashes them in order (`passes::context_fingerprint`).
     macros: BTreeMap<String, String>,
     macro_fn: Option<MacroCallback>,
 }
@@ -1039,7 +1039,7 @@ impl Context {
     /// ```
     pub fn add_regex_scripts(
         &mut self,
-        source: crate::ScriptSource,
+        source: crate::scripts::ScriptSource,
         json: &[u8],
     ) -> Result<(), ContextError> {
         let value: serde_json::Value =
@@ -1057,9 +1057,9 @@ impl Context {
         })?;
         let (scripts, mut notes) = crate::scripts::read_list(&raw, source);
         match source {
-            crate::ScriptSource::Character => self.char_regex_scripts.extend(scripts),
-            crate::ScriptSource::Global => self.regex_scripts.extend(scripts),
-            crate::ScriptSource::Preset => {
+            crate::scripts::ScriptSource::Character => self.char_regex_scripts.extend(scripts),
+            crate::scripts::ScriptSource::Global => self.regex_scripts.extend(scripts),
+            crate::scripts::ScriptSource::Preset => {
                 return Err(ContextError::Field {
                     field: "regex_scripts".into(),
                     problem: "a preset's scripts come with the preset".into(),
@@ -1226,10 +1226,13 @@ impl Context {
             })
             .unwrap_or_default()
         };
-        let regex_scripts = scripts(file.regex_scripts.as_deref(), crate::ScriptSource::Global);
+        let regex_scripts = scripts(
+            file.regex_scripts.as_deref(),
+            crate::scripts::ScriptSource::Global,
+        );
         let char_regex_scripts = scripts(
             file.char_regex_scripts.as_deref(),
-            crate::ScriptSource::Character,
+            crate::scripts::ScriptSource::Character,
         );
         let layout = layout_field(file.layout.as_ref())?;
         let random = random_field(file.random.as_ref())?;

@@ -90,7 +90,7 @@ impl Serialize for NamedMessages<'_, '_> {
         use serde::ser::{SerializeMap, SerializeSeq};
         let mut seq = s.serialize_seq(Some(self.0.messages.len()))?;
         for (i, m) in self.0.messages.iter().enumerate() {
-            struct One<'a, 'b>(&'a crate::Message<'b>, Option<&'a str>);
+            struct One<'a, 'b>(&'a crate::assemble::Message<'b>, Option<&'a str>);
             impl Serialize for One<'_, '_> {
                 fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                     let mut map = s.serialize_map(None)?;
@@ -100,9 +100,9 @@ impl Serialize for NamedMessages<'_, '_> {
                     map.serialize_entry("parts", self.0.parts())?;
                     // SPEC §17.1.3: the roles ST's client posts.
                     let role = match self.0.role {
-                        crate::Role::System => "system",
-                        crate::Role::User => "user",
-                        crate::Role::Model => "assistant",
+                        crate::role::Role::System => "system",
+                        crate::role::Role::User => "user",
+                        crate::role::Role::Model => "assistant",
                     };
                     map.serialize_entry("role", role)?;
                     map.serialize_entry("source", &self.0.source)?;
@@ -353,7 +353,7 @@ struct RegexedDoc<'a> {
     text: &'a str,
 }
 
-impl crate::scripts::Regexed {
+impl crate::passes::Regexed {
     /// `{"diagnostics", "text"}` (SPEC §13.7), what `stpreset regex --format json` prints.
     ///
     /// ```

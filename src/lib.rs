@@ -37,7 +37,9 @@ mod lore;
 mod node;
 mod number;
 mod options;
+mod passes;
 mod passthrough;
+mod pattern;
 mod preset;
 mod provider;
 mod render;
@@ -72,6 +74,7 @@ pub use lore::{
     WiRandom, WiResult, WiSettings, WiState, activate,
 };
 pub use options::{Budget, Injection, RandomSource, RenderOptions};
+pub use passes::{PassKind, Placement, PromptPass, RegexPass, Regexed};
 pub use passthrough::{PartMemo, Passthrough};
 pub use preset::{CompiledPreset, Preset, PresetError, PresetNode};
 pub use provider::{
@@ -81,9 +84,7 @@ pub use provider::{
 pub use render::{Expansion, Rendered, request_options};
 pub use report::TextReport;
 pub use scripts::markdown::display_markdown;
-pub use scripts::{
-    PassKind, Placement, PromptPass, RegexPass, RegexScript, Regexed, ScriptSource, Substitute,
-};
+pub use scripts::{RegexScript, ScriptSource, Substitute};
 pub use settings::resolve::EffectiveOptions;
 pub use settings::{PresetSettings, PresetSettingsUse, SettingsEdit};
 pub use stchat::{CHAT_MAX_FILE_BYTES, CHAT_MAX_MESSAGES, st_chat_context};

@@ -14,8 +14,8 @@ use crate::identity::convert_identities;
 use crate::limits::OutputBudget;
 pub(crate) use crate::node::CompiledNode;
 use crate::options::Budget;
+use crate::passes::Scripts;
 use crate::provider::{self, ChatMessage, Names, ProviderOptions, Tri};
-use crate::scripts::Scripts;
 use crate::settings::resolve::{self, EffectiveOptions};
 use crate::settings::{PresetSettings, PresetSettingsUse, TEMPLATES};
 use crate::tokens::Known;
@@ -121,7 +121,7 @@ fn template_within(node: &CompiledNode, ctx: &Context) -> Expansion {
             lore,
             &[],
             &scripts,
-            crate::scripts::Permission::NONE,
+            crate::passes::Permission::NONE,
             available,
             &mut notes,
         );
@@ -169,7 +169,7 @@ pub(crate) struct PresetParts<'p> {
     pub templates: &'p [CompiledNode],
     pub scripts: &'p Scripts,
     /// Who lets the preset's regex scripts run (SPEC §13.6.1).
-    pub regex: crate::scripts::Permission,
+    pub regex: crate::passes::Permission,
     /// The prompt list SillyTavern reads (SPEC §17.1.2), when the context asks for its layout.
     pub st_plan: Option<&'p crate::sillytavern::StPlan>,
 }
@@ -263,7 +263,7 @@ fn with_lore(parts: &PresetParts<'_>, ctx: &Context) -> Rendered<'static> {
 fn render_preset<'c>(
     parts: &PresetParts<'_>,
     ctx: &'c Context,
-    early: Option<(Vec<Option<crate::scripts::ItemText>>, Vec<Diagnostic>)>,
+    early: Option<(Vec<Option<crate::passes::ItemText>>, Vec<Diagnostic>)>,
     known: Option<Known<'c>>,
 ) -> Rendered<'c> {
     // Which settings apply (SPEC §14.3); an edited template is compiled for this render.

@@ -118,7 +118,7 @@ mod tests {
             .collect();
         let json = serde_json::json!({ "prompts": prompts });
         let preset = Preset::from_json(json.to_string().as_bytes()).unwrap();
-        let ctx = crate::Context::default();
+        let ctx = crate::context::Context::default();
         let out = preset.compile().render(&ctx);
         let mut text = Vec::new();
         TextReport::preset("p.json", &preset)

@@ -498,7 +498,7 @@ mod tests {
         .unwrap();
         assert_eq!(ctx.lone_surrogates, 3);
         let note = ctx.surrogate_note().unwrap();
-        assert_eq!(note.kind, crate::DiagnosticKind::LoneSurrogate);
+        assert_eq!(note.kind, crate::diagnostic::DiagnosticKind::LoneSurrogate);
         assert!(
             note.message.contains("chat file lines 2, 4"),
             "{}",

@@ -244,7 +244,7 @@ mod tests {
         assert_eq!(json_text(b"\"\xED\xA0\"").unwrap_err(), 1);
         let (text, n) = repair_text(b"\xED\xAD");
         assert_eq!((text.as_ref(), n), (b"\xED\xAD".as_slice(), 0));
-        assert!(crate::Template::from_bytes(b"\xED\xAD").is_err());
-        assert!(crate::Template::from_bytes(b"a\xED\xAD\xED\xB8\x80").is_err());
+        assert!(crate::template::Template::from_bytes(b"\xED\xAD").is_err());
+        assert!(crate::template::Template::from_bytes(b"a\xED\xAD\xED\xB8\x80").is_err());
     }
 }

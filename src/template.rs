@@ -88,7 +88,10 @@ impl Template {
         if self.lone_surrogates > 0 {
             out.diagnostics.insert(
                 0,
-                crate::Diagnostic::lone_surrogates("the template", self.lone_surrogates),
+                crate::diagnostic::Diagnostic::lone_surrogates(
+                    "the template",
+                    self.lone_surrogates,
+                ),
             );
         }
         out

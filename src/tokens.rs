@@ -494,9 +494,9 @@ mod tests {
         assert_eq!(work(&format!("{} x", "a".repeat(65))), 65 * 160 + 2 * 20);
         // Inside a render the work is charged; out of budget, the byte length stands in and
         // nothing is cached.
-        let limits = crate::Limits {
+        let limits = crate::limits::Limits {
             render_work: 1000,
-            ..crate::Limits::default()
+            ..crate::limits::Limits::default()
         };
         let o200k = Counter::Builtin(Tokenizer::O200k).resolve("");
         let long = "b".repeat(100);

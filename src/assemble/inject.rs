@@ -9,7 +9,7 @@ use super::place::{host_text, is_tail, regex_dropped};
 use super::{Assembly, Injection, Message, Plan, Source};
 use crate::context::{Context, Role};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
-use crate::scripts::ItemText;
+use crate::passes::ItemText;
 
 /// One text to inject, in preset order (depth nodes, then tail items).
 pub(super) struct Injected<'c> {

@@ -203,7 +203,7 @@ pub(crate) struct Extras {
     /// Verbatim, not rendered; `Some` only when non-empty.
     pub send_if_empty: Option<String>,
     /// The prompt pass's results per context item (SPEC §13.2.3); empty when nothing ran.
-    pub regexed: Vec<Option<crate::scripts::ItemText>>,
+    pub regexed: Vec<Option<crate::passes::ItemText>>,
     /// What the generation type adds at the end.
     pub turn: Turn,
 }

@@ -9,7 +9,7 @@ use crate::context::{Context, ContextItem, Role, Tag};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::eval::Expanded;
 use crate::identity::convert_identities;
-use crate::scripts::ItemText;
+use crate::passes::ItemText;
 
 const SAMPLE_SEPARATOR: &str = "[System: The example dialogue above only shows how {{char}} writes; it is not part of the live conversation. Continue from the current scene.]";
 

@@ -313,7 +313,7 @@ impl Run<'_, '_> {
 
 /// The group macros (SPEC §11.14.2): `group`, `groupNotMuted`, `notChar`, each the members
 /// joined with `, `. Outside a group: `char`, `char`, `user`.
-fn groups(ctx: &crate::Context) -> [String; 3] {
+fn groups(ctx: &crate::context::Context) -> [String; 3] {
     if ctx.group.is_empty() {
         return [ctx.char.clone(), ctx.char.clone(), ctx.user.clone()];
     }
@@ -336,7 +336,7 @@ fn groups(ctx: &crate::Context) -> [String; 3] {
 }
 
 /// Text of the last `DIALOGUE_HISTORY` item (of a role, if given).
-fn last(ctx: &crate::Context, role: Option<Role>) -> &str {
+fn last(ctx: &crate::context::Context, role: Option<Role>) -> &str {
     // A swipe's replaced reply is the newest message still (SPEC §18.1).
     if let Some(s) = ctx.swiped.as_deref()
         && role.is_none_or(|r| s.role == r)

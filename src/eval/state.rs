@@ -175,13 +175,13 @@ impl Run<'_, '_> {
         let ctx = self.ctx();
         let settings = self.eng.settings;
         let window = match ctx.options.budget.max_context_tokens {
-            crate::Tri::Value(w) => i64::from(w),
+            crate::provider::Tri::Value(w) => i64::from(w),
             _ => settings
                 .and_then(|s| s.openai_max_context)
                 .unwrap_or(DEFAULT_CONTEXT),
         };
         let response = match ctx.provider_options.max_tokens {
-            crate::Tri::Value(n) => n,
+            crate::provider::Tri::Value(n) => n,
             _ => settings
                 .and_then(|s| s.openai_max_tokens)
                 .unwrap_or(DEFAULT_RESPONSE),

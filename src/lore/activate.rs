@@ -20,8 +20,8 @@ use crate::context::{Context, Tag};
 use crate::diagnostic::{Diagnostic, DiagnosticKind, excerpt};
 use crate::eval::ScriptEngine;
 use crate::limits::Limits;
+use crate::pattern::Cost;
 use crate::role::Role;
-use crate::scripts::pattern::Cost;
 use crate::tokens::TokenCounter;
 use crate::work::{Allowance, Stage};
 

@@ -14,8 +14,8 @@ use super::settings::LoreInput;
 use super::state::WiState;
 use crate::context::{Context, ContextItem, Tag};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
+use crate::passes::{ItemText, Permission, Scripts};
 use crate::role::Role;
-use crate::scripts::{ItemText, Permission, Scripts};
 
 /// Every draw the same number (`random: {"constant": X}`, SPEC §17.3.1).
 struct Constant(f64);
@@ -326,7 +326,8 @@ impl super::Card {
                 .regex_scripts()
                 .and_then(|v| serde_json::value::to_raw_value(&v).ok())
         {
-            let (list, mut notes) = crate::scripts::read_list(&raw, crate::ScriptSource::Character);
+            let (list, mut notes) =
+                crate::scripts::read_list(&raw, crate::scripts::ScriptSource::Character);
             ctx.char_regex_scripts = list;
             ctx.regex_notes.append(&mut notes);
         }

@@ -5,7 +5,7 @@
 use std::cell::OnceCell;
 
 use crate::limits::Limits;
-use crate::scripts::pattern::{self, Cost, Pattern};
+use crate::pattern::{self, Cost, Pattern};
 use crate::work::{Allowance, Stage};
 
 /// One text keys are matched against, with its lowercase and UTF-16 forms made on first use.

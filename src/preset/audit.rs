@@ -129,7 +129,7 @@ impl Preset {
             }
         }
         self.audit_anchors(&mut out);
-        crate::scripts::audit(&self.scripts, &mut out);
+        crate::passes::audit(&self.scripts, &mut out);
         out
     }
 

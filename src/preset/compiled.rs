@@ -7,9 +7,9 @@ use crate::chat::Chat;
 use crate::context::Context;
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::limits::Limits;
+use crate::passes::{PassKind, Placement, PromptPass, RegexPass, Regexed, Scripts};
 use crate::render::{self, CompiledNode, Rendered};
 use crate::role::Role;
-use crate::scripts::{PassKind, Placement, PromptPass, RegexPass, Regexed, Scripts};
 use crate::settings::{PresetSettings, TEMPLATES};
 
 /// A preset ready to render: enabled nodes are parsed once, here.
@@ -189,7 +189,7 @@ impl CompiledPreset {
         {
             return &self.scripts;
         }
-        let all: Vec<crate::RegexScript> = ctx
+        let all: Vec<crate::scripts::RegexScript> = ctx
             .regex_scripts
             .iter()
             .chain(self.scripts.scripts())
@@ -203,8 +203,8 @@ impl CompiledPreset {
 
     /// Who lets which regex scripts run with `ctx`: the context, the keeper (the preset's)
     /// and the context again (the card's).
-    fn regex_permission(&self, ctx: &Context) -> crate::scripts::Permission {
-        crate::scripts::Permission {
+    fn regex_permission(&self, ctx: &Context) -> crate::passes::Permission {
+        crate::passes::Permission {
             context: ctx.allow_preset_regex,
             keeper: self.regex_permitted,
             character: ctx.allow_char_regex,
@@ -218,7 +218,7 @@ impl CompiledPreset {
     }
 
     /// The regex scripts it runs (SPEC §13.1), as [`Preset::regex_scripts`] lists them.
-    pub fn regex_scripts(&self) -> impl Iterator<Item = &crate::RegexScript> {
+    pub fn regex_scripts(&self) -> impl Iterator<Item = &crate::scripts::RegexScript> {
         self.scripts.scripts()
     }
 
@@ -334,8 +334,8 @@ impl CompiledPreset {
             .iter()
             .enumerate()
             .map(|(i, item)| match changed.get(i) {
-                Some(Some(crate::scripts::ItemText::Text(t))) => Some(t.to_string()),
-                Some(Some(crate::scripts::ItemText::Dropped)) => None,
+                Some(Some(crate::passes::ItemText::Text(t))) => Some(t.to_string()),
+                Some(Some(crate::passes::ItemText::Dropped)) => None,
                 _ => Some(item.text.clone()),
             })
             .collect();

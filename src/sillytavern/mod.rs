@@ -30,9 +30,9 @@ use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::eval::{self, EvalNode};
 use crate::layout::PersonaPosition;
 use crate::node::CompiledNode;
+use crate::passes::ItemText;
+use crate::passes::Scripts;
 use crate::role::Role;
-use crate::scripts::ItemText;
-use crate::scripts::Scripts;
 use crate::settings::PresetSettings;
 use crate::settings::resolve;
 use crate::tokens::TokenCounter;
@@ -54,7 +54,7 @@ pub(crate) struct Inputs<'p> {
     pub settings: &'p PresetSettings,
     pub scripts: &'p Scripts,
     /// Who lets the preset's regex scripts run (SPEC §13.6.1).
-    pub regex: crate::scripts::Permission,
+    pub regex: crate::passes::Permission,
 }
 
 /// A render in this layout, for `render` to wrap (the messages own their text).

@@ -373,7 +373,7 @@ fn required_literal(body: &str, icase: bool, unicode: bool) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::pattern::{Cursor, compile};
+    use super::super::{Cursor, compile};
     use super::*;
 
     #[test]

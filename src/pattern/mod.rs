@@ -1,11 +1,14 @@
-//! SPEC §13.3: reading `findRegex` as SillyTavern's `regexFromString` does, compiling it with
+//! The bounded matcher (SPEC §13.3), a leaf that regex scripts and World Info regex keys both
+//! stand on: reading `findRegex` as SillyTavern's `regexFromString` does, compiling it with
 //! the project's patched `regress` (ECMAScript as V8 in Node 20, UTF-16, a step bound: see
 //! `docs/regex-engine.md`), and the prefilters built from `literals`: no match without a
 //! required literal, and matches tried only where a prefix literal occurs.
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 
-use super::literals::{prefix_literals, required_literals};
+mod literals;
+
+use literals::{prefix_literals, required_literals};
 
 /// A compiled pattern and the flags the run loop needs.
 #[derive(Debug)]
