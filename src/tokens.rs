@@ -4,18 +4,35 @@
 
 #[cfg(feature = "tiktoken")]
 mod cache;
-mod items;
 
 /// The words a message's role costs in its token count (SPEC §12.4), by `Role` order.
 const ROLE_WORDS: [&str; 3] = ["system", "user", "assistant"];
-
-pub(crate) use items::{ItemCounts, Known};
 
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+
+/// What remembers token counts per chat item between renders: a `Chat`
+/// (`chat/memory.rs`). Asked with a message's parts and the item the message says it is
+/// ([`Message::item`](crate::Message::item)), it answers the remembered count, or `count()`'s
+/// (and remembers it). Behind a trait so that counting stands below the context it reads.
+pub(crate) trait Remember {
+    /// The count of `parts` under `vocab`, remembered for `item` when the parts are that
+    /// item's own text.
+    #[cfg_attr(not(feature = "tiktoken"), allow(dead_code))]
+    fn count(
+        &self,
+        parts: &[Cow<'_, str>],
+        item: Option<usize>,
+        vocab: Vocab,
+        count: &mut dyn FnMut() -> u32,
+    ) -> u32;
+}
+
+/// A render's view of a chat's memory (`None`: a plain context, nothing remembered).
+pub(crate) type Known<'c> = &'c dyn Remember;
 
 /// Counts tokens of a text. Implementations must be linear in the text and never panic.
 ///
@@ -281,7 +298,9 @@ impl Resolved {
             if let Some(bytes) = unpaid(parts) {
                 return bytes;
             }
-            return known.count(parts, item, vocab, || cache.count(parts, &Tiktoken(vocab)));
+            return known.count(parts, item, vocab, &mut || {
+                cache.count(parts, &Tiktoken(vocab))
+            });
         }
         #[cfg(not(feature = "tiktoken"))]
         let _ = item;

@@ -1,7 +1,7 @@
 //! Token counts remembered per chat item, between renders (issue 20).
 //!
 //! A bot renders the same history every turn with one message more. The process-wide cache
-//! (`cache.rs`) still hashes each history text, takes a lock and looks it up, every turn: a
+//! (`tokens/cache.rs`) still hashes each history text, takes a lock and looks it up, every turn: a
 //! third of a 200-message budgeted render of a small preset. A [`Chat`](crate::Chat) knows
 //! when an item changes (only by splicing), so it keeps each item's count beside the item
 //! and a render reads it back for the price of an address comparison.
@@ -13,8 +13,8 @@
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::Vocab;
-use crate::context::ContextItem;
+use super::Chat;
+use crate::tokens::{Remember, Vocab};
 
 /// Each item's count under one vocabulary: `(vocabulary code << 32) | count`, 0 for none.
 /// One word, so relaxed loads and stores can never pair a count with the wrong vocabulary.
@@ -69,28 +69,20 @@ impl ItemCounts {
     }
 }
 
-/// A chat's items and their remembered counts, as a render borrows them: kept by the
-/// render's result too, whose prompt tokens are counted when first asked for.
-#[derive(Clone, Copy)]
-pub(crate) struct Known<'c> {
-    pub items: &'c [ContextItem],
-    pub counts: &'c ItemCounts,
-}
-
-impl Known<'_> {
+impl Remember for Chat {
     /// The count of the text of `parts` under `vocab`: remembered when the message is item
     /// `item` as given (`Message::item`, checked here by address: its one part is that
     /// item's text), else (and the first time) `count()`.
-    #[cfg_attr(not(feature = "tiktoken"), allow(dead_code))]
     #[inline]
-    pub fn count(
-        self,
+    fn count(
+        &self,
         parts: &[Cow<'_, str>],
         item: Option<usize>,
         vocab: Vocab,
-        count: impl FnOnce() -> u32,
+        count: &mut dyn FnMut() -> u32,
     ) -> u32 {
-        let is_item = |i: usize, one: &str| self.items.get(i).is_some_and(|it| it.is_own_text(one));
+        let items = &self.ctx.items;
+        let is_item = |i: usize, one: &str| items.get(i).is_some_and(|it| it.is_own_text(one));
         let item = match (parts, item) {
             ([Cow::Borrowed(one)], Some(i)) if is_item(i, one) => i,
             _ => return count(),
@@ -107,24 +99,27 @@ impl Known<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::Context;
+
+    fn two() -> Chat {
+        Chat::from_json(
+            br#"{"items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "one"},
+            {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "two"}]}"#,
+        )
+        .unwrap()
+    }
 
     #[test]
     fn an_items_count_is_counted_once_per_vocabulary() {
-        let ctx = Context::with_history(&["one", "two"]);
-        let counts = ItemCounts::unknown(2);
-        let known = Known {
-            items: &ctx.items,
-            counts: &counts,
-        };
+        let chat = two();
+        let known = chat.known();
         let calls = std::cell::Cell::new(0);
         let count = |parts: &[Cow<'_, str>], vocab| {
-            known.count(parts, Some(1), vocab, || {
+            known.count(parts, Some(1), vocab, &mut || {
                 calls.set(calls.get() + 1);
                 7
             })
         };
-        let item = [Cow::Borrowed(ctx.items[1].text.as_str())];
+        let item = [Cow::Borrowed(chat.ctx.items[1].text.as_str())];
         assert_eq!(count(&item, Vocab::O200k), 7);
         assert_eq!(count(&item, Vocab::O200k), 7);
         assert_eq!(calls.get(), 1);
@@ -142,20 +137,16 @@ mod tests {
 
     #[test]
     fn a_message_that_names_an_item_is_checked_by_address() {
-        let ctx = Context::with_history(&["one", "two"]);
-        let counts = ItemCounts::unknown(2);
-        counts.put(1, Vocab::O200k, 7);
-        let known = Known {
-            items: &ctx.items,
-            counts: &counts,
-        };
-        let two = [Cow::Borrowed(ctx.items[1].text.as_str())];
-        assert_eq!(known.count(&two, Some(1), Vocab::O200k, || 0), 7);
+        let chat = two();
+        chat.counts.put(1, Vocab::O200k, 7);
+        let known = chat.known();
+        let two = [Cow::Borrowed(chat.ctx.items[1].text.as_str())];
+        assert_eq!(known.count(&two, Some(1), Vocab::O200k, &mut || 0), 7);
         // Naming another item, none that exists, or none at all is never that item's count.
-        assert_eq!(known.count(&two, Some(0), Vocab::O200k, || 3), 3);
-        assert_eq!(known.count(&two, Some(9), Vocab::O200k, || 4), 4);
-        assert_eq!(known.count(&two, None, Vocab::O200k, || 5), 5);
-        assert_eq!(counts.get(0, Vocab::O200k), None);
+        assert_eq!(known.count(&two, Some(0), Vocab::O200k, &mut || 3), 3);
+        assert_eq!(known.count(&two, Some(9), Vocab::O200k, &mut || 4), 4);
+        assert_eq!(known.count(&two, None, Vocab::O200k, &mut || 5), 5);
+        assert_eq!(chat.counts.get(0, Vocab::O200k), None);
     }
 
     #[test]

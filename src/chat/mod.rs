@@ -3,6 +3,8 @@
 //! file every turn. The language packages hold one of these natively, so a 200-message
 //! history crosses into Rust once, not once per turn.
 
+mod memory;
+
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
@@ -11,7 +13,8 @@ use serde_json::value::RawValue;
 use crate::context::{Context, ContextItem, UTF8_BOM};
 use crate::error::ContextError;
 use crate::passthrough::{Addresses, Passthrough};
-use crate::tokens::{ItemCounts, Known};
+use crate::tokens::Known;
+use memory::ItemCounts;
 
 /// A [`Context`] built from context-file JSON (SPEC §9) and changed in place: fields replaced
 /// by [`Chat::set_json`], items spliced by [`Chat::splice_json`]. Every change is checked as a
@@ -123,10 +126,7 @@ impl Chat {
 
     /// What a render of this chat may remember between renders (its items' token counts).
     pub(crate) fn known(&self) -> Known<'_> {
-        Known {
-            items: &self.ctx.items,
-            counts: &self.counts,
-        }
+        self
     }
 
     /// How many items it has.
