@@ -160,7 +160,7 @@ impl RenderDetails {
 
 impl<'c> Rendered<'c> {
     /// The messages, and the rest of the document ([`RenderDetails`]).
-    pub fn into_parts(self) -> (Vec<crate::Message<'c>>, RenderDetails) {
+    pub fn into_parts(self) -> (Vec<crate::assemble::Message<'c>>, RenderDetails) {
         let details = RenderDetails {
             prompt_tokens: self.prompt_tokens(),
             effective: self.effective,

@@ -19,6 +19,7 @@
 // pest_derive without its `std` feature (which adds a per-rule stack probe) names `alloc`.
 extern crate alloc;
 
+mod activation;
 mod assemble;
 mod chat;
 mod context;
@@ -58,6 +59,10 @@ mod template;
 mod tokens;
 mod work;
 
+pub use activation::{
+    DepthLore, ExampleLore, ScanTexts, SeededRandom, WiInput, WiMessage, WiRandom, WiResult,
+    activate,
+};
 pub use assemble::{Message, Source};
 pub use chat::Chat;
 pub use context::{Context, ContextItem, MacroFn, MapHost, Role, Tag};
@@ -69,9 +74,8 @@ pub use json::RenderDetails;
 pub use layout::{AuthorsNote, Layout, PersonaPosition, UserSettings};
 pub use limits::Limits;
 pub use lore::{
-    Card, CardFormat, DepthLore, DepthPrompt, Effect, EffectKind, ExampleLore, GenerationType,
-    LoreError, LoreInput, LoreSource, Lorebook, ScanTexts, SeededRandom, WiInput, WiMessage,
-    WiRandom, WiResult, WiSettings, WiState, activate,
+    Card, CardFormat, DepthPrompt, Effect, EffectKind, GenerationType, LoreError, LoreInput,
+    LoreSource, Lorebook, WiSettings, WiState,
 };
 pub use options::{Budget, Injection, RandomSource, RenderOptions};
 pub use passes::{PassKind, Placement, PromptPass, RegexPass, Regexed};

@@ -115,8 +115,8 @@ fn template_within(node: &CompiledNode, ctx: &Context) -> Expansion {
         let lore = ctx.lore.as_ref().unwrap_or(&none);
         let scripts = Scripts::compile(&[], &[], &ctx.options.limits);
         let mut notes = Vec::new();
-        let available = crate::lore::items::available(ctx, None);
-        let placed = crate::lore::items::place(
+        let available = crate::activation::items::available(ctx, None);
+        let placed = crate::activation::items::place(
             ctx,
             lore,
             &[],
@@ -241,8 +241,8 @@ fn with_lore(parts: &PresetParts<'_>, ctx: &Context) -> Rendered<'static> {
     // The lore budget's context is the render's history budget, §12.4's `available` (SPEC
     // §15.4), after the preset's settings.
     let applied = applied(parts.settings, ctx);
-    let available = crate::lore::items::available(ctx, applied.as_deref());
-    let placed = crate::lore::items::place(
+    let available = crate::activation::items::available(ctx, applied.as_deref());
+    let placed = crate::activation::items::place(
         ctx,
         lore,
         &regexed,

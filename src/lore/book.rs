@@ -934,7 +934,7 @@ mod stream {
 
     /// The document's `entries`, read through `reader`; `None` when the document is not an
     /// object or its `entries` is neither an object nor an array.
-    pub(super) fn entries(
+    pub(crate) fn entries(
         bytes: &[u8],
         reader: &mut Reader<'_>,
     ) -> Result<Option<Entries>, serde_json::Error> {
@@ -949,13 +949,13 @@ mod stream {
     /// A context file's book: its `name` and `source` as written (the last of a repeated
     /// key, as `JSON.parse`), its other members skipped unparsed.
     #[derive(Debug, Default)]
-    pub(super) struct Head {
+    pub(crate) struct Head {
         pub name: Option<Json>,
         pub source: Option<Json>,
     }
 
     /// The book's [`Head`]; `None` when it is not an object.
-    pub(super) fn head(bytes: &[u8]) -> Result<Option<Head>, serde_json::Error> {
+    pub(crate) fn head(bytes: &[u8]) -> Result<Option<Head>, serde_json::Error> {
         let mut de = serde_json::Deserializer::from_slice(bytes);
         let head = de.deserialize_any(HeadVisitor)?;
         de.end()?;

@@ -10,7 +10,7 @@ use crate::work::{Allowance, Stage};
 
 /// One text keys are matched against, with its lowercase and UTF-16 forms made on first use.
 #[derive(Debug)]
-pub(super) struct Segment {
+pub(crate) struct Segment {
     pub text: String,
     lower: OnceCell<String>,
     units: OnceCell<Vec<u16>>,
@@ -37,7 +37,7 @@ impl Segment {
 
 /// A key after macro expansion and trimming.
 #[derive(Debug)]
-pub(super) enum Key {
+pub(crate) enum Key {
     /// Empty or whitespace-only after expansion: never matches (SPEC §15.11.14).
     Empty,
     Plain {
@@ -111,7 +111,7 @@ fn regex_parts(key: &str) -> Option<(String, &str)> {
 
 /// Why a test gave up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Spent {
+pub(crate) enum Spent {
     /// The call's plain or regex total ran out (`LoreLimit`).
     Total,
     /// One regex test went over its own bound (`LoreRegexLimit`).
@@ -120,7 +120,7 @@ pub(super) enum Spent {
 
 /// The step totals of one call (SPEC §15.8).
 #[derive(Debug)]
-pub(super) struct Steps {
+pub(crate) struct Steps {
     plain: Allowance,
     regex: Allowance,
     /// The render's work budget, not a total of the call, stopped it.
@@ -133,7 +133,7 @@ pub(super) struct Steps {
 /// unit (one byte scanned, about a nanosecond): a gate or a test measured 20–30 ns. Charged so
 /// that the passes themselves are bounded (issue 38: 20,000 entries of 256 keys at 128
 /// recursion levels tested 655 million keys, 10 s, none of it counted).
-pub(super) const TEST_STEPS: u64 = 32;
+pub(crate) const TEST_STEPS: u64 = 32;
 
 impl Steps {
     /// Spends `n` tests from the plain total; `Err` once it has run out.
@@ -180,7 +180,7 @@ impl Steps {
 
 /// Whether a regex key matches `seg` within its run bound and the call's total. Plain keys
 /// are found by the call's [`PlainIndex`]; an empty key never matches.
-pub(super) fn test(key: &Key, seg: &Segment, steps: &mut Steps) -> Result<bool, Spent> {
+pub(crate) fn test(key: &Key, seg: &Segment, steps: &mut Steps) -> Result<bool, Spent> {
     let Key::Regex { pattern, sticky } = key else {
         return Ok(false);
     };
@@ -216,7 +216,7 @@ fn is_word(b: u8) -> bool {
 
 /// Where a scanned segment sits, for [`PlainIndex::scan`].
 #[derive(Debug, Clone, Copy)]
-pub(super) enum Place {
+pub(crate) enum Place {
     /// Message `i` (0 = newest).
     Message(usize),
     /// Card field `i` of the six (persona, description, …).
@@ -227,7 +227,7 @@ pub(super) enum Place {
 
 /// Where one plain pattern was found: `[substring, whole word]` each.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Hits {
+pub(crate) struct Hits {
     /// The newest message index with a hit (`usize::MAX`: none); entries see a prefix.
     message: [usize; 2],
     fields: [u8; 2],
@@ -368,7 +368,7 @@ fn automata(patterns: &[(String, bool)]) -> std::sync::Arc<Automata> {
 /// over lowercased segments, case-sensitive ones over the text. Each segment is scanned once
 /// for all keys, so a recursion chain of n entries costs n scans, not n² tests.
 #[derive(Debug)]
-pub(super) struct PlainIndex {
+pub(crate) struct PlainIndex {
     automata: std::sync::Arc<Automata>,
     pub hits: Vec<Hits>,
     /// Patterns a recursion segment hit for the first time, since the last `take_touched`.

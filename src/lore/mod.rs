@@ -1,24 +1,19 @@
-//! Character cards and World Info (SPEC §15): card import (`card`, with its PNG reader `png`),
-//! lorebook import (`book`), the stateless activation call (`activate`, matching in `keys`),
-//! timed-effect state (`state`) and what a render does with the result (`place`).
+//! Character cards and World Info as data (SPEC §15): card import (`card`, with its PNG reader
+//! `png`), lorebook import (`book`), key matching (`keys`), the activation settings
+//! (`settings`) and the timed-effect state (`state`). The activation call and its place in a
+//! render are `activation`'s, above the context and the evaluator they read.
 //!
 //! Cards and books come from strangers: every size is checked against [`Limits`] before
 //! anything is allocated for it, and activation work is linear in the text scanned (§15.8).
 
-mod activate;
-mod book;
-mod card;
-pub(crate) mod items;
-mod json;
-mod keys;
+pub(crate) mod book;
+pub(crate) mod card;
+pub(crate) mod json;
+pub(crate) mod keys;
 mod png;
 mod settings;
-mod state;
+pub(crate) mod state;
 
-pub use activate::{
-    DepthLore, ExampleLore, ScanTexts, SeededRandom, WiInput, WiMessage, WiRandom, WiResult,
-    activate,
-};
 pub(crate) use book::read_lorebooks;
 pub use book::{LoreSource, Lorebook};
 pub use card::{Card, CardFormat, DepthPrompt};

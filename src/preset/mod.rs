@@ -14,8 +14,9 @@ use thiserror::Error;
 
 use crate::diagnostic::{Diagnostic, DiagnosticKind, excerpt};
 use crate::limits::Limits;
+use crate::passes::Scripts;
+use crate::scripts::RegexScript;
 use crate::settings::{Json, PresetSettings};
-use crate::{passes::Scripts, scripts::RegexScript};
 use fields::{At, Label};
 use raw::{
     Loose, PromptEntry, Prompts, RawFile, RawOrderEntry, RawOrderItem, RawPromptOrder, raw_kind,

@@ -234,9 +234,9 @@ pub(crate) fn render(parts: &Inputs<'_>, plan: &StPlan, ctx: &Context) -> Output
     let regexed = parts
         .scripts
         .prompt_items(ctx, parts.regex, false, &mut diagnostics);
-    let available = crate::lore::items::available(ctx, settings);
+    let available = crate::activation::items::available(ctx, settings);
     let wi = ctx.lore.as_ref().map(|lore| {
-        crate::lore::items::activate_for(
+        crate::activation::items::activate_for(
             ctx,
             lore,
             &regexed,

@@ -541,7 +541,7 @@ fn postgres_shown(target: &str) -> String {
     }
     shown.push('/');
     shown.push_str(config.get_dbname().unwrap_or(""));
-    crate::terminal_safe(&shown).into_owned()
+    crate::diagnostic::terminal_safe(&shown).into_owned()
 }
 
 /// Without the client there is nothing to parse with: nothing of the target is shown.

@@ -9,18 +9,17 @@
 
 use std::sync::Arc;
 
-use super::activate::{self, SeededRandom, WiInput, WiMessage};
-use super::settings::LoreInput;
-use super::state::WiState;
+use super::{SeededRandom, WiInput, WiMessage};
 use crate::context::{Context, ContextItem, Tag};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
+use crate::lore::{LoreInput, WiState};
 use crate::passes::{ItemText, Permission, Scripts};
 use crate::role::Role;
 
 /// Every draw the same number (`random: {"constant": X}`, SPEC §17.3.1).
 struct Constant(f64);
 
-impl activate::WiRandom for Constant {
+impl super::WiRandom for Constant {
     fn draw(&mut self) -> f64 {
         self.0
     }
@@ -43,7 +42,7 @@ fn run_for(
     regexed: &[Option<ItemText>],
     available: Option<u64>,
     diagnostics: &mut Vec<Diagnostic>,
-) -> (Vec<activate::Activated>, WiState, Vec<Diagnostic>) {
+) -> (Vec<super::Activated>, WiState, Vec<Diagnostic>) {
     for b in &lore.books {
         diagnostics.extend_from_slice(b.diagnostics());
     }
@@ -77,13 +76,13 @@ fn run_for(
     let position = input.position.unwrap_or(input.history.len() as u64);
     let mut seeded = SeededRandom::new(ctx.seed, position);
     let mut constant = Constant(ctx.options.random.unwrap_or_default());
-    let random: &mut dyn activate::WiRandom = match ctx.options.random {
+    let random: &mut dyn super::WiRandom = match ctx.options.random {
         Some(_) => &mut constant,
         None => &mut seeded,
     };
     let counter = ctx.options.budget.counter.for_model(&ctx.model);
     let limits = ctx.options.limits.clamped();
-    activate::run(
+    super::run(
         &lore.books,
         &input,
         &lore.settings,
@@ -114,7 +113,7 @@ pub(crate) fn activate_for(
     let cap = ctx.options.limits.clamped().output_bytes;
     let mut placed_bytes = 0usize;
     let mut over = false;
-    let mut result = activate::place(
+    let mut result = super::place(
         activated,
         |a| {
             if over {
@@ -185,7 +184,7 @@ pub(crate) fn place(
         front.push(item(Tag::KnowledgeLorebookAfter, result.after, None));
     }
     for ex in &result.examples {
-        let blocks = super::card::parse_mes_examples(&ex.text);
+        let blocks = crate::lore::card::parse_mes_examples(&ex.text);
         let to = if ex.position == "top" {
             &mut front
         } else {
@@ -225,8 +224,8 @@ pub(crate) fn place(
     }
     // A quiet generation with `quiet_skip_wi` leaves out World Info at depth and the outlets
     // (ST's `skipWIAN`, SPEC §18.1); the rest of the lore stays.
-    let skip_wi =
-        lore.generation_type == super::GenerationType::Quiet && ctx.user_settings.quiet_skip_wi;
+    let skip_wi = lore.generation_type == crate::lore::GenerationType::Quiet
+        && ctx.user_settings.quiet_skip_wi;
     if !skip_wi {
         for g in result.depth {
             let depth = i64::try_from(g.depth).unwrap_or(i64::MAX);
@@ -260,7 +259,7 @@ pub(crate) fn place(
     }
 }
 
-impl super::Card {
+impl crate::lore::Card {
     /// Puts the card into a context (SPEC §15.2, §16 step 1): its values fill the fields the
     /// context leaves empty, with one item each for description, personality and example
     /// block unless the host has items of that tag; its depth prompt becomes a tail item;
@@ -363,7 +362,7 @@ impl super::WiResult {
     /// ```
     pub fn for_context(ctx: &Context) -> super::WiResult {
         // Borrowed: a clone copied every book (45 MB of a 16 MB book's 80 MB peak).
-        let none = super::LoreInput::default();
+        let none = LoreInput::default();
         let lore = ctx.lore.as_ref().unwrap_or(&none);
         let mut diagnostics = Vec::new();
         let available = available(ctx, None);
@@ -372,7 +371,7 @@ impl super::WiResult {
                 run_for(ctx, lore, &[], available, &mut diagnostics)
             });
         notes.extend(note);
-        let mut out = activate::place(activated, |a| Some(a.content.clone()), &mut notes);
+        let mut out = super::place(activated, |a| Some(a.content.clone()), &mut notes);
         diagnostics.append(&mut notes);
         out.state = state;
         out.diagnostics = diagnostics;
@@ -385,7 +384,7 @@ impl super::WiResult {
     }
 }
 
-impl super::Card {
+impl crate::lore::Card {
     /// The context-file fields [`apply_to`](Self::apply_to) fills in an empty context, with
     /// the card's book as `lorebooks`, keys in byte order: a host that builds context files
     /// merges them under its own values (and the `items` of

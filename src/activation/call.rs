@@ -1,388 +1,20 @@
-//! The activation call (SPEC §15.4–§15.7): which entries of which books activate for a chat,
-//! and where their text goes. A pure function of its inputs: the host passes the timed-effect
-//! state and the message position in and gets the new state back.
-//!
-//! Work is linear (§15.8): keys and contents are expanded once per call, each (key, segment)
-//! pair is tested once (a memo per key remembers how far it has looked), and every test is
-//! paid for from the call's step totals.
+//! The activation engine (SPEC §15.5–§15.8): one call's entries, its scan passes (initial,
+//! recursion, minimum activations), timed effects, key tests against the memoized segments,
+//! and the macro expansion of keys and contents, each paid from the call's step totals.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
-use rand::rngs::Xoshiro256PlusPlus;
-use rand::{RngExt, SeedableRng};
-use serde::Serialize;
-
-use super::book::{Entry, LoreSource, Lorebook};
-use super::keys::{self, Key, Place, PlainIndex, Segment, Spent, Steps};
-use super::settings::{GenerationType, WiSettings};
-use super::state::{Effect, EffectKind, WiState, fingerprint};
-use crate::context::{Context, Tag};
+use super::{WiInput, WiRandom, lore_seed};
 use crate::diagnostic::{Diagnostic, DiagnosticKind, excerpt};
 use crate::eval::ScriptEngine;
 use crate::limits::Limits;
+use crate::lore::book::Entry;
+use crate::lore::keys::{self, Key, Place, PlainIndex, Segment, Spent, Steps};
+use crate::lore::state::{Effect, EffectKind, fingerprint};
+use crate::lore::{LoreSource, Lorebook, WiSettings, WiState};
 use crate::pattern::Cost;
-use crate::role::Role;
 use crate::tokens::TokenCounter;
 use crate::work::{Allowance, Stage};
-
-/// Texts scanned besides the messages, each by the entries whose `match*` flag selects it,
-/// and `inject`, scanned by every entry (SillyTavern's `scan: true` extension prompts).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ScanTexts {
-    /// The user's persona description.
-    pub persona: String,
-    /// The character's description.
-    pub description: String,
-    /// The character's personality.
-    pub personality: String,
-    /// The character's depth prompt.
-    pub depth_prompt: String,
-    /// The scenario.
-    pub scenario: String,
-    /// The card's creator notes.
-    pub creator_notes: String,
-    /// Extra scan-only texts.
-    pub inject: Vec<String>,
-}
-
-/// One history message as activation scans it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WiMessage<'a> {
-    /// The speaker's name (empty: none).
-    pub name: &'a str,
-    /// The message text.
-    pub text: &'a str,
-}
-
-/// What one activation call reads besides the books and settings (SPEC §15.4).
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct WiInput<'a> {
-    /// Names, variables, clock and seed for the macros in keys and contents.
-    pub context: &'a Context,
-    /// The messages, oldest first.
-    pub history: Vec<WiMessage<'a>>,
-    /// Messages in the conversation up to and including the newest (the timed-effect clock);
-    /// `None`: the history's length.
-    pub position: Option<u64>,
-    /// The generation type, for entries with `triggers`.
-    pub generation_type: GenerationType,
-    /// Card and persona texts, and extra scan-only texts.
-    pub scan: ScanTexts,
-    /// The context size the budget is a percentage of; `None`: 3795 (SillyTavern's default).
-    pub max_context: Option<u64>,
-    /// Decide without starting or ending timed effects.
-    pub dry_run: bool,
-}
-
-impl<'a> WiInput<'a> {
-    /// The context's `DIALOGUE_HISTORY` items (a message without a `name` takes the user's or
-    /// the character's by its role, as every SillyTavern message has one) and its card and
-    /// persona values as scan texts.
-    ///
-    /// ```
-    /// use stpreset::{Context, ContextItem, Role, Tag, WiInput};
-    /// let mut ctx = Context::default();
-    /// ctx.user = "Alice".into();
-    /// ctx.items.push(ContextItem::new(Some(Tag::DialogueHistory), Role::User, "hi"));
-    /// let input = WiInput::new(&ctx);
-    /// assert_eq!((input.history[0].name, input.history[0].text), ("Alice", "hi"));
-    /// ```
-    pub fn new(ctx: &'a Context) -> WiInput<'a> {
-        let history = ctx
-            .items
-            .iter()
-            .filter(|i| i.tag == Some(Tag::DialogueHistory))
-            .map(|i| WiMessage {
-                name: match (&i.name, i.role) {
-                    (Some(n), _) => n,
-                    (None, Role::User) => &ctx.user,
-                    (None, Role::Model) => &ctx.char,
-                    (None, Role::System) => "",
-                },
-                text: &i.text,
-            })
-            .collect();
-        WiInput {
-            context: ctx,
-            history,
-            position: None,
-            generation_type: GenerationType::Normal,
-            scan: ScanTexts {
-                persona: ctx.persona.clone(),
-                description: ctx.description.clone(),
-                personality: ctx.personality.clone(),
-                scenario: ctx.scenario.clone(),
-                depth_prompt: ctx
-                    .char_depth_prompt
-                    .as_ref()
-                    .map(|d| d.text.clone())
-                    .unwrap_or_default(),
-                ..ScanTexts::default()
-            },
-            max_context: None,
-            dry_run: false,
-        }
-    }
-}
-
-/// The random source of activation: group and probability rolls, each a number in `[0, 1)`.
-pub trait WiRandom {
-    /// The next draw.
-    fn draw(&mut self) -> f64;
-}
-
-/// The default source: a stream seeded from the context seed and the message position
-/// (SPEC §15.6.4), so a render at the same position repeats its draws.
-#[derive(Debug, Clone)]
-pub struct SeededRandom(Xoshiro256PlusPlus);
-
-impl SeededRandom {
-    /// The lore stream of `seed` at message position `position`.
-    pub fn new(seed: u64, position: u64) -> SeededRandom {
-        SeededRandom(Xoshiro256PlusPlus::seed_from_u64(lore_seed(seed, position)))
-    }
-}
-
-/// The lore stream's seed: the context seed with the tag `lore` and the position (SPEC §16).
-pub(crate) fn lore_seed(seed: u64, position: u64) -> u64 {
-    crate::eval::stream_seed(seed ^ position.rotate_left(32), "lore")
-}
-
-impl WiRandom for SeededRandom {
-    fn draw(&mut self) -> f64 {
-        self.0.random::<f64>()
-    }
-}
-
-/// Text placed at a chat depth (SPEC §15.7).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct DepthLore {
-    /// Messages from the end.
-    pub depth: u64,
-    /// `system`, `user` or `assistant`.
-    pub role: &'static str,
-    /// The entries' texts joined with `\n`.
-    pub text: String,
-}
-
-/// Text placed with the example dialogue.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ExampleLore {
-    /// `top` or `bottom`.
-    pub position: &'static str,
-    /// The entry's text.
-    pub text: String,
-}
-
-/// What an activation call gives back (SPEC §15.7), in its JSON order.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[non_exhaustive]
-pub struct WiResult {
-    /// Entry names (`BOOK.UID`) in activation order.
-    pub activated: Vec<String>,
-    /// Text before the character (position 0), joined with `\n`.
-    pub before: String,
-    /// Text after the character (position 1).
-    pub after: String,
-    /// Text at chat depths (position 4).
-    pub depth: Vec<DepthLore>,
-    /// Text with the examples (positions 5 and 6).
-    pub examples: Vec<ExampleLore>,
-    /// Author's Note top (position 2).
-    pub an_top: Vec<String>,
-    /// Author's Note bottom (position 3).
-    pub an_bottom: Vec<String>,
-    /// Outlets by name (position 7).
-    pub outlets: BTreeMap<String, String>,
-    /// The state to pass to the next call.
-    pub state: WiState,
-    /// What the call noticed.
-    pub diagnostics: Vec<Diagnostic>,
-}
-
-/// An activated entry as the placement walk needs it.
-#[derive(Debug, Clone)]
-pub(crate) struct Activated {
-    pub name: String,
-    pub book: String,
-    pub uid: String,
-    pub content: String,
-    pub order: i64,
-    pub position: i64,
-    pub depth: u64,
-    pub role: u8,
-    pub outlet: String,
-}
-
-/// Activates `books` for `input` (SPEC §15.5) and places the result (§15.7).
-///
-/// ```
-/// use stpreset::{Context, ContextItem, Limits, Lorebook, Role, Tag, WiInput, WiSettings, WiState};
-/// let book = Lorebook::from_json("w", br#"{"entries": {"0": {"key": ["rain"], "content": "It rains."}}}"#, &Limits::default()).unwrap();
-/// let mut ctx = Context::default();
-/// ctx.items.push(ContextItem::new(Some(Tag::DialogueHistory), Role::User, "Is it rain?"));
-/// let input = WiInput::new(&ctx);
-/// let mut rng = stpreset::SeededRandom::new(0, 1);
-/// let words = stpreset::Counter::Builtin(stpreset::Tokenizer::Words).for_model("");
-/// let out = stpreset::activate(&[book], &input, &WiSettings::default(), &WiState::default(), &mut rng, &*words, &Limits::default());
-/// assert_eq!(out.activated, ["w.0"]);
-/// assert_eq!(out.before, "It rains.");
-/// ```
-pub fn activate(
-    books: &[Lorebook],
-    input: &WiInput<'_>,
-    settings: &WiSettings,
-    state: &WiState,
-    random: &mut dyn WiRandom,
-    counter: &dyn TokenCounter,
-    limits: &Limits,
-) -> WiResult {
-    let ((activated, state, mut diagnostics), note) = crate::work::render(limits, || {
-        run(books, input, settings, state, random, counter, limits)
-    });
-    diagnostics.extend(note);
-    let mut out = place(activated, |a| Some(a.content.clone()), &mut diagnostics);
-    out.state = state;
-    out.diagnostics = diagnostics;
-    out
-}
-
-/// The activation without placement: the activated entries in activation order, the new
-/// state and the diagnostics (a render regexes each content before placing it).
-pub(crate) fn run(
-    books: &[Lorebook],
-    input: &WiInput<'_>,
-    settings: &WiSettings,
-    state: &WiState,
-    random: &mut dyn WiRandom,
-    counter: &dyn TokenCounter,
-    limits: &Limits,
-) -> (Vec<Activated>, WiState, Vec<Diagnostic>) {
-    let limits = limits.clamped();
-    let mut call = Call::new(books, input, settings, random, counter, &limits);
-    call.start_effects(state);
-    call.passes();
-    let state = call.end_effects();
-    let activated = call
-        .activated
-        .iter()
-        .map(|&i| {
-            let e = &call.ents[i];
-            Activated {
-                name: e.name.clone(),
-                book: e.book.to_string(),
-                uid: e.entry.uid.to_string(),
-                content: e.content.clone().unwrap_or_default(),
-                order: e.entry.order,
-                position: e.entry.position,
-                depth: e.entry.depth,
-                role: e.entry.role,
-                outlet: e.entry.outlet_name.clone(),
-            }
-        })
-        .collect();
-    (activated, state, call.diagnostics)
-}
-
-/// SPEC §15.7's walk: non-empty contents by `order` descending (stable on activation order).
-/// `text` gives each entry's final text (a render's `WORLD_INFO` scripts); `None` or empty
-/// drops it.
-pub(crate) fn place(
-    mut activated: Vec<Activated>,
-    mut text: impl FnMut(&Activated) -> Option<String>,
-    diagnostics: &mut Vec<Diagnostic>,
-) -> WiResult {
-    let mut out = WiResult {
-        activated: activated.iter().map(|a| a.name.clone()).collect(),
-        before: String::new(),
-        after: String::new(),
-        depth: Vec::new(),
-        examples: Vec::new(),
-        an_top: Vec::new(),
-        an_bottom: Vec::new(),
-        outlets: BTreeMap::new(),
-        state: WiState::default(),
-        diagnostics: Vec::new(),
-    };
-    activated.sort_by_key(|a| std::cmp::Reverse(a.order));
-    // Unshifted lists are built reversed and turned at the end.
-    let (mut before, mut after) = (Vec::new(), Vec::new());
-    let mut depth_groups: Vec<(u64, u8, Vec<String>)> = Vec::new();
-    let mut unnamed_reported = false;
-    for a in &activated {
-        if a.content.is_empty() {
-            continue;
-        }
-        let Some(t) = text(a).filter(|t| !t.is_empty()) else {
-            continue;
-        };
-        match a.position {
-            0 => before.push(t),
-            1 => after.push(t),
-            2 => out.an_top.push(t),
-            3 => out.an_bottom.push(t),
-            4 => match depth_groups
-                .iter_mut()
-                .find(|(d, r, _)| *d == a.depth && *r == a.role)
-            {
-                Some(g) => g.2.push(t),
-                None => depth_groups.push((a.depth, a.role, vec![t])),
-            },
-            5 | 6 => out.examples.push(ExampleLore {
-                position: if a.position == 5 { "top" } else { "bottom" },
-                text: t,
-            }),
-            7 if a.outlet.is_empty() && !unnamed_reported => {
-                unnamed_reported = true;
-                diagnostics.push(
-                    Diagnostic::new(
-                        DiagnosticKind::LoreOutletUnnamed,
-                        None,
-                        format!(
-                            "entry {} is an outlet without a name: placed nowhere",
-                            excerpt(&a.name)
-                        ),
-                    )
-                    .in_book(Some(&a.book), Some(&a.uid)),
-                );
-            }
-            7 if a.outlet.is_empty() => {}
-            7 => {
-                let slot = out.outlets.entry(a.outlet.clone()).or_default();
-                if !slot.is_empty() {
-                    slot.push('\n');
-                }
-                slot.push_str(&t);
-            }
-            _ => {}
-        }
-    }
-    before.reverse();
-    after.reverse();
-    out.before = before.join("\n");
-    out.after = after.join("\n");
-    out.an_top.reverse();
-    out.an_bottom.reverse();
-    out.examples.reverse();
-    out.depth = depth_groups
-        .into_iter()
-        .map(|(depth, role, mut texts)| {
-            texts.reverse();
-            DepthLore {
-                depth,
-                role: match role {
-                    1 => "user",
-                    2 => "assistant",
-                    _ => "system",
-                },
-                text: texts.join("\n"),
-            }
-        })
-        .collect();
-    out
-}
 
 /// What the start of a call does with one effect of the state.
 enum Start {
@@ -392,7 +24,7 @@ enum Start {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum PassKind {
+pub(super) enum PassKind {
     Initial,
     Recursion,
     MinActivations,
@@ -400,7 +32,7 @@ enum PassKind {
 
 /// How far one key has looked, and what it found (SPEC §15.8 b).
 #[derive(Debug, Default, Clone)]
-struct Memo {
+pub(super) struct Memo {
     /// Messages tested, newest first.
     messages: usize,
     /// The entry's card fields and the inject texts were tested.
@@ -414,89 +46,89 @@ struct Memo {
 }
 
 /// One entry in the call.
-struct Ent<'b> {
-    entry: &'b Entry,
-    name: String,
-    book: &'b str,
+pub(super) struct Ent<'b> {
+    pub(super) entry: &'b Entry,
+    pub(super) name: String,
+    pub(super) book: &'b str,
     /// Expanded keys (once per call), primary then secondary.
-    keys: Option<(Vec<Key>, Vec<Key>)>,
-    memos: Vec<Memo>,
+    pub(super) keys: Option<(Vec<Key>, Vec<Key>)>,
+    pub(super) memos: Vec<Memo>,
     /// Content without decorator lines, expanded on first need.
-    content: Option<String>,
-    activate: bool,
-    dont_activate: bool,
-    body: &'b str,
-    groups: Vec<&'b str>,
+    pub(super) content: Option<String>,
+    pub(super) activate: bool,
+    pub(super) dont_activate: bool,
+    pub(super) body: &'b str,
+    pub(super) groups: Vec<&'b str>,
     /// Card fields this entry scans: bit `f` for `Call::fields[f]`.
-    fields: u8,
+    pub(super) fields: u8,
     /// The entry's fingerprint, computed once per call.
-    fingerprint: std::cell::OnceCell<String>,
+    pub(super) fingerprint: std::cell::OnceCell<String>,
     /// The pattern id of each plain key in the call's [`PlainIndex`] (primary, then secondary).
-    pids: Vec<Option<usize>>,
+    pub(super) pids: Vec<Option<usize>>,
     /// Its keys were not read (past [`MAX_KEYS`], or the plain total ran out): none matches.
-    keyless: bool,
+    pub(super) keyless: bool,
 }
 
-struct Call<'a, 'b> {
-    input: &'a WiInput<'a>,
-    settings: &'a WiSettings,
-    random: &'a mut dyn WiRandom,
-    counter: &'a dyn TokenCounter,
-    limits: &'a Limits,
-    ents: Vec<Ent<'b>>,
-    by_name: HashMap<String, usize>,
+pub(super) struct Call<'a, 'b> {
+    pub(super) input: &'a WiInput<'a>,
+    pub(super) settings: &'a WiSettings,
+    pub(super) random: &'a mut dyn WiRandom,
+    pub(super) counter: &'a dyn TokenCounter,
+    pub(super) limits: &'a Limits,
+    pub(super) ents: Vec<Ent<'b>>,
+    pub(super) by_name: HashMap<String, usize>,
     /// Scan order (SPEC §15.5.1).
-    order: Vec<usize>,
+    pub(super) order: Vec<usize>,
     /// Messages, newest first.
-    messages: Vec<Segment>,
+    pub(super) messages: Vec<Segment>,
     /// The six card and persona texts (empty ones never match), then the inject texts.
-    fields: Vec<Segment>,
-    injects: Vec<Segment>,
-    recursion: Vec<Segment>,
-    position: u64,
-    skew: u64,
-    level: u64,
-    levels: Vec<u64>,
-    activated: Vec<usize>,
-    done: Vec<bool>,
-    sticky: Vec<bool>,
-    cooldown: Vec<bool>,
-    overflow: bool,
-    tokens: u64,
-    budget: u64,
-    steps: Steps,
-    compile: Cost,
-    engine: Option<ScriptEngine<'a>>,
+    pub(super) fields: Vec<Segment>,
+    pub(super) injects: Vec<Segment>,
+    pub(super) recursion: Vec<Segment>,
+    pub(super) position: u64,
+    pub(super) skew: u64,
+    pub(super) level: u64,
+    pub(super) levels: Vec<u64>,
+    pub(super) activated: Vec<usize>,
+    pub(super) done: Vec<bool>,
+    pub(super) sticky: Vec<bool>,
+    pub(super) cooldown: Vec<bool>,
+    pub(super) overflow: bool,
+    pub(super) tokens: u64,
+    pub(super) budget: u64,
+    pub(super) steps: Steps,
+    pub(super) compile: Cost,
+    pub(super) engine: Option<ScriptEngine<'a>>,
     /// The lore macro engine's bytes (SPEC §15.5.10), drawn from the render's work budget.
-    work: Allowance,
-    diagnostics: Vec<Diagnostic>,
-    reported: std::collections::HashSet<(DiagnosticKind, Option<usize>)>,
+    pub(super) work: Allowance,
+    pub(super) diagnostics: Vec<Diagnostic>,
+    pub(super) reported: std::collections::HashSet<(DiagnosticKind, Option<usize>)>,
     /// Effects kept from the input state (sticky, then cooldowns).
-    kept: Vec<Effect>,
+    pub(super) kept: Vec<Effect>,
     /// Every plain key of the call, built on the first key test.
-    plain: Option<PlainIndex>,
+    pub(super) plain: Option<PlainIndex>,
     /// Messages and recursion segments the index has scanned.
-    scanned_messages: usize,
-    scanned_recursion: usize,
+    pub(super) scanned_messages: usize,
+    pub(super) scanned_recursion: usize,
     /// Pattern id → the entries with a key of it.
-    users: Vec<Vec<usize>>,
+    pub(super) users: Vec<Vec<usize>>,
     /// Entries with a regex key (tested on each new segment by their memo).
-    regex_ents: Vec<usize>,
+    pub(super) regex_ents: Vec<usize>,
     /// Each entry's place in the scan order.
-    pos: Vec<usize>,
+    pub(super) pos: Vec<usize>,
     /// The next pass is a recursion pass at the same level as this one: only entries whose
     /// answer can change need the gate (SPEC §15.8: no pass walks every entry again).
-    narrow: bool,
+    pub(super) narrow: bool,
     /// The last pass's candidates that did not activate (group or budget losers).
-    losers: Vec<usize>,
+    pub(super) losers: Vec<usize>,
     /// Bytes of expanded key text so far (`MAX_KEY_TEXT`).
-    key_bytes: usize,
+    pub(super) key_bytes: usize,
     /// Keys read so far (`MAX_KEYS`).
-    keys_read: usize,
+    pub(super) keys_read: usize,
     /// The passes' gates and key tests spent the plain total (`exhaust`).
-    exhausted: bool,
+    pub(super) exhausted: bool,
     /// Activated entries' group names (group blocking, §15.5.8).
-    activated_groups: std::collections::HashSet<&'b str>,
+    pub(super) activated_groups: std::collections::HashSet<&'b str>,
 }
 
 const MAX_MESSAGES: usize = 1000;
@@ -515,7 +147,7 @@ const MAX_KEY_TEXT: usize = 1 << 20;
 const MAX_KEYS: usize = 1 << 17;
 
 impl<'a, 'b> Call<'a, 'b> {
-    fn new(
+    pub(super) fn new(
         books: &'b [Lorebook],
         input: &'a WiInput<'a>,
         settings: &'a WiSettings,
@@ -779,7 +411,7 @@ impl<'a, 'b> Call<'a, 'b> {
     }
 
     /// SPEC §15.6.2: which effects apply, which are kept, which end.
-    fn start_effects(&mut self, state: &WiState) {
+    pub(super) fn start_effects(&mut self, state: &WiState) {
         if self.input.dry_run {
             self.kept = state.effects.clone();
             return;
@@ -878,7 +510,7 @@ impl<'a, 'b> Call<'a, 'b> {
     }
 
     /// SPEC §15.6.3: new effects for activated entries.
-    fn end_effects(&mut self) -> WiState {
+    pub(super) fn end_effects(&mut self) -> WiState {
         let mut effects = std::mem::take(&mut self.kept);
         if self.input.dry_run {
             return WiState {
@@ -937,7 +569,7 @@ impl<'a, 'b> Call<'a, 'b> {
     }
 
     /// SPEC §15.5.11: the passes of one call.
-    fn passes(&mut self) {
+    pub(super) fn passes(&mut self) {
         let mut kind = PassKind::Initial;
         let mut count = 0u64;
         loop {
@@ -1151,7 +783,7 @@ impl<'a, 'b> Call<'a, 'b> {
 
     /// Whether key `k` (primary first, then secondary) of entry `i` matches a segment the
     /// entry sees in a pass of `kind`. Only segments not yet tested are tested.
-    fn key_hit(&mut self, i: usize, k: usize, kind: PassKind) -> bool {
+    pub(super) fn key_hit(&mut self, i: usize, k: usize, kind: PassKind) -> bool {
         self.expand_keys(i);
         if self.exhausted || self.ents[i].keyless {
             return false;
@@ -1411,7 +1043,7 @@ impl<'a, 'b> Call<'a, 'b> {
         out
     }
 
-    fn expand_keys(&mut self, i: usize) {
+    pub(super) fn expand_keys(&mut self, i: usize) {
         if self.ents[i].keys.is_some() {
             return;
         }
@@ -1437,7 +1069,7 @@ impl<'a, 'b> Call<'a, 'b> {
             return;
         }
         self.keys_read += n;
-        let read = |this: &mut Self, list: &super::book::Keys| -> Vec<Key> {
+        let read = |this: &mut Self, list: &crate::lore::book::Keys| -> Vec<Key> {
             list.iter()
                 .map(|k| {
                     let text = this.expand(i, k);
@@ -1478,139 +1110,6 @@ impl<'a, 'b> Call<'a, 'b> {
         let c = self.expand(i, body);
         self.ents[i].content = Some(c.clone());
         c
-    }
-
-    /// SPEC §15.5.8: inclusion groups over the pass's candidates.
-    fn groups(&mut self, mut candidates: Vec<usize>, kind: PassKind) -> Vec<usize> {
-        // Group name → members, names in JS object key order.
-        let mut names: Vec<&'b str> = Vec::new();
-        let mut members: HashMap<&'b str, Vec<usize>> = HashMap::new();
-        for &i in &candidates {
-            for &g in &self.ents[i].groups {
-                members
-                    .entry(g)
-                    .or_insert_with(|| {
-                        names.push(g);
-                        Vec::new()
-                    })
-                    .push(i);
-            }
-        }
-        if names.is_empty() {
-            return candidates;
-        }
-        let order = super::json::js_key_order(names.iter().copied());
-        let names: Vec<&str> = order.into_iter().map(|k| names[k]).collect();
-        let mut dropped = vec![false; self.ents.len()];
-        let mut groups: Vec<(&str, Vec<usize>, bool)> = Vec::new();
-        for name in names {
-            let group = members.remove(name).unwrap_or_default();
-            let stuck: Vec<usize> = group.iter().copied().filter(|&i| self.sticky[i]).collect();
-            if stuck.is_empty() {
-                groups.push((name, group, false));
-            } else {
-                for &i in &group {
-                    if !self.sticky[i] {
-                        dropped[i] = true;
-                    }
-                }
-                groups.push((name, stuck, true));
-            }
-        }
-        // Scoring.
-        let global = self.settings.group_scoring;
-        for (_, group, stuck) in &mut groups {
-            if *stuck {
-                continue;
-            }
-            let scored = global
-                || group
-                    .iter()
-                    .any(|&i| self.ents[i].entry.use_group_scoring == Some(true));
-            if !scored {
-                continue;
-            }
-            let scores: Vec<u64> = group.iter().map(|&i| self.score(i, kind)).collect();
-            let max = scores.iter().copied().max().unwrap_or(0);
-            let mut keep = Vec::new();
-            for (&i, &s) in group.iter().zip(&scores) {
-                let on = self.ents[i].entry.use_group_scoring.unwrap_or(global);
-                if on && s < max {
-                    dropped[i] = true;
-                } else {
-                    keep.push(i);
-                }
-            }
-            *group = keep;
-        }
-        for (name, group, stuck) in &groups {
-            if *stuck {
-                continue;
-            }
-            let blocked = self.activated_groups.contains(name);
-            if blocked {
-                for &i in group {
-                    dropped[i] = true;
-                }
-                continue;
-            }
-            if group.len() <= 1 {
-                continue;
-            }
-            let mut winner = None;
-            for &i in group {
-                if self.ents[i].entry.group_override
-                    && winner
-                        .is_none_or(|w: usize| self.ents[i].entry.order > self.ents[w].entry.order)
-                {
-                    winner = Some(i);
-                }
-            }
-            if winner.is_none() {
-                // Doubles, as ST sums them: weights up to i64::MAX cannot overflow.
-                let weight = |i: usize| self.ents[i].entry.group_weight as f64;
-                let total: f64 = group.iter().map(|&i| weight(i)).sum();
-                let roll = self.random.draw() * total;
-                let mut sum = 0.0;
-                for &i in group {
-                    sum += weight(i);
-                    if sum >= roll {
-                        winner = Some(i);
-                        break;
-                    }
-                }
-            }
-            if let Some(w) = winner {
-                for &i in group {
-                    if i != w {
-                        dropped[i] = true;
-                    }
-                }
-            }
-        }
-        candidates.retain(|&i| !dropped[i]);
-        candidates
-    }
-
-    /// Group score: primary keys matched, plus secondary ones for AND_ANY, or all of them for
-    /// AND_ALL when all match.
-    fn score(&mut self, i: usize, kind: PassKind) -> u64 {
-        self.expand_keys(i);
-        let e = self.ents[i].entry;
-        let (np, ns) = (e.key.len(), e.keysecondary.len());
-        if np == 0 {
-            return 0;
-        }
-        let primary = (0..np).filter(|&k| self.key_hit(i, k, kind)).count() as u64;
-        if ns == 0 {
-            return primary;
-        }
-        let secondary = (0..ns).filter(|&k| self.key_hit(i, np + k, kind)).count() as u64;
-        match e.selective_logic {
-            0 => primary + secondary,
-            3 if secondary == ns as u64 => primary + secondary,
-            _ => primary,
-        }
     }
 }
 
