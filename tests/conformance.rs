@@ -1,33 +1,16 @@
-//! Runs the shared conformance vectors (`../shared/conformance/`) through the library.
-//! Skips, with a visible message, when `../shared` is not beside the checkout.
+//! Runs the public conformance vectors (`tests/vectors/`, the repository's copy of
+//! `../shared/conformance/`) through the library.
 
-/// A skip message the test harness does not capture: it shows in a plain `cargo test`.
-macro_rules! skipped {
-    ($($t:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($t)*);
-    }};
-}
+mod support;
 
 use std::path::PathBuf;
 
 use serde_json::Value;
 use stpreset::{Context, Severity, expand};
 
+/// A public conformance vector file (the repository's copy, `tests/vectors/`).
 fn shared(file: &str) -> Option<Vec<Value>> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/conformance")
-        .join(file);
-    match std::fs::read(&path) {
-        Ok(bytes) => Some(serde_json::from_slice(&bytes).expect("vector file is JSON")),
-        Err(_) => {
-            skipped!(
-                "SKIPPED: {} not found (../shared is not beside this checkout)",
-                path.display()
-            );
-            None
-        }
-    }
+    Some(serde_json::from_slice(&support::vectors(file)).expect("vector file is JSON"))
 }
 
 /// Fails listing every failing case by name, or reports how many passed.

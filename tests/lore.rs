@@ -1,6 +1,5 @@
-//! SPEC §15 World Info: every `activate` and `import` case of
-//! `../shared/conformance/worldinfo.json` through the library (skipped, with a visible message,
-//! when `../shared` is not beside the checkout), and the behaviours the vectors do not pin.
+//! SPEC §15 World Info: every `activate` and `import` case of the public `worldinfo.json`
+//! vectors (`tests/vectors/`) through the library, and the behaviours the vectors do not pin.
 
 use std::path::PathBuf;
 
@@ -43,10 +42,7 @@ struct RawBook {
 }
 
 fn vectors() -> Option<Vec<(Value, RawCase)>> {
-    let dir = std::env::var_os("STPRESET_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared"));
-    let path = dir.join("conformance/worldinfo.json");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/worldinfo.json");
     match std::fs::read(&path) {
         Ok(bytes) => {
             let doc: Value = serde_json::from_slice(&bytes).expect("vector file is JSON");

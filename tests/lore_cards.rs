@@ -1,7 +1,5 @@
-//! Runs the `"kind": "card"` cases of the shared World Info vectors (SPEC §15.12) through
-//! `Card::from_bytes`. The vectors are looked up in `$STPRESET_SHARED/conformance/`, else in
-//! `../shared/conformance/` beside the checkout; when neither is there the test says so and
-//! passes.
+//! Runs the `"kind": "card"` cases of the public World Info vectors (SPEC §15.12,
+//! `tests/vectors/worldinfo.json`) through `Card::from_bytes`.
 
 use std::path::PathBuf;
 
@@ -18,11 +16,7 @@ macro_rules! skipped {
 }
 
 fn vectors() -> Option<Vec<Value>> {
-    let shared = match std::env::var_os("STPRESET_SHARED") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared"),
-    };
-    let path = shared.join("conformance/worldinfo.json");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/worldinfo.json");
     let Ok(bytes) = std::fs::read(&path) else {
         skipped!(
             "skipping: {} not found (set STPRESET_SHARED, or put shared/ beside the checkout)",

@@ -1,14 +1,6 @@
-//! SPEC §12 through the library: the shared `provider.json` vectors (skipped visibly without
-//! `../shared`): post-processing and shapes (`convert`), the history budget (`Budget::apply`),
+//! SPEC §12 through the library: the public `provider.json` vectors (`tests/vectors/`):
+//! post-processing and shapes (`convert`), the history budget (`Budget::apply`),
 //! both in a pipeline, and option errors (`Context::from_json`).
-
-/// A skip message the test harness does not capture: it shows in a plain `cargo test`.
-macro_rules! skipped {
-    ($($t:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($t)*);
-    }};
-}
 
 mod support;
 
@@ -16,20 +8,8 @@ use serde_json::{Map, Value, json};
 use stpreset::{ChatMessage, Context, Message, Names, Role, Source, Tag, convert};
 
 fn cases() -> Option<Vec<Value>> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/conformance/provider.json"
-    );
-    match std::fs::read(path) {
-        Ok(bytes) => {
-            let doc: Value = serde_json::from_slice(&bytes).expect("json");
-            Some(doc["cases"].as_array().expect("cases").clone())
-        }
-        Err(_) => {
-            skipped!("SKIPPED: {path} not found (../shared is not beside this checkout)");
-            None
-        }
-    }
+    let doc: Value = serde_json::from_slice(&support::vectors("provider.json")).expect("json");
+    Some(doc["cases"].as_array().expect("cases").clone())
 }
 
 /// The case's options as a context file: names, model and budget fields at the top, the rest

@@ -1,14 +1,6 @@
-//! SPEC §13 (preset regex scripts): every case of `../shared/conformance/regex.json` through
-//! the library — text exactly, `Regex*` diagnostics as (kind, script) — and the rules' own
-//! tests. Skips, with a visible message, when `../shared` is not beside the checkout.
-
-/// A skip message the test harness does not capture: it shows in a plain `cargo test`.
-macro_rules! skipped {
-    ($($t:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($t)*);
-    }};
-}
+//! SPEC §13 (preset regex scripts): every case of the public `regex.json` vectors
+//! (`tests/vectors/`) through the library — text exactly, `Regex*` diagnostics as (kind,
+//! script) — and the rules' own tests.
 
 use std::path::PathBuf;
 
@@ -20,17 +12,7 @@ use stpreset::{
 };
 
 fn vectors() -> Option<Value> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/regex.json");
-    match std::fs::read(&path) {
-        Ok(bytes) => Some(serde_json::from_slice(&bytes).expect("vector file is JSON")),
-        Err(_) => {
-            skipped!(
-                "SKIPPED: {} not found (../shared is not beside this checkout)",
-                path.display()
-            );
-            None
-        }
-    }
+    Some(serde_json::from_slice(&support::vectors("regex.json")).expect("vector file is JSON"))
 }
 
 /// The case's scripts as a list (resolving `{"set": FILE[, "index": N]}`).

@@ -1,6 +1,6 @@
-//! SPEC §14 (preset settings in the request): every case of
-//! `../shared/conformance/settings.json` through the library, a sample through the CLI, and the
-//! rules' own tests. Skips, with a visible message, when `../shared` is not beside the checkout.
+//! SPEC §14 (preset settings in the request): every case of the public `settings.json` vectors
+//! (`tests/vectors/`) through the library, a sample through the CLI, and the rules' own tests;
+//! the corpus checks skip, with a visible message, when `../shared` is not beside the checkout.
 
 /// A skip message the test harness does not capture: it shows in a plain `cargo test`.
 macro_rules! skipped {
@@ -20,21 +20,9 @@ use stpreset::{
 };
 
 fn cases() -> Option<Vec<Value>> {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/settings.json");
-    match std::fs::read(&path) {
-        Ok(bytes) => {
-            let file: Value = serde_json::from_slice(&bytes).expect("vector file is JSON");
-            Some(file["cases"].as_array().cloned().unwrap_or_default())
-        }
-        Err(_) => {
-            skipped!(
-                "SKIPPED: {} not found (../shared is not beside this checkout)",
-                path.display()
-            );
-            None
-        }
-    }
+    let file: Value =
+        serde_json::from_slice(&support::vectors("settings.json")).expect("vector file is JSON");
+    Some(file["cases"].as_array().cloned().unwrap_or_default())
 }
 
 /// JSON equality with numbers compared by value (`1` = `1.0`).

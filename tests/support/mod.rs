@@ -32,6 +32,16 @@ pub fn stpreset(args: &[&str], stdin: Option<&[u8]>) -> Output {
     out
 }
 
+/// A public conformance vector file, read whole: the repository's copy in `tests/vectors/`
+/// (kept equal to `../shared/conformance` by `scripts/sync-vectors`; `tests/vectors.rs` checks
+/// it), so a clone without `../shared` runs every vector.
+pub fn vectors(name: &str) -> Vec<u8> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/vectors")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// Writes `content` to a file named `name` in this test binary's scratch folder.
 pub fn temp(name: &str, content: &[u8]) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("stpreset-tests-{}", std::process::id()));
