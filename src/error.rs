@@ -1,10 +1,15 @@
 //! Error types for inputs the library refuses. Rendering itself never fails: problems in
 //! templates become [`Diagnostic`](crate::Diagnostic)s.
+//!
+//! Every error enum of the crate gives its `kind()` (what the bindings report) the same way:
+//! its variant's name, derived by `strum::IntoStaticStr`, so a new variant needs no second
+//! list to keep in step.
 
+use strum::IntoStaticStr;
 use thiserror::Error;
 
 /// A context file that cannot be read.
-#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[derive(Debug, Error, Clone, PartialEq, Eq, IntoStaticStr)]
 #[non_exhaustive]
 pub enum ContextError {
     /// The file is not UTF-8.
@@ -43,17 +48,12 @@ impl ContextError {
     /// The variant's name (`"Utf8"`, `"NotAnObject"`, `"Field"`, `"Json"`), as the bindings
     /// report it.
     pub fn kind(&self) -> &'static str {
-        match self {
-            ContextError::Utf8 { .. } => "Utf8",
-            ContextError::NotAnObject { .. } => "NotAnObject",
-            ContextError::Field { .. } => "Field",
-            ContextError::Json { .. } => "Json",
-        }
+        self.into()
     }
 }
 
 /// A template file that cannot be read.
-#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[derive(Debug, Error, Clone, PartialEq, Eq, IntoStaticStr)]
 #[non_exhaustive]
 pub enum TemplateError {
     /// The file is larger than [`Limits::template_bytes`](crate::Limits::template_bytes).
@@ -75,9 +75,6 @@ pub enum TemplateError {
 impl TemplateError {
     /// The variant's name (`"TooLarge"`, `"Utf8"`), as the bindings report it.
     pub fn kind(&self) -> &'static str {
-        match self {
-            TemplateError::TooLarge { .. } => "TooLarge",
-            TemplateError::Utf8 { .. } => "Utf8",
-        }
+        self.into()
     }
 }

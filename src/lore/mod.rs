@@ -26,7 +26,7 @@ pub use state::{Effect, EffectKind, WiState};
 /// let err = stpreset::Lorebook::from_json("B", b"[]", &stpreset::Limits::default()).unwrap_err();
 /// assert_eq!(err.kind(), "LorebookInvalid");
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, strum::IntoStaticStr)]
 #[non_exhaustive]
 pub enum LoreError {
     /// Not a PNG, or a PNG whose chunks do not read (§15.1.2).
@@ -52,13 +52,6 @@ pub enum LoreError {
 impl LoreError {
     /// The error's kind as SPEC §15.10 spells it.
     pub fn kind(&self) -> &'static str {
-        match self {
-            LoreError::CardPngInvalid(_) => "CardPngInvalid",
-            LoreError::CardNoMetadata(_) => "CardNoMetadata",
-            LoreError::CardJsonInvalid(_) => "CardJsonInvalid",
-            LoreError::CardNotACard(_) => "CardNotACard",
-            LoreError::CardTooLarge(_) => "CardTooLarge",
-            LoreError::LorebookInvalid(_) => "LorebookInvalid",
-        }
+        self.into()
     }
 }

@@ -26,7 +26,7 @@ use serde_json::value::RawValue;
 pub use compiled::CompiledPreset;
 
 /// A preset file that cannot be imported. Nothing is half-imported.
-#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[derive(Debug, Error, Clone, PartialEq, Eq, strum::IntoStaticStr)]
 #[non_exhaustive]
 pub enum PresetError {
     /// The file is larger than [`Limits::preset_bytes`].
@@ -85,14 +85,7 @@ impl PresetError {
     /// assert_eq!(e.kind(), "NotAPreset");
     /// ```
     pub fn kind(&self) -> &'static str {
-        match self {
-            PresetError::TooLarge { .. } => "TooLarge",
-            PresetError::Utf8 { .. } => "Utf8",
-            PresetError::Json { .. } => "Json",
-            PresetError::NotAPreset(_) => "NotAPreset",
-            PresetError::Field { .. } => "Field",
-            PresetError::Shape { .. } => "Shape",
-        }
+        self.into()
     }
 
     /// A part of the file with the wrong JSON type.

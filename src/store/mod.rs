@@ -28,7 +28,7 @@ pub use cache::{Clock, SystemClock};
 /// Why a store operation failed. Nothing was written, with one exception: on PostgreSQL, a
 /// `Database` error for a lost connection or a call that did not answer in time leaves the
 /// outcome unknown (the change may have committed; the cache is dropped either way).
-#[derive(Debug, Clone, Error)]
+#[derive(Debug, Clone, Error, strum::IntoStaticStr)]
 #[non_exhaustive]
 pub enum StoreError {
     /// The database file cannot be opened or created.
@@ -84,16 +84,7 @@ impl StoreError {
     /// The variant's name (`"Open"`, `"Locked"`, `"NotFound"`, ...), as the bindings report it;
     /// an import's refusal is `"Preset"` (its own kind: [`PresetError::kind`]).
     pub fn kind(&self) -> &'static str {
-        match self {
-            StoreError::Open { .. } => "Open",
-            StoreError::Locked => "Locked",
-            StoreError::ReadOnly { .. } => "ReadOnly",
-            StoreError::InvalidName { .. } => "InvalidName",
-            StoreError::NotFound { .. } => "NotFound",
-            StoreError::UnknownNode { .. } => "UnknownNode",
-            StoreError::Preset(_) => "Preset",
-            StoreError::Database(_) => "Database",
-        }
+        self.into()
     }
 }
 
