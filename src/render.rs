@@ -3,7 +3,6 @@
 //! → limit) → output. `Template` and `CompiledPreset` only hold what they compiled; every
 //! setting comes from the context's [`RenderOptions`](crate::RenderOptions).
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::assemble::{self, Extras, Message, Plan, PromptTokens, Turn};
@@ -16,7 +15,7 @@ pub(crate) use crate::node::CompiledNode;
 use crate::options::Budget;
 use crate::passes::Scripts;
 use crate::provider::{self, ChatMessage, Names, ProviderOptions, Tri};
-use crate::settings::resolve::{self, EffectiveOptions};
+use crate::settings::resolve::{self, EffectiveOptions, Resolution};
 use crate::settings::{PresetSettings, PresetSettingsUse, TEMPLATES};
 use crate::tokens::Known;
 
@@ -115,7 +114,7 @@ fn template_within(node: &CompiledNode, ctx: &Context) -> Expansion {
         let lore = ctx.lore.as_ref().unwrap_or(&none);
         let scripts = Scripts::compile(&[], &[], &ctx.options.limits);
         let mut notes = Vec::new();
-        let available = crate::activation::items::available(ctx, None);
+        let available = resolution(None, ctx).available();
         let placed = crate::activation::items::place(
             ctx,
             lore,
@@ -193,22 +192,24 @@ fn preset_within<'c>(
     ctx: &'c Context,
     known: Option<Known<'c>>,
 ) -> Rendered<'c> {
+    // The settings are resolved once per render (SPEC §14.3–§14.5) and passed down.
+    let mut res = resolution(Some(parts.settings), ctx);
     // The one place the layout is chosen (SPEC §17.1).
     if let Some(plan) = parts.st_plan {
         let inputs = crate::sillytavern::Inputs {
             import: parts.import,
-            settings: parts.settings,
             scripts: parts.scripts,
             regex: parts.regex,
         };
-        return finish_layout(parts, ctx, crate::sillytavern::render(&inputs, plan, ctx));
+        let out = crate::sillytavern::render(&inputs, plan, &mut res, ctx);
+        return finish_layout(res, ctx, out);
     }
     // A swipe builds from the chat without the reply it replaces (SPEC §18.1), from a copy.
     match ctx.swipe_copy() {
-        Ok(Some(copy)) => preset_seed(parts, &copy, None).into_owned(),
-        Ok(None) => preset_seed(parts, ctx, known),
+        Ok(Some(copy)) => preset_seed(parts, res, &copy, None).into_owned(),
+        Ok(None) => preset_seed(parts, res, ctx, known),
         Err(note) => {
-            let mut out = preset_seed(parts, ctx, known);
+            let mut out = preset_seed(parts, res, ctx, known);
             out.diagnostics.push(note);
             out
         }
@@ -218,20 +219,21 @@ fn preset_within<'c>(
 /// The seed layout's render, its lore placed first.
 fn preset_seed<'c>(
     parts: &PresetParts<'_>,
+    res: Resolution<'_>,
     ctx: &'c Context,
     known: Option<Known<'c>>,
 ) -> Rendered<'c> {
     if ctx.lore.is_some() || ctx.char_depth_prompt.is_some() {
         // Rendered from a copy of the context, whose texts are not the chat's items.
-        return with_lore(parts, ctx);
+        return with_lore(parts, res, ctx);
     }
-    render_preset(parts, ctx, None, known)
+    render_preset(parts, res, ctx, None, known)
 }
 
 /// SPEC §16 steps 2–4: the prompt pass on the host's items, activation on the history it
 /// left, and the lore placed into a copy of the context that the rest of the render reads.
 /// The result owns its text (the copy does not outlive the call).
-fn with_lore(parts: &PresetParts<'_>, ctx: &Context) -> Rendered<'static> {
+fn with_lore(parts: &PresetParts<'_>, res: Resolution<'_>, ctx: &Context) -> Rendered<'static> {
     let none = crate::lore::LoreInput::default();
     let lore = ctx.lore.as_ref().unwrap_or(&none);
     let mut early = Vec::new();
@@ -240,8 +242,7 @@ fn with_lore(parts: &PresetParts<'_>, ctx: &Context) -> Rendered<'static> {
         .prompt_items(ctx, parts.regex, false, &mut early);
     // The lore budget's context is the render's history budget, §12.4's `available` (SPEC
     // §15.4), after the preset's settings.
-    let applied = applied(parts.settings, ctx);
-    let available = crate::activation::items::available(ctx, applied.as_deref());
+    let available = res.available();
     let placed = crate::activation::items::place(
         ctx,
         lore,
@@ -252,7 +253,7 @@ fn with_lore(parts: &PresetParts<'_>, ctx: &Context) -> Rendered<'static> {
         &mut early,
     );
     let mut out =
-        render_preset(parts, &placed.ctx, Some((placed.regexed, early)), None).into_owned();
+        render_preset(parts, res, &placed.ctx, Some((placed.regexed, early)), None).into_owned();
     // A render with a card's depth prompt but no lore has no state to keep.
     out.wi_state = ctx.lore.is_some().then_some(placed.state);
     out
@@ -262,13 +263,14 @@ fn with_lore(parts: &PresetParts<'_>, ctx: &Context) -> Rendered<'static> {
 /// caller ran it already.
 fn render_preset<'c>(
     parts: &PresetParts<'_>,
+    mut res: Resolution<'_>,
     ctx: &'c Context,
     early: Option<(Vec<Option<crate::passes::ItemText>>, Vec<Diagnostic>)>,
     known: Option<Known<'c>>,
 ) -> Rendered<'c> {
-    // Which settings apply (SPEC §14.3); an edited template is compiled for this render.
-    let applied = applied(parts.settings, ctx);
-    let settings = applied.as_deref();
+    // Which settings apply (SPEC §14.3, resolved once); an edited template is compiled for
+    // this render.
+    let settings = res.settings();
     let edits = match &ctx.preset_settings {
         PresetSettingsUse::Edit(edit) => edit.0.as_slice(),
         _ => &[],
@@ -355,19 +357,14 @@ fn render_preset<'c>(
         turn: turn(settings, ctx, &mut diagnostics),
     };
     let prefill = prompt(take("assistant_prefill"));
-    let resolved = resolve_with(settings, prefill, ctx);
-    diagnostics.extend(resolve::window_note(
-        &ctx.options.budget,
-        &ctx.provider_options,
-        settings,
-        &ctx.model,
-    ));
+    res.set_prefill(prefill, &ctx.provider_options, &ctx.model);
+    diagnostics.extend(res.window_note.take());
     let budget = Budget {
-        max_context_tokens: resolved
+        max_context_tokens: res
             .effective
             .max_context_tokens
             .map_or(Tri::Null, Tri::Value),
-        reserve_tokens: Tri::Value(resolved.effective.reserve_tokens),
+        reserve_tokens: Tri::Value(res.effective.reserve_tokens),
         counter: ctx.options.budget.counter.clone(),
     };
     let (messages, tokens) = assemble::assemble(
@@ -387,8 +384,8 @@ fn render_preset<'c>(
         globals: ev.globals,
         tokens,
         speakers: Speakers::of(ctx),
-        preset_options: resolved.preset,
-        effective: resolved.effective,
+        preset_options: res.preset,
+        effective: res.effective,
         wi_state: None,
         st: None,
         names,
@@ -456,13 +453,10 @@ fn turn(settings: Option<&PresetSettings>, ctx: &Context, notes: &mut Vec<Diagno
 /// A render result around messages another layout built (SPEC §17): the context's names and
 /// model, and the options the preset's settings give, with the layout's prefill.
 fn finish_layout(
-    parts: &PresetParts<'_>,
+    mut resolved: Resolution<'_>,
     ctx: &Context,
     out: crate::sillytavern::Output,
 ) -> Rendered<'static> {
-    let applied = applied(parts.settings, ctx);
-    let settings = applied.as_deref();
-    let mut resolved = resolve_with(settings, None, ctx);
     resolved.preset.assistant_prefill = match out.prefill {
         Some(p) if !p.is_empty() => Tri::Value(p),
         _ => Tri::Null,
@@ -504,48 +498,22 @@ pub fn request_options(
     settings: &PresetSettings,
     ctx: &Context,
 ) -> (ProviderOptions, EffectiveOptions) {
-    let edited;
-    let settings = match &ctx.preset_settings {
-        PresetSettingsUse::Ignore => None,
-        PresetSettingsUse::Edit(edit) => {
-            let mut s = settings.clone();
-            s.edit(&edit.0);
-            edited = s;
-            Some(&edited)
-        }
-        _ => Some(settings),
-    };
-    let prefill = settings.and_then(|s| s.assistant_prefill.clone());
-    let resolved = resolve_with(settings, prefill, ctx);
-    let options = resolve::overlay(&ctx.provider_options, &resolved.preset, &ctx.model);
-    (options, resolved.effective)
+    let mut res = resolution(Some(settings), ctx);
+    let prefill = res.settings().and_then(|s| s.assistant_prefill.clone());
+    res.set_prefill(prefill, &ctx.provider_options, &ctx.model);
+    let options = resolve::overlay(&ctx.provider_options, &res.preset, &ctx.model);
+    (options, res.effective)
 }
 
-/// The settings that apply with `ctx` (SPEC §14.3): the preset's, none, or the preset's with
-/// the context's edits.
-fn applied<'s>(settings: &'s PresetSettings, ctx: &Context) -> Option<Cow<'s, PresetSettings>> {
-    resolve::applied(settings, &ctx.preset_settings)
-}
-
-/// The preset's contribution as options, and the effective §12 options with `ctx`.
-struct Resolved {
-    preset: ProviderOptions,
-    effective: EffectiveOptions,
-}
-
-fn resolve_with(
-    settings: Option<&PresetSettings>,
-    prefill: Option<String>,
-    ctx: &Context,
-) -> Resolved {
-    let (preset, effective) = resolve::resolved(
+/// The render's one resolution of `settings` with `ctx` (SPEC §14.3–§14.5).
+fn resolution<'s>(settings: Option<&'s PresetSettings>, ctx: &Context) -> Resolution<'s> {
+    Resolution::new(
         settings,
-        prefill,
+        &ctx.preset_settings,
         &ctx.provider_options,
         &ctx.model,
         &ctx.options.budget,
-    );
-    Resolved { preset, effective }
+    )
 }
 
 /// SPEC §15.2 "Card prompts": a non-empty `char_prompt` (`char_instruction`) is the text of the

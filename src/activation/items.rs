@@ -365,7 +365,15 @@ impl super::WiResult {
         let none = LoreInput::default();
         let lore = ctx.lore.as_ref().unwrap_or(&none);
         let mut diagnostics = Vec::new();
-        let available = available(ctx, None);
+        // A lone context has no preset settings: its window is the host's (SPEC §15.4).
+        let available = crate::settings::resolve::Resolution::new(
+            None,
+            &ctx.preset_settings,
+            &ctx.provider_options,
+            &ctx.model,
+            &ctx.options.budget,
+        )
+        .available();
         let ((activated, state, mut notes), note) =
             crate::work::render(&ctx.options.limits, || {
                 run_for(ctx, lore, &[], available, &mut diagnostics)
@@ -453,27 +461,4 @@ impl crate::lore::Card {
             rest(&serde_json::Value::Array(items))
         )
     }
-}
-
-/// §12.4's `available` for a render of `ctx` with these preset settings (none: a lone
-/// template, `for_context`), floored at 0; `None` without a budget (SPEC §15.4).
-pub(crate) fn available(
-    ctx: &Context,
-    settings: Option<&crate::settings::PresetSettings>,
-) -> Option<u64> {
-    use crate::settings::resolve;
-    let preset = settings.map_or_else(crate::provider::ProviderOptions::default, |s| {
-        resolve::preset_options(s, None)
-    });
-    let options = resolve::overlay(&ctx.provider_options, &preset, &ctx.model);
-    let window = resolve::budget(
-        &ctx.options.budget,
-        &ctx.provider_options,
-        settings,
-        &ctx.model,
-    );
-    let effective = resolve::effective(&options, window);
-    effective
-        .max_context_tokens
-        .map(|max| u64::try_from(i64::from(max) - i64::from(effective.reserve_tokens)).unwrap_or(0))
 }

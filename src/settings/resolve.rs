@@ -211,6 +211,75 @@ pub(crate) fn resolved(
     (preset, effective)
 }
 
+/// What one render makes of the preset's settings and the host's options (SPEC §14.3–§14.5),
+/// worked out once and passed down the render: the settings that apply (the preset's, none,
+/// or the preset's with the context's edits), the preset's contribution as request options,
+/// the effective §12 options, and the `ModelLimit` note of a capped window.
+#[derive(Debug)]
+pub(crate) struct Resolution<'s> {
+    settings: Option<std::borrow::Cow<'s, PresetSettings>>,
+    /// The preset's contribution (its prefill once the render has rendered it).
+    pub preset: ProviderOptions,
+    pub effective: EffectiveOptions,
+    /// The window's `ModelLimit` note, for the render to place among its diagnostics.
+    pub window_note: Option<crate::diagnostic::Diagnostic>,
+}
+
+impl<'s> Resolution<'s> {
+    /// `settings` (a preset's; `None` for a lone template) as `using` says, over the host's
+    /// `provider` options, `model` and `budget`; no prefill yet.
+    pub fn new(
+        settings: Option<&'s PresetSettings>,
+        using: &PresetSettingsUse,
+        provider: &ProviderOptions,
+        model: &str,
+        budget: &Budget,
+    ) -> Resolution<'s> {
+        let settings = settings.and_then(|s| applied(s, using));
+        let (preset, effective) = resolved(settings.as_deref(), None, provider, model, budget);
+        let window_note = window_note(budget, provider, settings.as_deref(), model);
+        Resolution {
+            settings,
+            preset,
+            effective,
+            window_note,
+        }
+    }
+
+    /// The settings that apply.
+    pub fn settings(&self) -> Option<&PresetSettings> {
+        self.settings.as_deref()
+    }
+
+    /// The preset's prefill as the render rendered it (SPEC §14.5): the preset's contribution
+    /// and the effective options take it (a render without settings has none).
+    pub fn set_prefill(
+        &mut self,
+        prefill: Option<String>,
+        provider: &ProviderOptions,
+        model: &str,
+    ) {
+        if self.settings.is_none() {
+            return;
+        }
+        self.preset.assistant_prefill = tri(&prefill);
+        let options = overlay(provider, &self.preset, model);
+        self.effective.assistant_prefill = options
+            .assistant_prefill
+            .value()
+            .cloned()
+            .unwrap_or_default();
+    }
+
+    /// §12.4's `available`, the lore budget's context (SPEC §15.4): the window less the
+    /// reserve, floored at 0; `None` without a window.
+    pub fn available(&self) -> Option<u64> {
+        let e = &self.effective;
+        e.max_context_tokens
+            .map(|max| u64::try_from(i64::from(max) - i64::from(e.reserve_tokens)).unwrap_or(0))
+    }
+}
+
 /// The observable §12 options of resolved request options and budget.
 pub(crate) fn effective(o: &ProviderOptions, budget: (Option<u32>, u32)) -> EffectiveOptions {
     EffectiveOptions {

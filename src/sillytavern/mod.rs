@@ -34,7 +34,7 @@ use crate::passes::ItemText;
 use crate::passes::Scripts;
 use crate::role::Role;
 use crate::settings::PresetSettings;
-use crate::settings::resolve;
+use crate::settings::resolve::Resolution;
 use crate::tokens::TokenCounter;
 
 use chat::{ExtensionPrompt, Injection};
@@ -51,7 +51,6 @@ pub(crate) struct StExtra {
 pub(crate) struct Inputs<'p> {
     /// Import diagnostics, first in the result.
     pub import: &'p [Diagnostic],
-    pub settings: &'p PresetSettings,
     pub scripts: &'p Scripts,
     /// Who lets the preset's regex scripts run (SPEC §13.6.1).
     pub regex: crate::passes::Permission,
@@ -196,12 +195,19 @@ impl Budget {
     }
 }
 
-/// Renders a compiled preset in the SillyTavern layout. The result owns its text.
-pub(crate) fn render(parts: &Inputs<'_>, plan: &StPlan, ctx: &Context) -> Output {
+/// Renders a compiled preset in the SillyTavern layout, with the render's one resolution of
+/// the preset's settings (`res`, SPEC §14.3–§14.5). The result owns its text.
+pub(crate) fn render(
+    parts: &Inputs<'_>,
+    plan: &StPlan,
+    res: &mut Resolution<'_>,
+    ctx: &Context,
+) -> Output {
     let mut diagnostics: Vec<Diagnostic> = parts.import.to_vec();
     diagnostics.extend(ctx.surrogate_note());
-    let applied = resolve::applied(parts.settings, &ctx.preset_settings);
-    let settings = applied.as_deref();
+    let window_note = res.window_note.take();
+    let res: &Resolution<'_> = res;
+    let settings = res.settings();
     let generation = ctx
         .lore
         .as_ref()
@@ -234,7 +240,7 @@ pub(crate) fn render(parts: &Inputs<'_>, plan: &StPlan, ctx: &Context) -> Output
     let regexed = parts
         .scripts
         .prompt_items(ctx, parts.regex, false, &mut diagnostics);
-    let available = crate::activation::items::available(ctx, settings);
+    let available = res.available();
     let wi = ctx.lore.as_ref().map(|lore| {
         crate::activation::items::activate_for(
             ctx,
@@ -623,19 +629,8 @@ pub(crate) fn render(parts: &Inputs<'_>, plan: &StPlan, ctx: &Context) -> Output
     // 4.–6. Populate, in ST's order.
     let names_behavior = settings.and_then(|s| s.names_behavior).unwrap_or(0);
     let counter = ctx.options.budget.counter.for_model(&ctx.model);
-    let (_, effective) = resolve::resolved(
-        settings,
-        None,
-        &ctx.provider_options,
-        &ctx.model,
-        &ctx.options.budget,
-    );
-    diagnostics.extend(resolve::window_note(
-        &ctx.options.budget,
-        &ctx.provider_options,
-        settings,
-        &ctx.model,
-    ));
+    let effective = &res.effective;
+    diagnostics.extend(window_note);
     // ST's budget is always on: a preset without a context size has ST's defaults (4095
     // and 300, OAI `default_settings`); the host's `max_context_tokens: null` turns it off.
     let (window, reserve) = match (
