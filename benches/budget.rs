@@ -14,7 +14,9 @@
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use std::cell::RefCell;
 use std::hint::black_box;
-use stpreset::{Budget, Context, ContextItem, Counter, Preset, Role, Tag, Tokenizer};
+use stpreset::{
+    Context, ContextItem, Preset, Role, Tag, options::Budget, tokens::Counter, tokens::Tokenizer,
+};
 
 mod support;
 
@@ -92,7 +94,7 @@ fn bench(c: &mut Criterion) {
         b.iter_batched(
             // One setup per render (a batch would run every setup first, then the renders).
             || {
-                stpreset::clear_count_caches();
+                stpreset::tokens::clear_count_caches();
                 next_turn(&state, Some(&budget))
             },
             |ctx| compiled.render(black_box(&ctx)).prompt_tokens(),

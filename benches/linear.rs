@@ -15,7 +15,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use stpreset::{Context, Limits, Preset, Template, TextReport};
+use stpreset::{Context, Limits, Preset, Template, report::TextReport};
 
 /// Limits with room for the 10n inputs (several MB), so the engine does all the work instead
 /// of refusing or cutting the input.
@@ -587,8 +587,8 @@ fn assembly_and_output(t: &mut Table) {
     });
     // Depth nodes at every depth and many orders and roles, against a history as long.
     for (name, mode) in [
-        ("merge", stpreset::Injection::Merge),
-        ("separate", stpreset::Injection::Separate),
+        ("merge", stpreset::options::Injection::Merge),
+        ("separate", stpreset::options::Injection::Separate),
     ] {
         t.row(
             &format!("render/injections-{name}"),
@@ -649,7 +649,9 @@ fn assembly_and_output(t: &mut Table) {
                         .write(&mut buf, &p.audit())
                         .expect("text");
                     for m in &out.messages {
-                        buf.extend_from_slice(stpreset::terminal_safe(&m.text()).as_bytes());
+                        buf.extend_from_slice(
+                            stpreset::diagnostic::terminal_safe(&m.text()).as_bytes(),
+                        );
                     }
                 }
                 black_box(buf);
@@ -684,7 +686,7 @@ fn assembly_and_output(t: &mut Table) {
 /// SPEC §14: a preset's settings that reach the prompt or the request — template settings
 /// placed in the prompt, and post-processing the preset can turn on.
 fn settings(t: &mut Table) {
-    use stpreset::{ChatMessage, Names, ProviderOptions, Role, Shape};
+    use stpreset::{ProviderOptions, Role, Shape, provider::ChatMessage, provider::Names};
     let walk = json!([
         {"identifier": "main", "content": "Main"},
         {"identifier": "charPersonality", "marker": true},
@@ -761,8 +763,8 @@ fn settings(t: &mut Table) {
         |(names, turns)| {
             let mut options = ProviderOptions::default();
             options.shape = Some(Shape::Anthropic);
-            options.post_processing = stpreset::PostProcessing::Single.into();
-            black_box(stpreset::convert(
+            options.post_processing = stpreset::provider::PostProcessing::Single.into();
+            black_box(stpreset::provider::convert(
                 turns,
                 &options,
                 names,
@@ -776,7 +778,9 @@ fn settings(t: &mut Table) {
 /// over the hostile shapes of the issue: many history items, one huge message, a million
 /// spaces, all-empty messages.
 fn provider(t: &mut Table) {
-    use stpreset::{Budget, Counter, Message, Role, Shape, Source, Tag, Tokenizer};
+    use stpreset::{
+        Message, Role, Shape, Source, Tag, options::Budget, tokens::Counter, tokens::Tokenizer,
+    };
     let history = |text: String| {
         Message::with_parts(
             Role::User,
@@ -789,16 +793,16 @@ fn provider(t: &mut Table) {
         for shape in [Shape::OpenAi, Shape::Anthropic, Shape::Google] {
             let mut options = stpreset::ProviderOptions::default();
             options.shape = Some(shape);
-            options.post_processing = stpreset::PostProcessing::Strict.into();
+            options.post_processing = stpreset::provider::PostProcessing::Strict.into();
             options.cache_at_depth = Some(2);
-            let chat: Vec<stpreset::ChatMessage> = messages
+            let chat: Vec<stpreset::provider::ChatMessage> = messages
                 .iter()
-                .map(|m| stpreset::ChatMessage::new(m.role, m.text().into_owned()))
+                .map(|m| stpreset::provider::ChatMessage::new(m.role, m.text().into_owned()))
                 .collect();
-            black_box(stpreset::convert(
+            black_box(stpreset::provider::convert(
                 &chat,
                 &options,
-                &stpreset::Names::default(),
+                &stpreset::provider::Names::default(),
                 "gpt-4o",
             ));
         }
@@ -1104,7 +1108,7 @@ fn chats(t: &mut Table) {
         |chat| {
             let out = compiled.render(chat.context());
             let mut found = chat.passthrough();
-            let mut memo = stpreset::PartMemo::default();
+            let mut memo = stpreset::passthrough::PartMemo::default();
             for m in &out.messages {
                 for p in m.parts() {
                     if found.item_of(p).is_none() {
@@ -1120,21 +1124,22 @@ fn chats(t: &mut Table) {
 struct Lore {
     books: Vec<stpreset::Lorebook>,
     ctx: Context,
-    settings: stpreset::WiSettings,
-    state: stpreset::WiState,
+    settings: stpreset::lore::WiSettings,
+    state: stpreset::lore::WiState,
     position: u64,
 }
 
 /// One activation of `l` at its position, with room for the 10n inputs.
-fn lore_turn(l: &Lore) -> stpreset::WiResult {
-    let mut input = stpreset::WiInput::new(&l.ctx);
+fn lore_turn(l: &Lore) -> stpreset::activation::WiResult {
+    let mut input = stpreset::activation::WiInput::new(&l.ctx);
     input.position = Some(l.position);
     input.max_context = Some(u64::MAX / 200);
-    let mut rng = stpreset::SeededRandom::new(1, l.position);
-    let words = stpreset::Counter::Builtin(stpreset::Tokenizer::Words).for_model("");
+    let mut rng = stpreset::activation::SeededRandom::new(1, l.position);
+    let words =
+        stpreset::tokens::Counter::Builtin(stpreset::tokens::Tokenizer::Words).for_model("");
     let mut limits = Limits::MAX;
     limits.regex_run_steps = Limits::default().regex_run_steps;
-    stpreset::activate(
+    stpreset::activation::activate(
         &l.books,
         &input,
         &l.settings,
@@ -1168,8 +1173,8 @@ fn lore_setup(entries: serde_json::Value, history: &[String]) -> Lore {
                 .expect("book"),
         ],
         ctx: Context::from_json(&serde_json::to_vec(&ctx).expect("json")).expect("context"),
-        settings: stpreset::WiSettings::default(),
-        state: stpreset::WiState::default(),
+        settings: stpreset::lore::WiSettings::default(),
+        state: stpreset::lore::WiState::default(),
         position: history.len() as u64,
     }
 }

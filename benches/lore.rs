@@ -9,8 +9,9 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use std::hint::black_box;
 use stpreset::{
-    Context, Counter, Limits, LoreInput, Lorebook, Preset, SeededRandom, Tokenizer, WiInput,
-    WiSettings, WiState, activate,
+    Context, Limits, Lorebook, Preset, activation::SeededRandom, activation::WiInput,
+    activation::activate, lore::LoreInput, lore::WiSettings, lore::WiState, tokens::Counter,
+    tokens::Tokenizer,
 };
 
 mod support;

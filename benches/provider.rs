@@ -4,7 +4,9 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
-use stpreset::{Budget, Counter, Preset, ProviderOptions, Shape, Tokenizer};
+use stpreset::{
+    Preset, ProviderOptions, Shape, options::Budget, tokens::Counter, tokens::Tokenizer,
+};
 
 mod support;
 

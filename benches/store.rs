@@ -10,7 +10,7 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use std::hint::black_box;
 use std::time::Duration;
-use stpreset::{PresetStore, StoreOptions};
+use stpreset::{PresetStore, store::StoreOptions};
 
 mod support;
 

@@ -4,7 +4,7 @@
 // Each fuzz target includes this file and uses only its own check.
 #![allow(dead_code)]
 
-use stpreset::{Context, Preset, Template, TextReport};
+use stpreset::{Context, Preset, Template, report::TextReport};
 
 /// The limits every target runs with: the render's work budget at a quarter of the default
 /// (chat text's share too), so that a unit stays well under `scripts/fuzz`'s one-second
@@ -284,9 +284,9 @@ pub fn regex(data: &[u8]) {
     // The display text for Markdown hosts: its HTML read leniently, at most twice the display
     // pass's output (each tag's Markdown is shorter than twice the tag).
     let display = compiled.display_message(&text, role, Some(2), Some("Kaede"), &ctx);
-    let markdown = stpreset::display_markdown(&display.text);
+    let markdown = stpreset::scripts::display_markdown(&display.text);
     assert!(markdown.len() <= 2 * display.text.len());
-    assert!(stpreset::display_markdown(&text).len() <= 2 * text.len());
+    assert!(stpreset::scripts::display_markdown(&text).len() <= 2 * text.len());
     let a = compiled.store_message(&text, role, &ctx);
     let b = compiled.store_message(&text, role, &ctx);
     assert_eq!(a, b, "same inputs, same result");
@@ -425,15 +425,16 @@ pub fn lore(data: &[u8]) {
             String::from_utf8_lossy(m).into_owned(),
         ));
     }
-    let settings = stpreset::WiSettings::default();
-    let words = stpreset::Counter::Builtin(stpreset::Tokenizer::Words).for_model("");
+    let settings = stpreset::lore::WiSettings::default();
+    let words =
+        stpreset::tokens::Counter::Builtin(stpreset::tokens::Tokenizer::Words).for_model("");
     let books = [book];
-    let mut state = stpreset::WiState::default();
+    let mut state = stpreset::lore::WiState::default();
     for turn in 0..2u64 {
-        let mut input = stpreset::WiInput::new(&ctx);
+        let mut input = stpreset::activation::WiInput::new(&ctx);
         input.position = Some(ctx.items.len() as u64 + turn);
-        let mut rng = stpreset::SeededRandom::new(7, turn);
-        let out = stpreset::activate(
+        let mut rng = stpreset::activation::SeededRandom::new(7, turn);
+        let out = stpreset::activation::activate(
             &books, &input, &settings, &state, &mut rng, &*words, &limits,
         );
         let names: std::collections::HashSet<String> =
@@ -461,14 +462,17 @@ pub fn lore(data: &[u8]) {
 /// document that is JSON, and applying it to a context keeps the context readable.
 pub fn card(data: &[u8]) {
     let limits = limits();
-    for format in [stpreset::CardFormat::Png, stpreset::CardFormat::Auto] {
+    for format in [
+        stpreset::lore::CardFormat::Png,
+        stpreset::lore::CardFormat::Auto,
+    ] {
         if let Ok(card) = stpreset::Card::from_bytes(data, format, &limits) {
             let doc = card.to_json_document();
             serde_json::from_str::<serde_json::Value>(&doc).expect("the card document is JSON");
             let mut ctx = stpreset::Context::default();
             ctx.options.limits = limits.clone();
             card.apply_to(&mut ctx);
-            let _ = stpreset::WiResult::for_context(&ctx);
+            let _ = stpreset::activation::WiResult::for_context(&ctx);
             // A chat started from it: the item is the first swipe, one swipe per greeting.
             let preset = Preset::from_json(
                 br#"{"prompts": [{"identifier": "chatHistory", "marker": true}]}"#,
@@ -500,7 +504,8 @@ pub fn st_layout(data: &[u8]) {
     let mut ctx = context();
     let limits = limits();
     if let Some(card) = parts.next()
-        && let Ok(card) = stpreset::Card::from_bytes(card, stpreset::CardFormat::Auto, &limits)
+        && let Ok(card) =
+            stpreset::Card::from_bytes(card, stpreset::lore::CardFormat::Auto, &limits)
     {
         card.apply_to(&mut ctx);
     }
@@ -510,10 +515,10 @@ pub fn st_layout(data: &[u8]) {
     ctx.layout = stpreset::Layout::SillyTavern;
     ctx.now = context().now;
     ctx.items.truncate(64);
-    use stpreset::GenerationType as G;
+    use stpreset::lore::GenerationType as G;
     for generation in [G::Normal, G::Continue, G::Impersonate, G::Swipe, G::Quiet] {
         ctx.lore
-            .get_or_insert_with(|| stpreset::LoreInput::new(Vec::new()))
+            .get_or_insert_with(|| stpreset::lore::LoreInput::new(Vec::new()))
             .generation_type = generation;
         render_bounded(&compiled, &ctx);
     }

@@ -375,8 +375,8 @@ fn fit_chars(s: &str, max: usize) -> Cow<'_, str> {
 /// when nothing needs escaping.
 ///
 /// ```
-/// assert_eq!(stpreset::terminal_safe("a\x1b[31mb\n\tc"), "a\\u{1b}[31mb\n\tc");
-/// assert!(matches!(stpreset::terminal_safe("plain"), std::borrow::Cow::Borrowed(_)));
+/// assert_eq!(stpreset::diagnostic::terminal_safe("a\x1b[31mb\n\tc"), "a\\u{1b}[31mb\n\tc");
+/// assert!(matches!(stpreset::diagnostic::terminal_safe("plain"), std::borrow::Cow::Borrowed(_)));
 /// ```
 pub fn terminal_safe(s: &str) -> Cow<'_, str> {
     escape_controls(s, |c| c.is_control() && c != '\n' && c != '\t')
@@ -387,8 +387,8 @@ pub fn terminal_safe(s: &str) -> Cow<'_, str> {
 /// bidirectional overrides, which can make a label read as something else ("Trojan Source").
 ///
 /// ```
-/// assert_eq!(stpreset::terminal_line("id\n### user"), "id\\u{a}### user");
-/// assert_eq!(stpreset::terminal_line("a\u{202e}b"), "a\\u{202e}b");
+/// assert_eq!(stpreset::diagnostic::terminal_line("id\n### user"), "id\\u{a}### user");
+/// assert_eq!(stpreset::diagnostic::terminal_line("a\u{202e}b"), "a\\u{202e}b");
 /// ```
 pub fn terminal_line(s: &str) -> Cow<'_, str> {
     escape_controls(s, |c| {

@@ -238,7 +238,7 @@ impl PresetSettings {
     /// Node and Python packages).
     ///
     /// ```
-    /// let (s, _) = stpreset::PresetSettings::from_json(&serde_json::json!({"seed": " 7 ", "wi_format": "{0}"}));
+    /// let (s, _) = stpreset::settings::PresetSettings::from_json(&serde_json::json!({"seed": " 7 ", "wi_format": "{0}"}));
     /// assert_eq!(s.to_json(), r#"{"seed":7,"wi_format":"{0}"}"#);
     /// ```
     pub fn to_json(&self) -> String {

@@ -19,85 +19,67 @@
 // pest_derive without its `std` feature (which adds a per-rule stack probe) names `alloc`.
 extern crate alloc;
 
-mod activation;
+// The library's subsystems, public where a host uses their types (the front door below names
+// the everyday ones); the rest is the pipeline's inside. docs/architecture.md lists them
+// floor by floor.
+pub mod activation;
 mod assemble;
 mod chat;
 mod context;
-mod diagnostic;
+pub mod diagnostic;
 mod error;
 mod eval;
-mod greeting;
+pub mod greeting;
 mod identity;
 mod jsjson;
-mod json;
+pub mod json;
 mod jstext;
 mod keyhash;
-mod layout;
+pub mod layout;
 mod limits;
-mod lore;
+pub mod lore;
 mod node;
 mod number;
-mod options;
-mod passes;
-mod passthrough;
+pub mod options;
+pub mod passes;
+pub mod passthrough;
 mod pattern;
 mod preset;
-mod provider;
+pub mod provider;
 mod render;
-mod report;
+pub mod report;
 mod role;
-mod scripts;
-mod settings;
+pub mod scripts;
+pub mod settings;
 mod sillytavern;
 mod span;
-mod stchat;
+pub mod stchat;
 #[cfg(feature = "store")]
-mod store;
+pub mod store;
 mod surrogates;
 mod syntax;
 mod template;
-mod tokens;
+pub mod tokens;
 mod work;
 
-pub use activation::{
-    DepthLore, ExampleLore, ScanTexts, SeededRandom, WiInput, WiMessage, WiRandom, WiResult,
-    activate,
-};
+// The front door: what a bot's first hour names. Everything else is under its subsystem
+// (`stpreset::lore::WiState`, `stpreset::provider::ChatMessage`, ...).
 pub use assemble::{Message, Source};
 pub use chat::Chat;
 pub use context::{Context, ContextItem, MacroFn, MapHost, Role, Tag};
-pub use diagnostic::{Diagnostic, DiagnosticKind, LoreAt, Severity, terminal_line, terminal_safe};
+pub use diagnostic::{Diagnostic, DiagnosticKind, Severity};
 pub use error::{ContextError, TemplateError};
 pub use eval::Expanded;
-pub use greeting::FirstMessage;
-pub use json::RenderDetails;
-pub use layout::{AuthorsNote, Layout, PersonaPosition, UserSettings};
+pub use layout::Layout;
 pub use limits::Limits;
-pub use lore::{
-    Card, CardFormat, DepthPrompt, Effect, EffectKind, GenerationType, LoreError, LoreInput,
-    LoreSource, Lorebook, WiSettings, WiState,
-};
-pub use options::{Budget, Injection, RandomSource, RenderOptions};
-pub use passes::{PassKind, Placement, PromptPass, RegexPass, Regexed};
-pub use passthrough::{PartMemo, Passthrough};
+pub use lore::{Card, Lorebook};
+pub use options::RenderOptions;
 pub use preset::{CompiledPreset, Preset, PresetError, PresetNode};
-pub use provider::{
-    CacheTtl, ChatMessage, Names, PostProcessing, ProviderOptions, ReasoningEffort, Shape, Tri,
-    Verbosity, convert, request,
-};
+pub use provider::{ProviderOptions, Shape};
 pub use render::{Expansion, Rendered, request_options};
-pub use report::TextReport;
-pub use scripts::markdown::display_markdown;
-pub use scripts::{RegexScript, ScriptSource, Substitute};
-pub use settings::resolve::EffectiveOptions;
-pub use settings::{PresetSettings, PresetSettingsUse, SettingsEdit};
-pub use stchat::{CHAT_MAX_FILE_BYTES, CHAT_MAX_MESSAGES, st_chat_context};
 #[cfg(feature = "store")]
-pub use store::{Clock, PresetStore, PresetSummary, StoreError, StoreOptions, SystemClock};
+pub use store::PresetStore;
 pub use template::{Template, expand};
-#[doc(hidden)]
-pub use tokens::clear_count_caches;
-pub use tokens::{Counter, TokenCounter, Tokenizer};
 
 /// The README's examples run as doctests.
 #[doc = include_str!("../README.md")]

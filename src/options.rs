@@ -96,7 +96,7 @@ impl Budget {
 /// The render's settings: one value, read by every stage.
 ///
 /// ```
-/// use stpreset::{Context, Injection, RenderOptions};
+/// use stpreset::{Context, options::Injection, RenderOptions};
 /// let mut ctx = Context::default();
 /// ctx.options = RenderOptions::default().with_injection(Injection::Separate);
 /// ctx.options.limits.output_bytes = 1 << 20;

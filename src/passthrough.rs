@@ -19,7 +19,7 @@ use crate::keyhash::{KeyHasher, text_hash};
 /// first; a miss builds a sorted address table once, so any order costs `O(log n)` a part.
 ///
 /// ```
-/// use stpreset::{Context, ContextItem, Passthrough, Preset, Role, Tag};
+/// use stpreset::{Context, ContextItem, passthrough::Passthrough, Preset, Role, Tag};
 /// let p = Preset::from_json(br#"{"prompts": [{"identifier": "main", "content": "Hi"},
 ///     {"identifier": "chatHistory", "marker": true}]}"#).unwrap();
 /// let mut ctx = Context::default();
@@ -115,7 +115,7 @@ impl<'c> Passthrough<'c> {
 /// once the front end has taken the render, so both sides agree).
 ///
 /// ```
-/// let mut memo = stpreset::PartMemo::default();
+/// let mut memo = stpreset::passthrough::PartMemo::default();
 /// assert_eq!((memo.part("static"), memo.part("turn 1")), (None, None));
 /// memo.commit();
 /// assert_eq!((memo.part("turn 2"), memo.part("static")), (None, Some(0)));

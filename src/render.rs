@@ -485,7 +485,7 @@ fn finish_layout(
 /// an edit replaces keys). A preset's prefill is used as written (a render renders it first).
 ///
 /// ```
-/// use stpreset::{ChatMessage, Context, Names, PresetSettings, Role, request, request_options};
+/// use stpreset::{provider::ChatMessage, Context, provider::Names, settings::PresetSettings, Role, provider::request, request_options};
 /// let (settings, _) = PresetSettings::from_json(&serde_json::json!({
 ///     "temperature": 1.5, "openai_max_tokens": 500, "openai_max_context": 8000}));
 /// let ctx = Context::from_json(br#"{"model": "claude-3-5-haiku", "provider_options": {"shape": "anthropic"}}"#).unwrap();

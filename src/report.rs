@@ -26,7 +26,7 @@ pub const MAX_PER_RUN: usize = 200;
 /// let ctx = stpreset::Context::default();
 /// let out = preset.compile().render(&ctx);
 /// let mut text = Vec::new();
-/// stpreset::TextReport::preset("p.json", &preset).write(&mut text, &out.diagnostics).unwrap();
+/// stpreset::report::TextReport::preset("p.json", &preset).write(&mut text, &out.diagnostics).unwrap();
 /// let text = String::from_utf8(text).unwrap();
 /// assert!(text.contains("p.json#main:1:6"));
 /// ```

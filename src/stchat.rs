@@ -282,7 +282,7 @@ impl Context {
 /// hand a bot that builds its context as an object.
 ///
 /// ```
-/// let v = stpreset::st_chat_context(b"{\"user_name\": \"Alice\"}\n{\"name\": \"Sera\", \"mes\": \"Hi\"}\n").unwrap();
+/// let v = stpreset::stchat::st_chat_context(b"{\"user_name\": \"Alice\"}\n{\"name\": \"Sera\", \"mes\": \"Hi\"}\n").unwrap();
 /// assert_eq!(v["items"][0]["name"], "Sera");
 /// assert_eq!((v["user"].as_str(), v["position"].as_u64()), (Some("Alice"), Some(1)));
 /// ```

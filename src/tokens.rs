@@ -37,7 +37,7 @@ pub(crate) type Known<'c> = &'c dyn Remember;
 /// Counts tokens of a text. Implementations must be linear in the text and never panic.
 ///
 /// ```
-/// use stpreset::TokenCounter;
+/// use stpreset::tokens::TokenCounter;
 /// struct Chars;
 /// impl TokenCounter for Chars {
 ///     fn count(&self, text: &str) -> u32 {
@@ -75,7 +75,7 @@ impl Tokenizer {
     /// anything without the `tiktoken` feature. Call it at start-up, or on a thread of its own.
     ///
     /// ```
-    /// stpreset::Tokenizer::Words.preload(); // nothing to load
+    /// stpreset::tokens::Tokenizer::Words.preload(); // nothing to load
     /// ```
     pub fn preload(self) {
         let vocabs: &[Vocab] = match self {
@@ -103,8 +103,8 @@ pub fn clear_count_caches() {
 /// `approx`, `words`); the error says what is expected.
 ///
 /// ```
-/// assert_eq!("o200k".parse::<stpreset::Tokenizer>(), Ok(stpreset::Tokenizer::O200k));
-/// assert!("gpt2".parse::<stpreset::Tokenizer>().unwrap_err().contains("expected auto"));
+/// assert_eq!("o200k".parse::<stpreset::tokens::Tokenizer>(), Ok(stpreset::tokens::Tokenizer::O200k));
+/// assert!("gpt2".parse::<stpreset::tokens::Tokenizer>().unwrap_err().contains("expected auto"));
 /// ```
 impl std::str::FromStr for Tokenizer {
     type Err = String;
@@ -315,7 +315,7 @@ impl Counter {
     /// with ([`activate`](crate::activate)).
     ///
     /// ```
-    /// let words = stpreset::Counter::Builtin(stpreset::Tokenizer::Words).for_model("");
+    /// let words = stpreset::tokens::Counter::Builtin(stpreset::tokens::Tokenizer::Words).for_model("");
     /// assert_eq!(words.count("two words"), 2);
     /// ```
     pub fn for_model(&self, model: &str) -> Arc<dyn TokenCounter> {

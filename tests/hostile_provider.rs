@@ -3,8 +3,8 @@
 
 use serde_json::json;
 use stpreset::{
-    Budget, ChatMessage, Counter, Message, Names, ProviderOptions, Role, Shape, Source, Tag,
-    Tokenizer, convert,
+    Message, ProviderOptions, Role, Shape, Source, Tag, options::Budget, provider::ChatMessage,
+    provider::Names, provider::convert, tokens::Counter, tokens::Tokenizer,
 };
 
 fn named(role: Role, text: &str, name: Option<&str>) -> ChatMessage {
@@ -20,9 +20,9 @@ fn options(shape: Shape, mode: &str) -> ProviderOptions {
     let mut o = ProviderOptions::default();
     o.shape = Some(shape);
     o.post_processing = match mode {
-        "merge" => stpreset::PostProcessing::Merge,
-        "single" => stpreset::PostProcessing::Single,
-        _ => stpreset::PostProcessing::None,
+        "merge" => stpreset::provider::PostProcessing::Merge,
+        "single" => stpreset::provider::PostProcessing::Single,
+        _ => stpreset::provider::PostProcessing::None,
     }
     .into();
     o

@@ -4,7 +4,7 @@
 mod support;
 
 use serde_json::{Value, json};
-use stpreset::{Card, CardFormat, Context, Layout, Limits, Preset, Shape};
+use stpreset::{Card, Context, Layout, Limits, Preset, Shape, lore::CardFormat};
 use support::{arg, stpreset, temp, text};
 
 fn ctx(v: Value) -> Context {
@@ -82,7 +82,10 @@ fn the_switch_and_its_fields_are_checked() {
         "pin_examples": true, "chat_id_hash": 7, "pick_reroll_seed": 3}),
     );
     let st = &c.user_settings;
-    assert_eq!(st.persona_position, stpreset::PersonaPosition::AtDepth);
+    assert_eq!(
+        st.persona_position,
+        stpreset::layout::PersonaPosition::AtDepth
+    );
     assert_eq!(
         (
             st.persona_depth,
@@ -584,7 +587,7 @@ fn group_chats_prefix_names_and_nudge() {
         ]
     );
     c.lore.get_or_insert_with(Default::default).generation_type =
-        stpreset::GenerationType::Impersonate;
+        stpreset::lore::GenerationType::Impersonate;
     assert!(
         !contents(&p, &c)
             .iter()
@@ -780,7 +783,7 @@ fn hostile_shapes_stay_within_the_output_cap() {
     );
     let mut c = Context::from_st_chat(chat.as_bytes()).unwrap();
     c.layout = Layout::SillyTavern;
-    c.options.budget.max_context_tokens = stpreset::Tri::Null;
+    c.options.budget.max_context_tokens = stpreset::provider::Tri::Null;
     check(&c, "user name macros, no budget");
     // The same through the card's 10 KB name (`<BOT>`) and ten 1 KB group members.
     let mut c = ctx(json!({"layout": "sillytavern", "char": "b".repeat(10_000),

@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use stpreset::{
-    Context, GenerationType, Limits, LoreSource, Lorebook, ScanTexts, TokenCounter, WiInput,
-    WiMessage, WiRandom, WiSettings, WiState, activate,
+    Context, Limits, Lorebook, activation::ScanTexts, activation::WiInput, activation::WiMessage,
+    activation::WiRandom, activation::activate, lore::GenerationType, lore::LoreSource,
+    lore::WiSettings, lore::WiState, tokens::TokenCounter,
 };
 
 /// The books of a case as written in the file: key order matters (SPEC §15.3.1), and
@@ -416,7 +417,12 @@ impl WiRandom for Fixed {
     }
 }
 
-fn one_turn(book: &str, history: &[&str], state: &WiState, draws: Vec<f64>) -> stpreset::WiResult {
+fn one_turn(
+    book: &str,
+    history: &[&str],
+    state: &WiState,
+    draws: Vec<f64>,
+) -> stpreset::activation::WiResult {
     let book = Lorebook::from_json("b", book.as_bytes(), &Limits::default()).unwrap();
     let ctx = Context::default();
     let mut wi = WiInput::new(&ctx);
@@ -472,7 +478,7 @@ fn a_card_or_book_with_half_an_emoji_still_reads() {
     let card = r#"{"name": "N\udc00", "description": "d"}"#;
     let card = stpreset::Card::from_bytes(
         card.as_bytes(),
-        stpreset::CardFormat::Json,
+        stpreset::lore::CardFormat::Json,
         &Limits::default(),
     )
     .unwrap();
@@ -516,7 +522,7 @@ fn a_card_prompt_replaces_main_with_the_original_inside() {
     .compile();
     let card = stpreset::Card::from_bytes(
         br#"{"spec": "chara_card_v2", "data": {"name": "Sera", "system_prompt": "{{char}}: {{original}} ($1 {{ORIGINAL}})", "post_history_instructions": "Stay."}}"#,
-        stpreset::CardFormat::Json,
+        stpreset::lore::CardFormat::Json,
         &Limits::default(),
     )
     .unwrap();
@@ -550,10 +556,10 @@ fn a_chat_keeps_its_books_key_order_across_sets() {
             "zeta": {"key": ["rain"], "content": "first words here"},
             "alpha": {"key": ["rain"], "content": "second words here"}}}]}"#;
     let mut chat = stpreset::Chat::from_json(json).unwrap();
-    let before = stpreset::WiResult::for_context(chat.context()).activated;
+    let before = stpreset::activation::WiResult::for_context(chat.context()).activated;
     assert_eq!(before, ["w.zeta", "w.alpha"]);
     chat.set_json(br#"{"user": "Bob"}"#).unwrap();
-    let after = stpreset::WiResult::for_context(chat.context()).activated;
+    let after = stpreset::activation::WiResult::for_context(chat.context()).activated;
     assert_eq!(after, before);
 }
 
@@ -677,7 +683,7 @@ fn a_key_over_the_cap_after_its_macros_never_matches() {
         "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": format!("x{long}")}],
         "lorebooks": [{"name": "w", "entries": {"0": {"key": ["x{{description}}"], "content": "c"}}}]});
     let ctx = Context::from_json(v.to_string().as_bytes()).unwrap();
-    let out = stpreset::WiResult::for_context(&ctx);
+    let out = stpreset::activation::WiResult::for_context(&ctx);
     assert!(out.activated.is_empty());
     assert!(
         out.diagnostics
@@ -774,7 +780,7 @@ fn recursion_levels_spend_the_plain_total() {
             limits,
         )
     };
-    let lore_limits = |out: &stpreset::WiResult| {
+    let lore_limits = |out: &stpreset::activation::WiResult| {
         out.diagnostics
             .iter()
             .filter(|d| d.kind == stpreset::DiagnosticKind::LoreLimit)
@@ -896,7 +902,7 @@ fn min_activation_passes_spend_the_plain_total() {
             &limits,
         )
     };
-    let limited = |out: &stpreset::WiResult| {
+    let limited = |out: &stpreset::activation::WiResult| {
         out.diagnostics
             .iter()
             .filter(|d| d.kind == stpreset::DiagnosticKind::LoreLimit)

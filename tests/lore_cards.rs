@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use base64::Engine as _;
 use serde_json::Value;
-use stpreset::{Card, CardFormat, Limits};
+use stpreset::{Card, Limits, lore::CardFormat};
 
 /// A skip message the test harness does not capture: it shows in a plain `cargo test`.
 macro_rules! skipped {

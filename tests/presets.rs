@@ -624,8 +624,9 @@ fn speaker_names_prefix_history_items_only() {
         ]
     );
     let mut words = c.clone();
-    words.options.budget = stpreset::Budget::tokens(1000)
-        .with_counter(stpreset::Counter::Builtin(stpreset::Tokenizer::Words));
+    words.options.budget = stpreset::options::Budget::tokens(1000).with_counter(
+        stpreset::tokens::Counter::Builtin(stpreset::tokens::Tokenizer::Words),
+    );
     let counted = p.compile().render(&words).prompt_tokens().unwrap();
     let mut unnamed = words.clone();
     unnamed.items[2].name = None;

@@ -5,7 +5,9 @@
 mod support;
 
 use serde_json::{Map, Value, json};
-use stpreset::{ChatMessage, Context, Message, Names, Role, Source, Tag, convert};
+use stpreset::{
+    Context, Message, Role, Source, Tag, provider::ChatMessage, provider::Names, provider::convert,
+};
 
 fn cases() -> Option<Vec<Value>> {
     let doc: Value = serde_json::from_slice(&support::vectors("provider.json")).expect("json");

@@ -8,7 +8,8 @@ mod support;
 
 use serde_json::{Value, json};
 use stpreset::{
-    Context, DiagnosticKind, PassKind, Placement, Preset, RandomSource, RegexPass, Role,
+    Context, DiagnosticKind, Preset, Role, options::RandomSource, passes::PassKind,
+    passes::Placement, passes::RegexPass,
 };
 
 fn vectors() -> Option<Value> {
@@ -689,7 +690,11 @@ fn the_display_text_of_corpus_presets_is_readable_markdown() {
         let html = compiled.display_message(&reply, Role::Model, Some(0), Some("Tomori"), &ctx);
         let text = compiled.display_text(&reply, Role::Model, Some(0), Some("Tomori"), &ctx);
         assert_eq!(text.diagnostics, html.diagnostics, "{name}");
-        assert_eq!(text.text, stpreset::display_markdown(&html.text), "{name}");
+        assert_eq!(
+            text.text,
+            stpreset::scripts::display_markdown(&html.text),
+            "{name}"
+        );
         for gone in [
             "<style",
             "<span",
@@ -769,12 +774,12 @@ fn each_source_has_its_own_permission() {
     let p = preset(json!([marker("P")]));
     let mut ctx = Context::default();
     ctx.add_regex_scripts(
-        stpreset::ScriptSource::Global,
+        stpreset::scripts::ScriptSource::Global,
         &serde_json::to_vec(&marker("G")).unwrap(),
     )
     .unwrap();
     ctx.add_regex_scripts(
-        stpreset::ScriptSource::Character,
+        stpreset::scripts::ScriptSource::Character,
         &serde_json::to_vec(&json!([marker("C")])).unwrap(),
     )
     .unwrap();
@@ -798,7 +803,7 @@ fn each_source_has_its_own_permission() {
     assert_eq!(p.store_message("t", Role::Model, &ctx).text, "tGPC");
     // A preset's scripts come with the preset, not the context.
     assert!(
-        ctx.add_regex_scripts(stpreset::ScriptSource::Preset, b"[]")
+        ctx.add_regex_scripts(stpreset::scripts::ScriptSource::Preset, b"[]")
             .is_err()
     );
 }
@@ -811,7 +816,7 @@ fn a_cards_scripts_come_with_the_card() {
         &serde_json::to_vec(&json!({"spec": "chara_card_v2", "data": {"name": "Sera",
             "extensions": {"regex_scripts": [marker("C"), {"findRegex": 3}]}}}))
         .unwrap(),
-        stpreset::CardFormat::Json,
+        stpreset::lore::CardFormat::Json,
         &stpreset::Limits::default(),
     )
     .unwrap();

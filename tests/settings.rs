@@ -16,7 +16,8 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 use stpreset::{
-    ChatMessage, Context, Names, Preset, PresetSettings, Role, request, request_options,
+    Context, Preset, Role, provider::ChatMessage, provider::Names, provider::request,
+    request_options, settings::PresetSettings,
 };
 
 fn cases() -> Option<Vec<Value>> {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use stpreset::{Card, CardFormat, Context, Layout, Limits, Preset, ProviderOptions, Shape};
+use stpreset::{Card, Context, Layout, Limits, Preset, ProviderOptions, Shape, lore::CardFormat};
 
 macro_rules! skipped {
     ($($t:tt)*) => {{

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use stpreset::{Clock, Context, PresetStore, StoreError, StoreOptions};
+use stpreset::{Context, PresetStore, store::Clock, store::StoreError, store::StoreOptions};
 
 const A: &[u8] = br#"{"temperature": 0.5, "prompts": [
     {"identifier": "main", "content": "A {{user}}"},

@@ -266,7 +266,7 @@ impl crate::lore::Card {
     /// its book joins the context's lore (source `character`).
     ///
     /// ```
-    /// use stpreset::{Card, CardFormat, Context, Limits};
+    /// use stpreset::{Card, lore::CardFormat, Context, Limits};
     /// let card = Card::from_bytes(br#"{"name": "Sera", "description": "A healer."}"#, CardFormat::Json, &Limits::default()).unwrap();
     /// let mut ctx = Context::default();
     /// card.apply_to(&mut ctx);
@@ -356,7 +356,7 @@ impl super::WiResult {
     /// let ctx = stpreset::Context::from_json(br#"{"position": 1,
     ///     "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "rain"}],
     ///     "lorebooks": [{"name": "w", "entries": {"0": {"key": ["rain"], "content": "Wet."}}}]}"#).unwrap();
-    /// let out = stpreset::WiResult::for_context(&ctx);
+    /// let out = stpreset::activation::WiResult::for_context(&ctx);
     /// assert_eq!(out.before, "Wet.");
     /// assert!(out.to_json().starts_with(r#"{"activated":["w.0"],"before":"Wet.""#));
     /// ```
@@ -437,7 +437,7 @@ impl crate::lore::Card {
     /// are the context items [`apply_to`](Self::apply_to) adds.
     ///
     /// ```
-    /// use stpreset::{Card, CardFormat, Limits};
+    /// use stpreset::{Card, lore::CardFormat, Limits};
     /// let card = Card::from_bytes(br#"{"name": "Sera", "personality": "kind"}"#, CardFormat::Json, &Limits::default()).unwrap();
     /// let doc = card.to_json_document();
     /// assert!(doc.starts_with(r#"{"card":{"name":"Sera","#));

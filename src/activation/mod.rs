@@ -88,7 +88,7 @@ impl<'a> WiInput<'a> {
     /// persona values as scan texts.
     ///
     /// ```
-    /// use stpreset::{Context, ContextItem, Role, Tag, WiInput};
+    /// use stpreset::{Context, ContextItem, Role, Tag, activation::WiInput};
     /// let mut ctx = Context::default();
     /// ctx.user = "Alice".into();
     /// ctx.items.push(ContextItem::new(Some(Tag::DialogueHistory), Role::User, "hi"));
@@ -225,14 +225,14 @@ pub(crate) struct Activated {
 /// Activates `books` for `input` (SPEC §15.5) and places the result (§15.7).
 ///
 /// ```
-/// use stpreset::{Context, ContextItem, Limits, Lorebook, Role, Tag, WiInput, WiSettings, WiState};
+/// use stpreset::{Context, ContextItem, Limits, Lorebook, Role, Tag, activation::WiInput, lore::WiSettings, lore::WiState};
 /// let book = Lorebook::from_json("w", br#"{"entries": {"0": {"key": ["rain"], "content": "It rains."}}}"#, &Limits::default()).unwrap();
 /// let mut ctx = Context::default();
 /// ctx.items.push(ContextItem::new(Some(Tag::DialogueHistory), Role::User, "Is it rain?"));
 /// let input = WiInput::new(&ctx);
-/// let mut rng = stpreset::SeededRandom::new(0, 1);
-/// let words = stpreset::Counter::Builtin(stpreset::Tokenizer::Words).for_model("");
-/// let out = stpreset::activate(&[book], &input, &WiSettings::default(), &WiState::default(), &mut rng, &*words, &Limits::default());
+/// let mut rng = stpreset::activation::SeededRandom::new(0, 1);
+/// let words = stpreset::tokens::Counter::Builtin(stpreset::tokens::Tokenizer::Words).for_model("");
+/// let out = stpreset::activation::activate(&[book], &input, &WiSettings::default(), &WiState::default(), &mut rng, &*words, &Limits::default());
 /// assert_eq!(out.activated, ["w.0"]);
 /// assert_eq!(out.before, "It rains.");
 /// ```

@@ -140,7 +140,7 @@ impl Budget {
     /// that shows where the tokens go (`stpreset serve`).
     ///
     /// ```
-    /// use stpreset::{Budget, Counter, Message, Role, Source, Tokenizer};
+    /// use stpreset::{options::Budget, tokens::Counter, Message, Role, Source, tokens::Tokenizer};
     /// let m = Message::with_parts(Role::User, ["three words here"], Source::Tag(None));
     /// let words = Budget::default().with_counter(Counter::Builtin(Tokenizer::Words));
     /// assert_eq!(words.costs(&[m], ""), [4 + 1 + 3]);
@@ -158,7 +158,7 @@ impl Budget {
     /// Without `max_context_tokens` only the limit applies and there are no prompt tokens.
     ///
     /// ```
-    /// use stpreset::{Budget, Counter, Message, Role, Source, Tag, Tokenizer};
+    /// use stpreset::{options::Budget, tokens::Counter, Message, Role, Source, Tag, tokens::Tokenizer};
     /// let history = |t: &'static str| Message::with_parts(Role::User, [t], Source::Tag(Some(Tag::DialogueHistory)));
     /// let mut messages = vec![history("old words here"), history("new")];
     /// let budget = Budget::tokens(10).with_counter(Counter::Builtin(Tokenizer::Words));

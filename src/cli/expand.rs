@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
-use stpreset::{Template, TextReport};
+use stpreset::{Template, report::TextReport};
 
 use super::{ContextArgs, Failure, Format, read};
 

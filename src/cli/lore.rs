@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use stpreset::{
-    Card, CardFormat, Context, GenerationType, Limits, LoreInput, LoreSource, Lorebook, WiState,
+    Card, Context, Limits, Lorebook, lore::CardFormat, lore::GenerationType, lore::LoreInput,
+    lore::LoreSource, lore::WiState,
 };
 
 use super::{ContextArgs, Failure, read_up_to};
@@ -134,13 +135,17 @@ pub(crate) fn run_card(args: CardArgs) -> Result<(), Failure> {
             let context = card.context_values();
             let mut w = || -> std::io::Result<()> {
                 for (k, v) in context.as_object().into_iter().flatten() {
-                    writeln!(stdout, "{k}: {}", stpreset::terminal_safe(&v.to_string()))?;
+                    writeln!(
+                        stdout,
+                        "{k}: {}",
+                        stpreset::diagnostic::terminal_safe(&v.to_string())
+                    )?;
                 }
                 if let Some(b) = card.book() {
                     writeln!(
                         stdout,
                         "book: {} ({} entries)",
-                        stpreset::terminal_line(b.name()),
+                        stpreset::diagnostic::terminal_line(b.name()),
                         b.len()
                     )?;
                 }
@@ -197,7 +202,7 @@ pub(crate) struct LoreArgs {
 pub(crate) fn run(args: LoreArgs) -> Result<(), Failure> {
     let mut ctx = args.context.load()?;
     args.lore.apply(&mut ctx)?;
-    let text = stpreset::WiResult::for_context(&ctx).to_json();
+    let text = stpreset::activation::WiResult::for_context(&ctx).to_json();
     let mut stdout = super::stdout();
     let written = {
         use std::io::Write as _;

@@ -119,7 +119,7 @@ impl ScriptFlags {
         ctx.allow_char_regex |= self.allow_char_regex;
         for path in &self.regex {
             ctx.add_regex_scripts(
-                stpreset::ScriptSource::Global,
+                stpreset::scripts::ScriptSource::Global,
                 &read(path, "regex scripts")?,
             )
             .map_err(|e| Failure(format!("{}: {e}", input_name(path))))?;
@@ -246,7 +246,7 @@ pub fn main() -> ExitCode {
             let _ = writeln!(
                 std::io::stderr(),
                 "stpreset: {}",
-                stpreset::terminal_line(&msg)
+                stpreset::diagnostic::terminal_line(&msg)
             );
             ExitCode::from(1)
         }

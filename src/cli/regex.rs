@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use stpreset::{PassKind, Placement, RegexPass, TextReport};
+use stpreset::{passes::PassKind, passes::Placement, passes::RegexPass, report::TextReport};
 
 use super::{ContextArgs, Failure, Format, read};
 
@@ -102,7 +102,7 @@ pub(crate) fn run(args: RegexArgs) -> Result<(), Failure> {
     pass.speaker = args.speaker;
     let mut out = preset.compile().apply_regex(text, &pass, &ctx);
     if args.pass == PassArg::DisplayText {
-        out.text = stpreset::display_markdown(&out.text);
+        out.text = stpreset::scripts::display_markdown(&out.text);
     }
     let mut stdout = super::stdout();
     let written = match args.format {

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 use stpreset::{
-    Context, Diagnostic, Message, Preset, Rendered, Role, Shape, Source, TextReport, terminal_line,
-    terminal_safe,
+    Context, Diagnostic, Message, Preset, Rendered, Role, Shape, Source, diagnostic::terminal_line,
+    diagnostic::terminal_safe, report::TextReport,
 };
 
 use super::{ContextArgs, Failure, Format, read};
@@ -241,7 +241,7 @@ fn start_chat(
 
 /// Reads `--chat` into the context (SPEC §17.5).
 pub(crate) fn apply_chat(ctx: &mut Context, path: &std::path::Path) -> Result<(), Failure> {
-    let bytes = super::read_up_to(path, "chat", stpreset::CHAT_MAX_FILE_BYTES)?;
+    let bytes = super::read_up_to(path, "chat", stpreset::stchat::CHAT_MAX_FILE_BYTES)?;
     ctx.apply_st_chat(&bytes)
         .map_err(|e| Failure(format!("{}: {e}", super::input_name(path))))
 }

@@ -105,8 +105,8 @@ enum StoreCommand {
         allow_regex: bool,
         /// The kind of turn: normal, continue, impersonate, swipe, regenerate or quiet
         /// (SPEC §18.1); overrides the context's `generation_type`.
-        #[arg(long, value_name = "TYPE", value_parser = super::lore::spelled::<stpreset::GenerationType>)]
-        generation: Option<stpreset::GenerationType>,
+        #[arg(long, value_name = "TYPE", value_parser = super::lore::spelled::<stpreset::lore::GenerationType>)]
+        generation: Option<stpreset::lore::GenerationType>,
     },
 }
 
@@ -247,7 +247,7 @@ pub(crate) fn run(args: StoreArgs) -> Result<(), Failure> {
                 "{} (server {server}, active preset)",
                 PresetStore::shown_target(&args.db)
             );
-            let report = stpreset::TextReport::without_sources(&name);
+            let report = stpreset::report::TextReport::without_sources(&name);
             super::render::print_result(&mut out, &rendered, &ctx, shape, format, &report)
         }
     };

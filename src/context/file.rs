@@ -505,7 +505,7 @@ impl Context {
     /// says so (`RegexScriptInvalid`).
     ///
     /// ```
-    /// use stpreset::{Context, ScriptSource};
+    /// use stpreset::{Context, scripts::ScriptSource};
     /// let mut ctx = Context::default();
     /// ctx.add_regex_scripts(ScriptSource::Global, br#"{"scriptName": "x", "findRegex": "a", "placement": [2]}"#)
     ///     .unwrap();

@@ -23,7 +23,7 @@ use crate::role::Role;
 /// How [`Card::from_bytes`] reads its bytes (SPEC §15.1.1).
 ///
 /// ```
-/// use stpreset::{Card, CardFormat, Limits};
+/// use stpreset::{Card, lore::CardFormat, Limits};
 /// let err = Card::from_bytes(br#"{"name":"A"}"#, CardFormat::Png, &Limits::default()).unwrap_err();
 /// assert_eq!(err.kind(), "CardPngInvalid");
 /// ```
@@ -41,7 +41,7 @@ pub enum CardFormat {
 /// A card's `extensions.depth_prompt`: text placed into the chat at a depth (SPEC §15.2).
 ///
 /// ```
-/// use stpreset::{Card, CardFormat, Limits, Role};
+/// use stpreset::{Card, lore::CardFormat, Limits, Role};
 /// let json = br#"{"spec":"chara_card_v2","data":{"name":"A",
 ///     "extensions":{"depth_prompt":{"prompt":"Whisper.","depth":2,"role":"assistant"}}}}"#;
 /// let card = Card::from_bytes(json, CardFormat::Json, &Limits::default()).unwrap();
@@ -66,7 +66,7 @@ pub struct DepthPrompt {
 /// (§15.13) nor in the JSON.
 ///
 /// ```
-/// use stpreset::{Card, CardFormat, Limits, LoreSource};
+/// use stpreset::{Card, lore::CardFormat, Limits, lore::LoreSource};
 /// let json = br#"{"spec":"chara_card_v3","data":{"name":"Sera","mes_example":"<START>\nHi\n<START>\nBye",
 ///     "character_book":{"entries":[{"keys":["forest"],"content":"Old trees.","enabled":true}]}}}"#;
 /// let card = Card::from_bytes(json, CardFormat::Auto, &Limits::default()).unwrap();
@@ -117,7 +117,7 @@ impl Card {
     /// they bound.
     ///
     /// ```
-    /// use stpreset::{Card, CardFormat, Limits};
+    /// use stpreset::{Card, lore::CardFormat, Limits};
     /// let card = Card::from_bytes(br#"{"name":"Old","creatorcomment":"v1"}"#, CardFormat::Json,
     ///     &Limits::default()).unwrap();
     /// assert_eq!((card.name.as_str(), card.creator_notes.as_str()), ("Old", "v1"));
@@ -226,7 +226,7 @@ impl Card {
     /// the embedded book's import diagnostics.
     ///
     /// ```
-    /// use stpreset::{Card, CardFormat, DiagnosticKind, Limits};
+    /// use stpreset::{Card, lore::CardFormat, DiagnosticKind, Limits};
     /// let json = br#"{"spec":"chara_card_v2","name":"A","personality":5}"#;
     /// let card = Card::from_bytes(json, CardFormat::Json, &Limits::default()).unwrap();
     /// let kinds: Vec<_> = card.diagnostics().iter().map(|d| d.kind).collect();
@@ -240,7 +240,7 @@ impl Card {
     /// The card's lorebook (source `character`), if it has one.
     ///
     /// ```
-    /// use stpreset::{Card, CardFormat, Limits};
+    /// use stpreset::{Card, lore::CardFormat, Limits};
     /// let json = br#"{"spec":"chara_card_v2","data":{"name":"A","character_book":{"name":"Lore","entries":[]}}}"#;
     /// let card = Card::from_bytes(json, CardFormat::Json, &Limits::default()).unwrap();
     /// assert_eq!(card.book().map(|b| b.name()), Some("Lore"));
@@ -253,7 +253,7 @@ impl Card {
     /// run (SPEC §15.13) and not part of [`Card::to_json`].
     ///
     /// ```
-    /// use stpreset::{Card, CardFormat, Limits};
+    /// use stpreset::{Card, lore::CardFormat, Limits};
     /// let json = br#"{"spec":"v2","data":{"name":"A","extensions":{"regex_scripts":[{"findRegex":"a"}]}}}"#;
     /// let card = Card::from_bytes(json, CardFormat::Json, &Limits::default()).unwrap();
     /// assert_eq!(card.regex_scripts().unwrap()[0]["findRegex"], "a");
@@ -268,7 +268,7 @@ impl Card {
     /// `serde_json::to_string(&card)` writes §15.2's order.
     ///
     /// ```
-    /// use stpreset::{Card, CardFormat, Limits};
+    /// use stpreset::{Card, lore::CardFormat, Limits};
     /// let card = Card::from_bytes(br#"{"name":"Old"}"#, CardFormat::Json, &Limits::default()).unwrap();
     /// let json = card.to_json();
     /// assert_eq!(json["name"], "Old");

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// fresh install.
 ///
 /// ```
-/// let s: stpreset::WiSettings = serde_json::from_str(r#"{"scan_depth": 4}"#).unwrap();
+/// let s: stpreset::lore::WiSettings = serde_json::from_str(r#"{"scan_depth": 4}"#).unwrap();
 /// assert_eq!((s.scan_depth, s.budget_percent, s.recursive), (4, 25, true));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,7 +96,7 @@ impl GenerationType {
 /// place the result; [`Rendered::wi_state`](crate::Rendered::wi_state) gives the new state.
 ///
 /// ```
-/// use stpreset::{Context, ContextItem, Limits, LoreInput, Lorebook, Preset, Role, Tag};
+/// use stpreset::{Context, ContextItem, Limits, lore::LoreInput, Lorebook, Preset, Role, Tag};
 /// let book = Lorebook::from_json("w", br#"{"entries": {"0": {"key": ["rain"], "content": "It rains."}}}"#, &Limits::default()).unwrap();
 /// let mut ctx = Context::default();
 /// ctx.items.push(ContextItem::new(Some(Tag::DialogueHistory), Role::User, "rain?"));

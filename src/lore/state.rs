@@ -37,7 +37,7 @@ pub struct Effect {
 /// The state a host keeps per conversation and passes back on the next call.
 ///
 /// ```
-/// let state: stpreset::WiState = serde_json::from_str(r#"{"version": 1, "effects": []}"#).unwrap();
+/// let state: stpreset::lore::WiState = serde_json::from_str(r#"{"version": 1, "effects": []}"#).unwrap();
 /// assert!(state.effects.is_empty());
 /// assert_eq!(serde_json::to_string(&state).unwrap(), r#"{"version":1,"effects":[]}"#);
 /// ```

@@ -70,7 +70,7 @@ impl Placement {
 /// One pass's parameters (SPEC §13.7).
 ///
 /// ```
-/// use stpreset::{Context, PassKind, Placement, Preset, RegexPass};
+/// use stpreset::{Context, passes::PassKind, passes::Placement, Preset, passes::RegexPass};
 /// let p = Preset::from_json(br#"{"prompts": [{"identifier": "main", "content": "x"}], "extensions": {"regex_scripts": [
 ///     {"findRegex": "/\\bcat\\b/g", "replaceString": "dog", "placement": [2]}]}}"#).unwrap();
 /// let mut ctx = Context::default();

@@ -46,7 +46,7 @@ impl ChatMessage {
     /// A nameless message that squashes like any other.
     ///
     /// ```
-    /// let m = stpreset::ChatMessage::new(stpreset::Role::User, "hi");
+    /// let m = stpreset::provider::ChatMessage::new(stpreset::Role::User, "hi");
     /// assert_eq!((m.text.as_str(), m.name, m.keep_apart), ("hi", None, false));
     /// ```
     pub fn new(role: Role, text: impl Into<String>) -> ChatMessage {
@@ -76,7 +76,7 @@ pub struct Names {
 /// take their §12 default; [`request`] adds the other fields.
 ///
 /// ```
-/// use stpreset::{ChatMessage, Names, ProviderOptions, Role, Shape, convert};
+/// use stpreset::{provider::ChatMessage, provider::Names, ProviderOptions, Role, Shape, provider::convert};
 /// let msg = |role, text: &str| ChatMessage::new(role, text);
 /// let mut options = ProviderOptions::default();
 /// options.shape = Some(Shape::Anthropic);
@@ -130,7 +130,7 @@ pub fn convert(
 /// ([`Rendered::to_request`](crate::Rendered::to_request)).
 ///
 /// ```
-/// use stpreset::{ChatMessage, Names, ProviderOptions, ReasoningEffort, Role, Shape, request};
+/// use stpreset::{provider::ChatMessage, provider::Names, ProviderOptions, provider::ReasoningEffort, Role, Shape, provider::request};
 /// let mut options = ProviderOptions::default();
 /// options.shape = Some(Shape::Anthropic);
 /// options.max_tokens = 8000.into();

@@ -174,7 +174,7 @@ impl PostProcessing {
 /// `null`, so the default applies whatever the preset says; or a value, which wins.
 ///
 /// ```
-/// use stpreset::Tri;
+/// use stpreset::provider::Tri;
 /// let preset = Some(&0.7);
 /// assert_eq!(Tri::Unset.or(preset), Some(&0.7));
 /// assert_eq!(Tri::Null.or(preset), None);

@@ -190,7 +190,7 @@ fn end_line(out: &mut String) {
 ///
 /// ```
 /// let html = "<style>.x{color:red}</style><div class=\"x\">It <b>rains</b>.</div>\n*She* waits.";
-/// assert_eq!(stpreset::display_markdown(html), "It **rains**.\n*She* waits.");
+/// assert_eq!(stpreset::scripts::display_markdown(html), "It **rains**.\n*She* waits.");
 /// ```
 pub fn display_markdown(html: &str) -> String {
     let html = cap_tags(html);

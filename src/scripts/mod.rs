@@ -7,5 +7,6 @@ pub(crate) mod markdown;
 mod read;
 pub(crate) mod replace;
 
+pub use markdown::display_markdown;
 pub use read::{RegexScript, ScriptSource, Substitute};
 pub(crate) use read::{read, read_list};

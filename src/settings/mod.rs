@@ -16,6 +16,7 @@ use crate::diagnostic::Diagnostic;
 use crate::provider::{PostProcessing, ReasoningEffort, Verbosity};
 use read::Typed;
 pub(crate) use read::{Json, Kind, Val, import};
+pub use resolve::EffectiveOptions;
 
 macro_rules! settings {
     ($($(#[doc = $doc:literal])* $key:ident: $ty:ty = $kind:expr;)*) => {
@@ -160,7 +161,7 @@ impl PresetSettings {
     ///
     /// ```
     /// use serde_json::json;
-    /// let (s, diagnostics) = stpreset::PresetSettings::from_json(&json!({
+    /// let (s, diagnostics) = stpreset::settings::PresetSettings::from_json(&json!({
     ///     "temperature": "hot", "seed": "42", "claude_use_sysprompt": true, "use_sysprompt": false}));
     /// assert_eq!((s.temperature, s.seed, s.use_sysprompt), (None, Some(42), Some(true)));
     /// assert_eq!(diagnostics[0].message, "preset setting temperature ignored: expected a number");
@@ -192,7 +193,7 @@ impl PresetSettings {
     /// The setting `key` as its JSON value (`None`: absent or unknown key).
     ///
     /// ```
-    /// let (s, _) = stpreset::PresetSettings::from_json(&serde_json::json!({"openai_max_tokens": "300"}));
+    /// let (s, _) = stpreset::settings::PresetSettings::from_json(&serde_json::json!({"openai_max_tokens": "300"}));
     /// assert_eq!(s.get("openai_max_tokens"), Some(serde_json::json!(300)));
     /// ```
     pub fn get(&self, key: &str) -> Option<Value> {
@@ -269,7 +270,7 @@ impl SettingsEdit {
     /// strings allowed, no migration); `Err` is the problem, for an error naming the key.
     ///
     /// ```
-    /// let mut edit = stpreset::SettingsEdit::default();
+    /// let mut edit = stpreset::settings::SettingsEdit::default();
     /// edit.set("temperature", &serde_json::json!("0.5")).unwrap();
     /// assert!(edit.set("temprature", &serde_json::json!(1)).is_err());
     /// assert!(edit.set("top_k", &serde_json::json!(2.5)).is_err());

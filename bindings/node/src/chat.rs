@@ -4,7 +4,7 @@
 //! Why: crossing a 200-message context as JSON every turn, and every history message back as a
 //! new JS string, cost 13–95× the render itself. A `Chat` takes the context once; afterwards
 //! only the messages a bot adds cross. A render refers to history texts by item index (the
-//! JS wrapper holds the caller's own strings, `stpreset::Passthrough` finds them), and what the
+//! JS wrapper holds the caller's own strings, `stpreset::passthrough::Passthrough` finds them), and what the
 //! preset produced crosses as one string, Latin-1 or UTF-16 so that V8 copies it rather than
 //! decoding UTF-8.
 
@@ -19,7 +19,10 @@ use twox_hash::XxHash3_128;
 use napi::JsString;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use stpreset::{ContextItem, Message, PartMemo, Passthrough, RenderDetails, Rendered, Source, Tag};
+use stpreset::{
+    ContextItem, Message, Rendered, Source, Tag, json::RenderDetails, passthrough::PartMemo,
+    passthrough::Passthrough,
+};
 
 use crate::error;
 

@@ -46,8 +46,10 @@ fn role(name: &str) -> Result<stpreset::Role> {
 }
 
 /// The regex scripts (SPEC §13.1) as a JSON list of their fields as read.
-fn scripts_json<'a>(scripts: impl IntoIterator<Item = &'a stpreset::RegexScript>) -> String {
-    let list: Vec<&stpreset::RegexScript> = scripts.into_iter().collect();
+fn scripts_json<'a>(
+    scripts: impl IntoIterator<Item = &'a stpreset::scripts::RegexScript>,
+) -> String {
+    let list: Vec<&stpreset::scripts::RegexScript> = scripts.into_iter().collect();
     serde_json::to_string(&list).unwrap_or_default()
 }
 
@@ -64,7 +66,10 @@ fn toggled(
         .map_err(|id| {
             (
                 "UnknownNode",
-                format!("the preset has no node {}", stpreset::terminal_safe(id)),
+                format!(
+                    "the preset has no node {}",
+                    stpreset::diagnostic::terminal_safe(id)
+                ),
             )
         })?;
     Ok(copy)
@@ -317,7 +322,7 @@ impl Template {
 /// load nothing), so the first budgeted render does not pay for it (0.3–0.4 s per vocabulary).
 #[napi]
 pub fn preload_tokenizer(name: String) -> Result<()> {
-    let tokenizer: stpreset::Tokenizer = name
+    let tokenizer: stpreset::tokens::Tokenizer = name
         .parse()
         .map_err(|e: String| napi::Error::new(Status::InvalidArg, e))?;
     tokenizer.preload();
@@ -336,8 +341,8 @@ pub fn lone_surrogates_json(input: String, count: u32) -> String {
 #[napi]
 pub fn read_card_json(bytes: Buffer, png: Option<bool>) -> Result<String> {
     let format = match png {
-        Some(true) => stpreset::CardFormat::Png,
-        _ => stpreset::CardFormat::Auto,
+        Some(true) => stpreset::lore::CardFormat::Png,
+        _ => stpreset::lore::CardFormat::Auto,
     };
     stpreset::Card::from_bytes(&bytes, format, &stpreset::Limits::default())
         .map(|card| card.to_json_document())
@@ -348,7 +353,7 @@ pub fn read_card_json(bytes: Buffer, png: Option<bool>) -> Result<String> {
 /// not read is a `ContextError` naming its line.
 #[napi]
 pub fn read_st_chat_json(bytes: Buffer) -> Result<String> {
-    stpreset::st_chat_context(&bytes)
+    stpreset::stchat::st_chat_context(&bytes)
         .map(|v| v.to_string())
         .map_err(|e| error("ContextError", e.kind(), e))
 }
@@ -357,6 +362,6 @@ pub fn read_st_chat_json(bytes: Buffer) -> Result<String> {
 #[napi]
 pub fn lore_json(context: ContextArg<'_>) -> Result<String> {
     with_context(context, |ctx| {
-        stpreset::WiResult::for_context(ctx).to_json()
+        stpreset::activation::WiResult::for_context(ctx).to_json()
     })
 }

@@ -10,9 +10,9 @@ use crate::{CompiledPreset, error};
 
 /// A store error as `index.js` raises it: an import's refusal is a `PresetError` with its own
 /// kind, the rest `StoreError`s.
-fn store_error(e: stpreset::StoreError) -> napi::Error {
+fn store_error(e: stpreset::store::StoreError) -> napi::Error {
     match &e {
-        stpreset::StoreError::Preset(p) => error("PresetError", p.kind(), p),
+        stpreset::store::StoreError::Preset(p) => error("PresetError", p.kind(), p),
         _ => error("StoreError", e.kind(), e),
     }
 }
@@ -24,7 +24,7 @@ fn id(text: &str) -> Result<i64> {
         error(
             "StoreError",
             "Id",
-            format!("not an id: {}", stpreset::terminal_safe(text)),
+            format!("not an id: {}", stpreset::diagnostic::terminal_safe(text)),
         )
     })
 }

@@ -2,7 +2,7 @@
 //!
 //! Why: a 200-message context crossed as JSON every turn and came back as 200 new strings.
 //! A `Chat` takes the context once; afterwards only the messages a bot adds cross. A render
-//! hands back the caller's own history `str` objects (`stpreset::Passthrough`) and the
+//! hands back the caller's own history `str` objects (`stpreset::passthrough::Passthrough`) and the
 //! previous turn's `str` objects for produced parts that did not change (`PartMemo`), so a
 //! turn builds Python objects only for what is new.
 
@@ -14,7 +14,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
-use stpreset::{PartMemo, RenderDetails, Source};
+use stpreset::{Source, json::RenderDetails, passthrough::PartMemo};
 
 use crate::{Text, error};
 

@@ -34,7 +34,7 @@ fn role(name: &str) -> PyResult<stpreset::Role> {
 }
 
 /// A pass's JSON, with the notes for lone surrogates replaced in its text and speaker.
-fn noted(mut out: stpreset::Regexed, lone: usize, lone_speaker: usize) -> String {
+fn noted(mut out: stpreset::passes::Regexed, lone: usize, lone_speaker: usize) -> String {
     if lone_speaker > 0 {
         let note = stpreset::Diagnostic::lone_surrogates("the speaker", lone_speaker);
         out.diagnostics.insert(0, note);
@@ -55,8 +55,10 @@ fn speaker_text(speaker: Option<&Bound<'_, PyString>>) -> PyResult<(Option<Strin
 }
 
 /// The regex scripts (SPEC §13.1) as a JSON list of their fields as read.
-fn scripts_json<'a>(scripts: impl IntoIterator<Item = &'a stpreset::RegexScript>) -> String {
-    let list: Vec<&stpreset::RegexScript> = scripts.into_iter().collect();
+fn scripts_json<'a>(
+    scripts: impl IntoIterator<Item = &'a stpreset::scripts::RegexScript>,
+) -> String {
+    let list: Vec<&stpreset::scripts::RegexScript> = scripts.into_iter().collect();
     serde_json::to_string(&list).unwrap_or_default()
 }
 
@@ -166,7 +168,10 @@ impl Preset {
         let mut copy = self.inner.clone();
         copy.set_enabled_all(toggles.iter().map(|(id, on)| (id.as_str(), *on)))
             .map_err(|id| {
-                let msg = format!("the preset has no node {}", stpreset::terminal_safe(id));
+                let msg = format!(
+                    "the preset has no node {}",
+                    stpreset::diagnostic::terminal_safe(id)
+                );
                 error("PresetError", "UnknownNode", msg)
             })?;
         let inner = py.detach(|| Arc::new(copy.compile()));
@@ -366,7 +371,7 @@ impl Template {
 /// load nothing), with the GIL released, so the first budgeted render does not pay for it.
 #[pyfunction]
 fn preload_tokenizer(py: Python<'_>, name: &str) -> PyResult<()> {
-    let tokenizer: stpreset::Tokenizer = name.parse().map_err(PyValueError::new_err)?;
+    let tokenizer: stpreset::tokens::Tokenizer = name.parse().map_err(PyValueError::new_err)?;
     py.detach(|| tokenizer.preload());
     Ok(())
 }
@@ -374,7 +379,7 @@ fn preload_tokenizer(py: Python<'_>, name: &str) -> PyResult<()> {
 /// A SillyTavern chat file (`.jsonl`, SPEC §17.5) as context fields, JSON.
 #[pyfunction]
 fn read_st_chat_json(data: Vec<u8>) -> PyResult<String> {
-    stpreset::st_chat_context(&data)
+    stpreset::stchat::st_chat_context(&data)
         .map(|v| v.to_string())
         .map_err(|e| error("ContextError", e.kind(), e))
 }
@@ -383,9 +388,9 @@ fn read_st_chat_json(data: Vec<u8>) -> PyResult<String> {
 #[pyfunction]
 fn read_card_json(py: Python<'_>, data: Vec<u8>, png: bool) -> PyResult<String> {
     let format = if png {
-        stpreset::CardFormat::Png
+        stpreset::lore::CardFormat::Png
     } else {
-        stpreset::CardFormat::Auto
+        stpreset::lore::CardFormat::Auto
     };
     py.detach(|| stpreset::Card::from_bytes(&data, format, &stpreset::Limits::default()))
         .map(|card| card.to_json_document())
@@ -395,7 +400,9 @@ fn read_card_json(py: Python<'_>, data: Vec<u8>, png: bool) -> PyResult<String> 
 /// The World Info activation a render of this context would place (SPEC §15.7), as JSON.
 #[pyfunction]
 fn lore_json(py: Python<'_>, context: ContextArg<'_>) -> PyResult<String> {
-    context.with(py, |ctx| stpreset::WiResult::for_context(ctx).to_json())
+    context.with(py, |ctx| {
+        stpreset::activation::WiResult::for_context(ctx).to_json()
+    })
 }
 
 #[pymodule]

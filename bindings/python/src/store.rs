@@ -10,9 +10,9 @@ use crate::{CompiledPreset, Text, error};
 
 /// A store error as the package raises it: an import's refusal is a `PresetError` with its
 /// own kind, the rest `StoreError`s.
-fn store_error(e: stpreset::StoreError) -> PyErr {
+fn store_error(e: stpreset::store::StoreError) -> PyErr {
     match &e {
-        stpreset::StoreError::Preset(p) => error("PresetError", p.kind(), p),
+        stpreset::store::StoreError::Preset(p) => error("PresetError", p.kind(), p),
         _ => error("StoreError", e.kind(), e),
     }
 }

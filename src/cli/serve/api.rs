@@ -76,7 +76,7 @@ struct Request<'a> {
     /// `render --generation`: the kind of turn (SPEC §18.1); overrides the context's
     /// `generation_type`.
     #[serde(default)]
-    generation: Option<stpreset::GenerationType>,
+    generation: Option<stpreset::lore::GenerationType>,
     /// `render --chat`: a SillyTavern chat file's text (`.jsonl`, SPEC §17.5) as the history.
     #[serde(default)]
     chat: Option<String>,
@@ -183,7 +183,7 @@ fn load(body: &[u8]) -> Result<Loaded, Answer> {
 fn toggle(preset: &mut Preset, toggles: &BTreeMap<String, bool>) -> Result<(), Answer> {
     let toggles = toggles.iter().map(|(id, on)| (id.as_str(), *on));
     preset.set_enabled_all(toggles).map_err(|id| {
-        let shown = stpreset::terminal_line(id);
+        let shown = stpreset::diagnostic::terminal_line(id);
         Answer::error(
             422,
             "toggles",

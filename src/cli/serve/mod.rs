@@ -120,7 +120,7 @@ pub(crate) fn run(args: ServeArgs) -> Result<(), Failure> {
         .build()
         .map_err(|e| Failure(format!("cannot start the server: {e}")))?;
     // The tokenizers load in the background: the first page's counts need them.
-    std::thread::spawn(|| stpreset::Tokenizer::Auto.preload());
+    std::thread::spawn(|| stpreset::tokens::Tokenizer::Auto.preload());
     announce(addr);
     runtime.block_on(async move {
         listener
