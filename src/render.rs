@@ -112,18 +112,9 @@ fn template_within(node: &CompiledNode, ctx: &Context) -> Expansion {
     if ctx.lore.is_some() || ctx.char_depth_prompt.is_some() {
         let none = crate::lore::LoreInput::default();
         let lore = ctx.lore.as_ref().unwrap_or(&none);
-        let scripts = Scripts::compile(&[], &[], &ctx.options.limits);
         let mut notes = Vec::new();
         let available = resolution(None, ctx).available();
-        let placed = crate::activation::items::place(
-            ctx,
-            lore,
-            &[],
-            &scripts,
-            crate::passes::Permission::NONE,
-            available,
-            &mut notes,
-        );
+        let placed = crate::activation::items::place(ctx, lore, &[], None, available, &mut notes);
         // The placed context keeps the card's depth prompt (`{{charDepthPrompt}}` reads it):
         // it is expanded as it is, not placed again.
         let mut out = expand_placed(node, &placed.ctx);
@@ -247,8 +238,7 @@ fn with_lore(parts: &PresetParts<'_>, res: Resolution<'_>, ctx: &Context) -> Ren
         ctx,
         lore,
         &regexed,
-        parts.scripts,
-        parts.regex,
+        Some((parts.scripts, parts.regex)),
         available,
         &mut early,
     );

@@ -94,13 +94,13 @@ fn run_for(
 }
 
 /// Activates `lore` for `ctx` and places each entry's text by position (`WiResult`), through
-/// the `WORLD_INFO` scripts when they run; the state is in the result. Both layouts read it.
+/// the `WORLD_INFO` scripts when they run (`scripts`: a preset's, and who lets them run; none
+/// for a lone template); the state is in the result. Both layouts read it.
 pub(crate) fn activate_for(
     ctx: &Context,
     lore: &LoreInput,
     regexed: &[Option<ItemText>],
-    scripts: &Scripts,
-    permission: Permission,
+    scripts: Option<(&Scripts, Permission)>,
     available: Option<u64>,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> super::WiResult {
@@ -108,8 +108,8 @@ pub(crate) fn activate_for(
     // One `WORLD_INFO` pass over every entry (SPEC §15.7): they share its step total and work
     // budget. Placed text stops at the render's output limit, which no more lore could reach.
     let mut pass = scripts
-        .any_allowed(permission)
-        .then(|| scripts.lore_pass(ctx, permission));
+        .filter(|(s, p)| s.any_allowed(*p))
+        .map(|(s, p)| s.lore_pass(ctx, p));
     let cap = ctx.options.limits.clamped().output_bytes;
     let mut placed_bytes = 0usize;
     let mut over = false;
@@ -155,20 +155,11 @@ pub(crate) fn place(
     ctx: &Context,
     lore: &LoreInput,
     regexed: &[Option<ItemText>],
-    scripts: &Scripts,
-    permission: Permission,
+    scripts: Option<(&Scripts, Permission)>,
     available: Option<u64>,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Placed {
-    let mut result = activate_for(
-        ctx,
-        lore,
-        regexed,
-        scripts,
-        permission,
-        available,
-        diagnostics,
-    );
+    let mut result = activate_for(ctx, lore, regexed, scripts, available, diagnostics);
     let state = std::mem::take(&mut result.state);
     let item = |tag: Tag, text: String, depth: Option<i64>| {
         let mut it = ContextItem::new(Some(tag), Role::System, text);

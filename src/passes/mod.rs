@@ -403,13 +403,6 @@ pub(crate) struct Permission {
 }
 
 impl Permission {
-    /// Only the host's own scripts (a render with no scripts of a preset or card).
-    pub(crate) const NONE: Permission = Permission {
-        context: false,
-        keeper: false,
-        character: false,
-    };
-
     /// Whether scripts of `source` may run.
     pub(crate) fn allows(self, source: ScriptSource) -> bool {
         match source {

@@ -246,8 +246,7 @@ pub(crate) fn render(
             ctx,
             lore,
             &regexed,
-            parts.scripts,
-            parts.regex,
+            Some((parts.scripts, parts.regex)),
             available,
             &mut diagnostics,
         )
