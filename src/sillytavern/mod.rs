@@ -35,7 +35,6 @@ use crate::passes::Scripts;
 use crate::role::Role;
 use crate::settings::PresetSettings;
 use crate::settings::resolve::Resolution;
-use crate::tokens::TokenCounter;
 
 use chat::{ExtensionPrompt, Injection};
 pub(crate) use prompts::StPlan;
@@ -166,7 +165,11 @@ struct Prompt {
 /// The history budget in ST's terms (`ChatCompletion`'s token budget).
 struct Budget {
     left: Option<i64>,
-    counter: Arc<dyn TokenCounter>,
+    /// Counts through the process-wide count cache (a built-in vocabulary): a turn recounts
+    /// only the texts that changed, as the seed layout's budget does. Each count is charged
+    /// to the work budget whether it was cached or not, so the same inputs stop in the same
+    /// place.
+    counter: crate::tokens::Resolved,
 }
 
 impl Budget {
@@ -179,9 +182,8 @@ impl Budget {
             Role::User => "user",
             Role::Model => "assistant",
         };
-        4 + i64::from(self.counter.count(role))
-            + i64::from(self.counter.count(text))
-            + name.map_or(0, |n| i64::from(self.counter.count(n)))
+        let count = |t: &str| i64::from(self.counter.count_parts(&[Cow::Borrowed(t)]));
+        4 + count(role) + count(text) + name.map_or(0, count)
     }
 
     fn afford(&self, cost: i64) -> bool {
@@ -627,7 +629,7 @@ pub(crate) fn render(
 
     // 4.–6. Populate, in ST's order.
     let names_behavior = settings.and_then(|s| s.names_behavior).unwrap_or(0);
-    let counter = ctx.options.budget.counter.for_model(&ctx.model);
+    let counter = ctx.options.budget.counter.resolve(&ctx.model);
     let effective = &res.effective;
     diagnostics.extend(window_note);
     // ST's budget is always on: a preset without a context size has ST's defaults (4095
