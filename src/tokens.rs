@@ -257,10 +257,9 @@ impl Resolved {
     pub fn count_parts(&self, parts: &[Cow<'_, str>]) -> u32 {
         #[cfg(feature = "tiktoken")]
         if let Some((vocab, cache)) = self.cache {
-            if let Some(bytes) = unpaid(parts) {
-                return bytes;
-            }
-            return cache.count(parts, &Tiktoken(vocab));
+            return cache
+                .count_paid(parts, &Tiktoken(vocab), || token_work(parts), pay)
+                .unwrap_or_else(|| byte_len(parts));
         }
         match parts {
             [one] => self.counter.count(one),
@@ -295,11 +294,15 @@ impl Resolved {
             // Paid before the chat's memory is asked, so a remembered count costs what a
             // counted one does (the same inputs spend the same work), and never remembered
             // when unpaid.
-            if let Some(bytes) = unpaid(parts) {
-                return bytes;
+            let work = token_work(parts);
+            if !pay(work) {
+                return byte_len(parts);
             }
             return known.count(parts, item, vocab, &mut || {
-                cache.count(parts, &Tiktoken(vocab))
+                let paid = |_| true;
+                cache
+                    .count_paid(parts, &Tiktoken(vocab), || work, paid)
+                    .unwrap_or_default()
             });
         }
         #[cfg(not(feature = "tiktoken"))]
@@ -405,10 +408,20 @@ const MAX_RUN: usize = 65_536;
 /// cached or remembered.
 #[cfg(feature = "tiktoken")]
 fn unpaid(parts: &[Cow<'_, str>]) -> Option<u32> {
+    (!pay(token_work(parts))).then(|| byte_len(parts))
+}
+
+/// Charges `work` units of counting to the render's work budget; `false` when it ran out.
+#[cfg(feature = "tiktoken")]
+fn pay(work: u64) -> bool {
+    crate::work::charge(crate::work::Stage::Tokens, work)
+}
+
+/// The texts' byte length, the count that stands in for an unpaid one (see [`unpaid`]).
+#[cfg(feature = "tiktoken")]
+fn byte_len(parts: &[Cow<'_, str>]) -> u32 {
     let bytes: usize = parts.iter().map(|p| p.len()).sum();
-    let work = token_work(parts);
-    (!crate::work::charge(crate::work::Stage::Tokens, work))
-        .then(|| u32::try_from(bytes).unwrap_or(u32::MAX))
+    u32::try_from(bytes).unwrap_or(u32::MAX)
 }
 
 /// Work units of counting a text (about a nanosecond each), measured per shape on this
@@ -544,6 +557,29 @@ mod tests {
             o200k.counter.count(&long) < 100,
             "outside a render it counts"
         );
+    }
+
+    /// A text the cache already holds is charged as if it were counted afresh: a render
+    /// whose budget cannot pay for it gets the byte length, cached or not.
+    #[cfg(feature = "tiktoken")]
+    #[test]
+    fn a_cached_count_is_charged_as_a_fresh_one() {
+        let o200k = Counter::Builtin(Tokenizer::O200k).resolve("");
+        let long = [Cow::Owned("c".repeat(100))];
+        let counted = o200k.count_parts(&long);
+        assert!(counted < 100, "outside a render it counts: {counted}");
+        let limits = crate::limits::Limits {
+            render_work: 1000,
+            ..crate::limits::Limits::default()
+        };
+        let (n, note) = crate::work::render(&limits, || o200k.count_parts(&long));
+        assert_eq!(n, 100);
+        assert!(note.is_some_and(|d| d.message.contains("token counting")));
+        // With room, the cached count again.
+        let (n, _) = crate::work::render(&crate::limits::Limits::default(), || {
+            o200k.count_parts(&long)
+        });
+        assert_eq!(n, counted);
     }
 
     /// The byte-by-byte weighing `token_work` replaced: the same sum for any text and any

@@ -10,8 +10,8 @@
 //! reason crafted keys cannot fill one bucket, so the hash map uses the key's bits as they
 //! are (`KeyHasher`): every lookup and insert is O(1) plus one pass over the text.
 //!
-//! Memory is bounded by two generations of at most [`GENERATION`] entries (32 bytes of key and
-//! count each, about 5 MB per vocabulary when both are full): inserts go to the young map; when
+//! Memory is bounded by two generations of at most [`GENERATION`] entries (48 bytes of key,
+//! count and weight each, about 7 MB per vocabulary when both are full): inserts go to the young map; when
 //! it is full it becomes the old one and the previous old one is freed; a hit in the old map
 //! moves the entry back to the young one, so the texts of every turn's render survive.
 //!
@@ -52,8 +52,16 @@ pub(crate) struct CountCache {
 
 #[derive(Default)]
 struct Generations {
-    young: HashMap<Key, u32, KeyHasher>,
-    old: HashMap<Key, u32, KeyHasher>,
+    young: HashMap<Key, Entry, KeyHasher>,
+    old: HashMap<Key, Entry, KeyHasher>,
+}
+
+/// A text's count, and the work counting it is charged (`tokens::token_work`): kept together
+/// so that a repeated text is neither counted nor weighed again, and still charged the same.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    count: u32,
+    work: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -63,8 +71,8 @@ struct Key {
 }
 
 impl Generations {
-    fn put(&mut self, key: Key, count: u32) {
-        self.young.insert(key, count);
+    fn put(&mut self, key: Key, entry: Entry) {
+        self.young.insert(key, entry);
         if self.young.len() >= GENERATION {
             self.old = std::mem::take(&mut self.young);
         }
@@ -98,19 +106,38 @@ impl CountCache {
         }
     }
 
-    /// `counter`'s count of the concatenation of `parts`, from the cache when it was counted
-    /// before. The lock is never held while counting.
-    pub fn count(&self, parts: &[Cow<'_, str>], counter: &dyn TokenCounter) -> u32 {
+    /// `counter`'s count of the concatenation of `parts` once `pay` accepts the work of
+    /// counting it; `None` when `pay` refuses (nothing is counted or cached). The work is
+    /// `weigh()`'s the first time and remembered with the count, so a repeated text is paid
+    /// the same without being weighed again. The lock is never held while counting.
+    pub fn count_paid(
+        &self,
+        parts: &[Cow<'_, str>],
+        counter: &dyn TokenCounter,
+        weigh: impl FnOnce() -> u64,
+        pay: impl FnOnce(u64) -> bool,
+    ) -> Option<u32> {
         let key = self.key(parts);
-        if let Some(count) = self.get(key) {
-            return count;
+        if let Some(entry) = self.get(key) {
+            return pay(entry.work).then_some(entry.count);
+        }
+        let work = weigh();
+        if !pay(work) {
+            return None;
         }
         let count = match parts {
             [one] => counter.count(one),
             _ => counter.count(&parts.concat()),
         };
-        self.lock().put(key, count);
-        count
+        self.lock().put(key, Entry { count, work });
+        Some(count)
+    }
+
+    /// [`count_paid`](Self::count_paid) unpaid and unweighed (the tests of the cache itself).
+    #[cfg(test)]
+    pub fn count(&self, parts: &[Cow<'_, str>], counter: &dyn TokenCounter) -> u32 {
+        self.count_paid(parts, counter, || 0, |_| true)
+            .unwrap_or_default()
     }
 
     /// The key of the concatenated text. A long text in parts (a history item with merged
@@ -140,14 +167,14 @@ impl CountCache {
         }
     }
 
-    fn get(&self, key: Key) -> Option<u32> {
+    fn get(&self, key: Key) -> Option<Entry> {
         let mut maps = self.lock();
-        if let Some(&count) = maps.young.get(&key) {
-            return Some(count);
+        if let Some(&entry) = maps.young.get(&key) {
+            return Some(entry);
         }
-        let count = maps.old.remove(&key)?;
-        maps.put(key, count);
-        Some(count)
+        let entry = maps.old.remove(&key)?;
+        maps.put(key, entry);
+        Some(entry)
     }
 
     /// The maps stay consistent whatever panicked while they were locked (every change is one
