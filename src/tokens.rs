@@ -15,20 +15,18 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 /// What remembers token counts per chat item between renders: a `Chat`
-/// (`chat/memory.rs`). Asked with a message's parts and the item the message says it is
-/// ([`Message::item`](crate::Message::item)), it answers the remembered count, or `count()`'s
-/// (and remembers it). Behind a trait so that counting stands below the context it reads.
+/// (`chat/memory.rs`), which knows when an item's text changes. Behind a trait so that
+/// counting stands below the context it reads.
+#[cfg_attr(not(feature = "tiktoken"), allow(dead_code))]
 pub(crate) trait Remember {
-    /// The count of `parts` under `vocab`, remembered for `item` when the parts are that
-    /// item's own text.
-    #[cfg_attr(not(feature = "tiktoken"), allow(dead_code))]
-    fn count(
-        &self,
-        parts: &[Cow<'_, str>],
-        item: Option<usize>,
-        vocab: Vocab,
-        count: &mut dyn FnMut() -> u32,
-    ) -> u32;
+    /// The item whose own text `parts` are: `item`, as the message says
+    /// ([`Message::item`](crate::Message::item)), when its one part is that item's text (by
+    /// address), else none.
+    fn own(&self, parts: &[Cow<'_, str>], item: Option<usize>) -> Option<usize>;
+    /// What is remembered of item `i`: its count under `vocab`, and its counting's work.
+    fn recall(&self, i: usize, vocab: Vocab) -> (Option<u32>, Option<u64>);
+    /// Remembers item `i`'s count under `vocab` and its counting's work.
+    fn remember(&self, i: usize, vocab: Vocab, count: u32, work: u64);
 }
 
 /// A render's view of a chat's memory (`None`: a plain context, nothing remembered).
@@ -290,20 +288,25 @@ impl Resolved {
         known: Option<Known<'_>>,
     ) -> u32 {
         #[cfg(feature = "tiktoken")]
-        if let (Some(known), Some((vocab, cache))) = (known, self.cache) {
-            // Paid before the chat's memory is asked, so a remembered count costs what a
-            // counted one does (the same inputs spend the same work), and never remembered
-            // when unpaid.
-            let work = token_work(parts);
+        if let (Some(known), Some((vocab, cache))) = (known, self.cache)
+            && let Some(i) = known.own(parts, item)
+        {
+            // Paid before a remembered count is used, so it costs what a counted one does
+            // (the same inputs spend the same work), and never remembered when unpaid. The
+            // work is remembered too: an item is weighed once, not every turn.
+            let (count, work) = known.recall(i, vocab);
+            let work = work.unwrap_or_else(|| token_work(parts));
             if !pay(work) {
                 return byte_len(parts);
             }
-            return known.count(parts, item, vocab, &mut || {
+            let count = count.unwrap_or_else(|| {
                 let paid = |_| true;
                 cache
                     .count_paid(parts, &Tiktoken(vocab), || work, paid)
                     .unwrap_or_default()
             });
+            known.remember(i, vocab, count, work);
+            return count;
         }
         #[cfg(not(feature = "tiktoken"))]
         let _ = item;

@@ -16,20 +16,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::Chat;
 use crate::tokens::{Remember, Vocab};
 
-/// Each item's count under one vocabulary: `(vocabulary code << 32) | count`, 0 for none.
-/// One word, so relaxed loads and stores can never pair a count with the wrong vocabulary.
+/// Per item: its count under one vocabulary, `(vocabulary code << 32) | count` (0 for none:
+/// one word, so relaxed loads and stores can never pair a count with the wrong vocabulary),
+/// and the work of counting its text plus one (0 for none; the same under every vocabulary).
 #[derive(Debug, Default)]
-pub(crate) struct ItemCounts(Vec<AtomicU64>);
+pub(crate) struct ItemCounts(Vec<[AtomicU64; 2]>);
 
 impl Clone for ItemCounts {
     /// A copy's items have the same texts (at other addresses): the counts still hold.
     fn clone(&self) -> ItemCounts {
-        ItemCounts(
-            self.0
-                .iter()
-                .map(|c| AtomicU64::new(c.load(Ordering::Relaxed)))
-                .collect(),
-        )
+        let load = |c: &AtomicU64| AtomicU64::new(c.load(Ordering::Relaxed));
+        ItemCounts(self.0.iter().map(|[c, w]| [load(c), load(w)]).collect())
     }
 }
 
@@ -40,59 +37,65 @@ fn code(vocab: Vocab) -> u64 {
     }
 }
 
+fn unknown() -> [AtomicU64; 2] {
+    [AtomicU64::new(0), AtomicU64::new(0)]
+}
+
 impl ItemCounts {
     /// No count yet for any of `len` items.
     pub fn unknown(len: usize) -> ItemCounts {
-        ItemCounts((0..len).map(|_| AtomicU64::new(0)).collect())
+        ItemCounts((0..len).map(|_| unknown()).collect())
     }
 
     /// Items `start..end` replaced by `added` new ones (whose counts are unknown).
     pub fn splice(&mut self, start: usize, end: usize, added: usize) {
-        self.0
-            .splice(start..end, (0..added).map(|_| AtomicU64::new(0)));
+        self.0.splice(start..end, (0..added).map(|_| unknown()));
     }
 
     /// One new item at the end.
     pub fn push(&mut self) {
-        self.0.push(AtomicU64::new(0));
+        self.0.push(unknown());
     }
 
     fn get(&self, item: usize, vocab: Vocab) -> Option<u32> {
-        let word = self.0.get(item)?.load(Ordering::Relaxed);
+        let word = self.0.get(item)?[0].load(Ordering::Relaxed);
         (word & !u64::from(u32::MAX) == code(vocab)).then_some(word as u32)
     }
 
-    fn put(&self, item: usize, vocab: Vocab, count: u32) {
-        if let Some(cell) = self.0.get(item) {
-            cell.store(code(vocab) | u64::from(count), Ordering::Relaxed);
+    fn work(&self, item: usize) -> Option<u64> {
+        let word = self.0.get(item)?[1].load(Ordering::Relaxed);
+        word.checked_sub(1)
+    }
+
+    fn put(&self, item: usize, vocab: Vocab, count: u32, work: u64) {
+        if let Some([c, w]) = self.0.get(item) {
+            c.store(code(vocab) | u64::from(count), Ordering::Relaxed);
+            w.store(work.saturating_add(1), Ordering::Relaxed);
         }
     }
 }
 
 impl Remember for Chat {
-    /// The count of the text of `parts` under `vocab`: remembered when the message is item
-    /// `item` as given (`Message::item`, checked here by address: its one part is that
-    /// item's text), else (and the first time) `count()`.
     #[inline]
-    fn count(
-        &self,
-        parts: &[Cow<'_, str>],
-        item: Option<usize>,
-        vocab: Vocab,
-        count: &mut dyn FnMut() -> u32,
-    ) -> u32 {
-        let items = &self.ctx.items;
-        let is_item = |i: usize, one: &str| items.get(i).is_some_and(|it| it.is_own_text(one));
-        let item = match (parts, item) {
-            ([Cow::Borrowed(one)], Some(i)) if is_item(i, one) => i,
-            _ => return count(),
-        };
-        if let Some(n) = self.counts.get(item, vocab) {
-            return n;
+    fn own(&self, parts: &[Cow<'_, str>], item: Option<usize>) -> Option<usize> {
+        match (parts, item) {
+            ([Cow::Borrowed(one)], Some(i))
+                if self.ctx.items.get(i).is_some_and(|it| it.is_own_text(one)) =>
+            {
+                Some(i)
+            }
+            _ => None,
         }
-        let n = count();
-        self.counts.put(item, vocab, n);
-        n
+    }
+
+    #[inline]
+    fn recall(&self, i: usize, vocab: Vocab) -> (Option<u32>, Option<u64>) {
+        (self.counts.get(i, vocab), self.counts.work(i))
+    }
+
+    #[inline]
+    fn remember(&self, i: usize, vocab: Vocab, count: u32, work: u64) {
+        self.counts.put(i, vocab, count, work);
     }
 }
 
@@ -109,54 +112,49 @@ mod tests {
     }
 
     #[test]
-    fn an_items_count_is_counted_once_per_vocabulary() {
+    fn a_count_is_remembered_per_vocabulary_and_the_work_for_every_one() {
         let chat = two();
         let known = chat.known();
-        let calls = std::cell::Cell::new(0);
-        let count = |parts: &[Cow<'_, str>], vocab| {
-            known.count(parts, Some(1), vocab, &mut || {
-                calls.set(calls.get() + 1);
-                7
-            })
-        };
-        let item = [Cow::Borrowed(chat.ctx.items[1].text.as_str())];
-        assert_eq!(count(&item, Vocab::O200k), 7);
-        assert_eq!(count(&item, Vocab::O200k), 7);
-        assert_eq!(calls.get(), 1);
-        // Another vocabulary counts again (and is what the item keeps).
-        count(&item, Vocab::Cl100k);
-        count(&item, Vocab::O200k);
-        assert_eq!(calls.get(), 3);
-        // Equal text elsewhere, or the item's text among other parts, is never its count.
-        let copy = [Cow::Owned::<str>("two".into())];
-        let joined = [item[0].clone(), Cow::Borrowed("!")];
-        count(&copy, Vocab::O200k);
-        count(&joined, Vocab::O200k);
-        assert_eq!(calls.get(), 5);
+        assert_eq!(known.recall(1, Vocab::O200k), (None, None));
+        known.remember(1, Vocab::O200k, 7, 140);
+        assert_eq!(known.recall(1, Vocab::O200k), (Some(7), Some(140)));
+        // Another vocabulary has no count yet, but the text's work is the same.
+        assert_eq!(known.recall(1, Vocab::Cl100k), (None, Some(140)));
+        known.remember(1, Vocab::Cl100k, 8, 140);
+        assert_eq!(known.recall(1, Vocab::O200k), (None, Some(140)));
+        assert_eq!(known.recall(0, Vocab::Cl100k), (None, None));
+        // A work of 0 is remembered as known.
+        known.remember(0, Vocab::O200k, 0, 0);
+        assert_eq!(known.recall(0, Vocab::O200k), (Some(0), Some(0)));
     }
 
     #[test]
-    fn a_message_that_names_an_item_is_checked_by_address() {
+    fn a_message_is_an_items_own_text_only_by_address() {
         let chat = two();
-        chat.counts.put(1, Vocab::O200k, 7);
         let known = chat.known();
-        let two = [Cow::Borrowed(chat.ctx.items[1].text.as_str())];
-        assert_eq!(known.count(&two, Some(1), Vocab::O200k, &mut || 0), 7);
-        // Naming another item, none that exists, or none at all is never that item's count.
-        assert_eq!(known.count(&two, Some(0), Vocab::O200k, &mut || 3), 3);
-        assert_eq!(known.count(&two, Some(9), Vocab::O200k, &mut || 4), 4);
-        assert_eq!(known.count(&two, None, Vocab::O200k, &mut || 5), 5);
-        assert_eq!(chat.counts.get(0, Vocab::O200k), None);
+        let item = [Cow::Borrowed(chat.ctx.items[1].text.as_str())];
+        assert_eq!(known.own(&item, Some(1)), Some(1));
+        // Naming another item, none that exists, or none at all is never that item.
+        assert_eq!(known.own(&item, Some(0)), None);
+        assert_eq!(known.own(&item, Some(9)), None);
+        assert_eq!(known.own(&item, None), None);
+        // Equal text elsewhere, or the item's text among other parts, is not its own.
+        let copy = [Cow::Owned::<str>("two".into())];
+        let joined = [item[0].clone(), Cow::Borrowed("!")];
+        assert_eq!(known.own(&copy, Some(1)), None);
+        assert_eq!(known.own(&joined, Some(1)), None);
     }
 
     #[test]
     fn splicing_forgets_only_the_replaced_items() {
         let mut counts = ItemCounts::unknown(3);
         for i in 0..3 {
-            counts.put(i, Vocab::O200k, i as u32 + 10);
+            counts.put(i, Vocab::O200k, i as u32 + 10, 1);
         }
         counts.splice(1, 2, 2);
         let got: Vec<Option<u32>> = (0..4).map(|i| counts.get(i, Vocab::O200k)).collect();
         assert_eq!(got, [Some(10), None, None, Some(12)]);
+        let work: Vec<Option<u64>> = (0..4).map(|i| counts.work(i)).collect();
+        assert_eq!(work, [Some(1), None, None, Some(1)]);
     }
 }
