@@ -295,17 +295,21 @@ impl Resolved {
             // (the same inputs spend the same work), and never remembered when unpaid. The
             // work is remembered too: an item is weighed once, not every turn.
             let (count, work) = known.recall(i, vocab);
-            let work = work.unwrap_or_else(|| token_work(parts));
-            if !pay(work) {
+            let weight = work.unwrap_or_else(|| token_work(parts));
+            if !pay(weight) {
                 return byte_len(parts);
+            }
+            if let (Some(count), Some(_)) = (count, work) {
+                // A repeated turn: nothing new to remember (no stores to a shared chat).
+                return count;
             }
             let count = count.unwrap_or_else(|| {
                 let paid = |_| true;
                 cache
-                    .count_paid(parts, &Tiktoken(vocab), || work, paid)
+                    .count_paid(parts, &Tiktoken(vocab), || weight, paid)
                     .unwrap_or_default()
             });
-            known.remember(i, vocab, count, work);
+            known.remember(i, vocab, count, weight);
             return count;
         }
         #[cfg(not(feature = "tiktoken"))]
