@@ -6,7 +6,8 @@
 //!
 //! 1. [`prompts`] (compile time): the prompt list ST reads from the file;
 //! 2. `evaluate` (here): card fields, lore, settings and prompt contents as templates, in
-//!    ST's order of macro substitution;
+//!    ST's order of macro substitution (the templates a render brings are compiled once,
+//!    [`templates`]);
 //! 3. `collection` (here): each prompt's content, the markers ST fills, the card's overrides;
 //! 4. [`chat`]: history messages, names, and the depth injections spliced in;
 //! 5. [`examples`]: example dialogue blocks and lines;
@@ -20,6 +21,7 @@ mod chat;
 mod examples;
 pub(crate) mod prompts;
 pub(crate) mod request;
+mod templates;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -431,11 +433,13 @@ pub(crate) fn render(
         (Slot::AuthorsNote, st.author_note.text.clone()),
         (Slot::Bias, st.start_reply_with.clone()),
     ];
-    let compiled: Vec<CompiledNode> = before
-        .iter()
-        .chain(&after)
-        .map(|(slot, text)| CompiledNode::compile(slot_id(*slot), text, &limits))
-        .collect();
+    let compiled = plan.templates.compile_all(
+        before
+            .iter()
+            .chain(&after)
+            .map(|(slot, text)| (slot_id(*slot), text.as_str())),
+        &limits,
+    );
     fn as_node(n: &CompiledNode) -> EvalNode<'_> {
         EvalNode {
             st_engine: true,
@@ -452,10 +456,13 @@ pub(crate) fn render(
             e.text.filter(|_| e.enabled && triggered)
         })
         .collect();
-    let mut nodes: Vec<EvalNode<'_>> = compiled[..before.len()].iter().map(as_node).collect();
+    let mut nodes: Vec<EvalNode<'_>> = compiled[..before.len()]
+        .iter()
+        .map(|n| as_node(n))
+        .collect();
     nodes.extend(on.iter().flatten().map(|&i| as_node(&plan.nodes[i])));
     let n_prompts = on.iter().flatten().count();
-    nodes.extend(compiled[before.len()..].iter().map(as_node));
+    nodes.extend(compiled[before.len()..].iter().map(|n| as_node(n)));
     let ev = eval::evaluate(&nodes, eval_ctx, settings);
     diagnostics.extend(ev.diagnostics);
     let mut texts = ev.texts;

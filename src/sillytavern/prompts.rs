@@ -113,6 +113,8 @@ pub(crate) struct Entry {
 pub(crate) struct StPlan {
     pub entries: Vec<Entry>,
     pub nodes: Vec<CompiledNode>,
+    /// The templates renders bring (card fields, lore, settings), compiled once.
+    pub templates: super::templates::TemplateCache,
 }
 
 /// ST's default order (`promptManagerDefaultPromptOrder`) with each entry's `enabled`.
