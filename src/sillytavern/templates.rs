@@ -95,7 +95,7 @@ mod tests {
     fn texts(
         list: &[(&'static str, &'static str)],
     ) -> impl Iterator<Item = (&'static str, &'static str)> {
-        list.to_vec().into_iter()
+        list.iter().copied()
     }
 
     #[test]
@@ -124,8 +124,10 @@ mod tests {
         let b = cache.compile_all(texts(&[("persona", text)]), &limits);
         assert_eq!(&*b[0].id, "persona");
         assert!(!Arc::ptr_eq(&a[0], &b[0]));
-        let mut shallow = Limits::default();
-        shallow.block_nesting = 1;
+        let shallow = Limits {
+            block_nesting: 1,
+            ..Limits::default()
+        };
         let c = cache.compile_all(texts(&[("description", text)]), &shallow);
         assert!(!Arc::ptr_eq(&a[0], &c[0]));
         let fresh = CompiledNode::compile("description", text, &shallow);
@@ -156,8 +158,10 @@ mod tests {
             );
         }
         // Texts past the template limit are cut when compiled, so they are never kept.
-        let mut small = Limits::default();
-        small.template_bytes = 100;
+        let small = Limits {
+            template_bytes: 100,
+            ..Limits::default()
+        };
         let long = "y".repeat(300);
         let node = cache.compile_all([("description", long.as_str())].into_iter(), &small);
         assert_eq!(node[0].tree.source.len(), 100);
