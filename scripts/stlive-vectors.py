@@ -82,6 +82,17 @@ def context(inputs):
     if inputs.get('group'):
         ctx['group'] = inputs['group']
         ctx['char'] = inputs['char']
+    gs = inputs.get('group_settings')
+    if gs:
+        # A group variant (tools/stlive/20-group.patch): its settings, the other members' cards inline.
+        for k in ('group_generation_mode', 'group_muted', 'group_join_prefix', 'group_join_suffix'):
+            ctx[k] = gs[k]
+        cards = {}
+        for name, ref in gs['group_cards'].items():
+            data = open(find(CARD_DIRS, ref['file']), 'rb').read()
+            assert hashlib.sha256(data).hexdigest() == ref['sha256'], f"{ref['file']} changed since the recording"
+            cards[name] = json.loads(data)
+        ctx['group_cards'] = cards
     return ctx
 
 

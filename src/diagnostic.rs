@@ -123,6 +123,9 @@ pub enum DiagnosticKind {
     ItemsIgnored,
     /// A model message of a group chat without a speaker `name` (SPEC §17.2): named `char`.
     MissingSpeakerName,
+    /// A group member without a card in `group_cards` (SPEC §18.3): left out of the group's
+    /// card fields in the append modes.
+    GroupCardMissing,
     /// The render spent its one work budget (`Limits::render_work`, issue 38): the work after
     /// that point was skipped as each stage skips it at its own limit; the message names the
     /// stage that spent most.

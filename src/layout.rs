@@ -151,3 +151,45 @@ impl Default for UserSettings {
         }
     }
 }
+
+/// How a group chat uses its members' cards (SPEC §18.3; ST's `group_generation_mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum GroupMode {
+    /// `swap` (ST 0): the speaker's own card only.
+    #[default]
+    Swap,
+    /// `append` (ST 1): every member's card fields joined; muted members left out, except the
+    /// speaker.
+    Append,
+    /// `append_disabled` (ST 2): every member's card fields joined, muted members too.
+    AppendDisabled,
+}
+
+impl GroupMode {
+    /// The context-file name (`swap`, `append`, `append_disabled`).
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupMode::Swap => "swap",
+            GroupMode::Append => "append",
+            GroupMode::AppendDisabled => "append_disabled",
+        }
+    }
+
+    /// Reads a context-file name.
+    ///
+    /// ```
+    /// use stpreset::layout::GroupMode;
+    /// assert_eq!(GroupMode::from_name("append"), Some(GroupMode::Append));
+    /// assert_eq!(GroupMode::from_name("Append"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<GroupMode> {
+        [
+            GroupMode::Swap,
+            GroupMode::Append,
+            GroupMode::AppendDisabled,
+        ]
+        .into_iter()
+        .find(|m| m.name() == name)
+    }
+}

@@ -595,6 +595,141 @@ fn group_chats_prefix_names_and_nudge() {
     );
 }
 
+/// A group of three in each generation mode (SPEC §18.3): the card fields are the speaker's
+/// in swap mode and every member's, joined, in the append modes.
+#[test]
+fn group_append_modes_join_every_members_card() {
+    let p = preset(
+        json!([
+            {"identifier": "charDescription", "marker": true},
+            {"identifier": "charPersonality", "marker": true},
+            {"identifier": "scenario", "marker": true},
+            {"identifier": "chatHistory", "marker": true}
+        ]),
+        json!([{"identifier": "charDescription", "enabled": true},
+               {"identifier": "charPersonality", "enabled": true},
+               {"identifier": "scenario", "enabled": true},
+               {"identifier": "chatHistory", "enabled": true}]),
+    );
+    let member = |name: &str, note: Option<(&str, u64)>| {
+        let mut data = json!({"name": name, "description": format!("  {name} is {{{{char}}}}, <FieldName>.  "),
+            "personality": if name == "Kai" { String::new() } else { format!("{name}-ish") }});
+        if let Some((text, depth)) = note {
+            data["extensions"] =
+                json!({"depth_prompt": {"prompt": text, "depth": depth, "role": "system"}});
+        }
+        json!({"spec": "chara_card_v2", "spec_version": "2.0", "data": data})
+    };
+    let base = |mode: &str, muted: Value| {
+        json!({"user": "Alice", "char": "Sera", "layout": "sillytavern",
+            "description": "Sera tends {{char}}'s shrine.", "personality": "calm",
+            "scenario": "A festival.",
+            "group": ["Sera", "Mira", "Kai"], "group_muted": muted,
+            "group_generation_mode": mode,
+            "group_join_prefix": "[<FIELDNAME> of {{char}}: ", "group_join_suffix": "]",
+            "group_cards": {"Mira": member("Mira", Some(("Mira's note for {{char}}", 1))),
+                            "Kai": member("Kai", None)},
+            "items": [
+            {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "Hi.", "name": "Alice"},
+            {"tag": "DIALOGUE_HISTORY", "role": "model", "text": "Hello.", "name": "Mira"},
+            {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "And now?", "name": "Alice"}]})
+    };
+    // Swap: the speaker's own card, nothing of the others.
+    let swap = contents(&p, &ctx(base("swap", json!([]))));
+    assert_eq!(swap[0], "Sera tends Sera's shrine.");
+    assert_eq!(swap[1], "calm");
+    assert!(!swap.iter().any(|t| t.contains("Mira is")));
+    // Append: every member's field with the join prefix and suffix, `<FIELDNAME>` replaced in
+    // both and in the value, each member's macros with that member as `{{char}}`.
+    let append = contents(&p, &ctx(base("append", json!([]))));
+    assert_eq!(
+        append[0],
+        "[Description of Sera: Sera tends Sera's shrine.]\n\
+         [Description of Mira: Mira is Mira, Description.]\n\
+         [Description of Kai: Kai is Kai, Description.]"
+    );
+    // An empty field is left out with its prefix and suffix.
+    assert_eq!(
+        append[1],
+        "[Personality of Sera: calm]\n[Personality of Mira: Mira-ish]"
+    );
+    assert_eq!(append[2], "[Scenario of Sera: A festival.]");
+    // Mira's Character's Note is injected at its depth, with her as `{{char}}`.
+    assert!(
+        append.contains(&"Mira's note for Mira".to_string()),
+        "{append:?}"
+    );
+    // A muted member is left out in append mode (fields and note), kept in append_disabled
+    // (fields only).
+    let muted = contents(&p, &ctx(base("append", json!(["Mira"]))));
+    assert!(!muted[0].contains("Mira is"));
+    assert!(!muted.iter().any(|t| t.contains("Mira's note")));
+    let disabled = contents(&p, &ctx(base("append_disabled", json!(["Mira"]))));
+    assert!(disabled[0].contains("[Description of Mira: Mira is Mira, Description.]"));
+    assert!(!disabled.iter().any(|t| t.contains("Mira's note")));
+    // A member without a card is said and skipped; a bad mode is refused, naming the field.
+    let mut v = base("append", json!([]));
+    v["group_cards"].as_object_mut().unwrap().remove("Kai");
+    let c = ctx(v);
+    let p2 = Preset::from_json(p.to_string().as_bytes())
+        .unwrap()
+        .compile();
+    let r = p2.render(&c);
+    assert!(
+        r.diagnostics
+            .iter()
+            .any(|d| d.kind == stpreset::DiagnosticKind::GroupCardMissing
+                && d.message.contains("Kai"))
+    );
+    assert!(!contents(&p, &c)[0].contains("Kai"));
+    let mut v = base("append", json!([]));
+    v["group_generation_mode"] = json!(1);
+    let err = Context::from_json(v.to_string().as_bytes()).unwrap_err();
+    assert!(err.to_string().contains("group_generation_mode"), "{err}");
+    let mut v = base("append", json!([]));
+    v["group_cards"]["Kai"] = json!([1]);
+    let err = Context::from_json(v.to_string().as_bytes()).unwrap_err();
+    assert!(err.to_string().contains("group_cards.Kai"), "{err}");
+    // The CLI's --group-card gives the same render as the context's group_cards.
+    let name = |n: &str| format!("group-{n}-{}", std::process::id());
+    let preset_file = temp(&name("preset.json"), p.to_string().as_bytes());
+    let mira = temp(
+        &name("mira.json"),
+        member("Mira", Some(("Mira's note for {{char}}", 1)))
+            .to_string()
+            .as_bytes(),
+    );
+    let kai = temp(
+        &name("kai.json"),
+        member("Kai", None).to_string().as_bytes(),
+    );
+    let mut v = base("append", json!([]));
+    v.as_object_mut().unwrap().remove("group_cards");
+    let ctx_file = temp(&name("ctx.json"), v.to_string().as_bytes());
+    let out = stpreset(
+        &[
+            "render",
+            arg(&preset_file),
+            "--context",
+            arg(&ctx_file),
+            "--group-card",
+            &format!("Mira={}", arg(&mira)),
+            "--group-card",
+            &format!("Kai={}", arg(&kai)),
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    let cli = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        cli.contains("[Description of Kai: Kai is Kai, Description.]"),
+        "{cli}"
+    );
+    assert!(cli.contains("Mira's note for Mira"), "{cli}");
+}
+
 #[test]
 fn the_budget_is_spent_in_sillytavern_order() {
     let p = preset(

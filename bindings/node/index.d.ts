@@ -67,6 +67,12 @@ export interface Context {
   char_instruction?: string;
   group?: string[];
   group_muted?: string[];
+  /** The other members' cards (card JSON) by name, read in a group's append modes. */
+  group_cards?: Record<string, object>;
+  group_generation_mode?: 'swap' | 'append' | 'append_disabled';
+  /** Put around each member's card field in the append modes, `<FIELDNAME>` replaced. */
+  group_join_prefix?: string;
+  group_join_suffix?: string;
   model?: string;
   provider?: string;
   /** RFC 3339; absent: the system clock at render time. */

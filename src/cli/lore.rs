@@ -18,6 +18,10 @@ pub(crate) struct LoreFlags {
     /// leaves unset, and adds its lorebook.
     #[arg(long, value_name = "CARD")]
     card: Option<PathBuf>,
+    /// Another group member's card, `NAME=PATH` (SPEC §18.3; the context's `group_cards`):
+    /// read in a group chat's append modes. Repeatable.
+    #[arg(long = "group-card", value_name = "NAME=PATH")]
+    group_cards: Vec<String>,
     /// A lorebook (World Info JSON or a `character_book`), `[NAME=]PATH`; the name (default:
     /// the file stem) is the book's identity in the timed-effect state. Repeatable.
     #[arg(long = "book", value_name = "[NAME=]PATH")]
@@ -60,6 +64,16 @@ impl LoreFlags {
         if let Some(path) = &self.card {
             let card = card(path)?;
             card.apply_to(ctx);
+        }
+        for spec in &self.group_cards {
+            let Some((name, path)) = spec.split_once('=').filter(|(n, _)| !n.is_empty()) else {
+                return Err(Failure(format!(
+                    "--group-card {spec}: expected NAME=PATH (the member's name, then its card)"
+                )));
+            };
+            let card = card(Path::new(path))?;
+            ctx.group_cards
+                .insert(name.to_string(), stpreset::lore::GroupCard::from(&card));
         }
         if !self.any() {
             return Ok(());

@@ -39,6 +39,12 @@ struct ContextFile {
     char_instruction: String,
     group: Vec<String>,
     group_muted: Vec<String>,
+    // SPEC §18.3: each member's card as a card file's JSON, read as `--card` reads one.
+    group_cards: BTreeMap<String, Box<serde_json::value::RawValue>>,
+    #[serde(deserialize_with = "present")]
+    group_generation_mode: Option<serde_json::Value>,
+    group_join_prefix: String,
+    group_join_suffix: String,
     model: String,
     provider: String,
     #[serde(deserialize_with = "rfc3339")]
@@ -112,6 +118,28 @@ struct ContextFile {
     stpreset_chat: Option<serde_json::Value>,
     /// The render's work budget (issue 38): `render_work`, `chat_work`.
     limits: Option<serde_json::Value>,
+}
+
+/// `group_cards`: each member's card read as a card file's JSON (SPEC §18.3), a refusal
+/// naming the member.
+fn group_cards(
+    raw: &BTreeMap<String, Box<serde_json::value::RawValue>>,
+    limits: &crate::limits::Limits,
+) -> Result<BTreeMap<String, crate::lore::GroupCard>, ContextError> {
+    raw.iter()
+        .map(|(name, card)| {
+            crate::lore::Card::from_bytes(
+                card.get().as_bytes(),
+                crate::lore::CardFormat::Json,
+                limits,
+            )
+            .map(|card| (name.clone(), crate::lore::GroupCard::from(&card)))
+            .map_err(|e| ContextError::Field {
+                field: format!("group_cards.{}", crate::diagnostic::excerpt(name)),
+                problem: e.to_string(),
+            })
+        })
+        .collect()
 }
 
 /// The format `Chat::to_json` writes as `stpreset_chat` (docs/context.md, "Saving a chat").
@@ -629,6 +657,21 @@ impl Context {
             file.char_regex_scripts.as_deref(),
             crate::scripts::ScriptSource::Character,
         );
+        let limits = limits_field(file.limits.as_ref())?;
+        let group_cards = group_cards(&file.group_cards, &limits)?;
+        let group_generation_mode = match &file.group_generation_mode {
+            None => crate::layout::GroupMode::Swap,
+            Some(v) => v
+                .as_str()
+                .and_then(crate::layout::GroupMode::from_name)
+                .ok_or_else(|| ContextError::Field {
+                    field: "group_generation_mode".into(),
+                    problem: format!(
+                        "{} is not a group generation mode: one of \"swap\", \"append\", \"append_disabled\"",
+                        crate::diagnostic::excerpt(&v.to_string())
+                    ),
+                })?,
+        };
         let layout = layout_field(file.layout.as_ref())?;
         let random = random_field(file.random.as_ref())?;
         let user_settings = user_settings(&file)?;
@@ -665,6 +708,10 @@ impl Context {
             char_instruction: file.char_instruction,
             group: file.group,
             group_muted: file.group_muted,
+            group_cards,
+            group_generation_mode,
+            group_join_prefix: file.group_join_prefix,
+            group_join_suffix: file.group_join_suffix,
             model: file.model,
             provider: file.provider,
             now: file.now,
@@ -686,7 +733,7 @@ impl Context {
                     counter: Counter::Builtin(tokenizer_field(file.tokenizer.as_ref())?),
                 },
                 random,
-                limits: limits_field(file.limits.as_ref())?,
+                limits,
                 ..RenderOptions::default().with_injection(file.injection.unwrap_or_default())
             },
             provider_options: match &file.provider_options {

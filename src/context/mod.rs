@@ -53,6 +53,17 @@ pub struct Context {
     pub group: Vec<String>,
     /// Muted group members (left out of `{{groupNotMuted}}` and `{{notChar}}`).
     pub group_muted: Vec<String>,
+    /// The other group members' cards by name (SPEC §18.3; context-file field `group_cards`,
+    /// CLI `--group-card NAME=PATH`): the speaker's card is this context's own fields. Read by
+    /// the SillyTavern layout in the append modes.
+    pub group_cards: BTreeMap<String, crate::lore::GroupCard>,
+    /// How a group chat uses its members' cards (`group_generation_mode`).
+    pub group_generation_mode: crate::layout::GroupMode,
+    /// Put before each member's card field in the append modes, `<FIELDNAME>` replaced by the
+    /// field's name (`group_join_prefix`, ST's `generation_mode_join_prefix`).
+    pub group_join_prefix: String,
+    /// Put after each member's card field (`group_join_suffix`).
+    pub group_join_suffix: String,
     /// Configured model codename (`{{model}}`).
     pub model: String,
     /// Model provider (for hosts; no macro reads it).
@@ -160,6 +171,10 @@ impl Default for Context {
             char_instruction: String::new(),
             group: Vec::new(),
             group_muted: Vec::new(),
+            group_cards: BTreeMap::new(),
+            group_generation_mode: crate::layout::GroupMode::Swap,
+            group_join_prefix: String::new(),
+            group_join_suffix: String::new(),
             model: String::new(),
             provider: String::new(),
             now: None,

@@ -19,6 +19,7 @@
 
 mod chat;
 mod examples;
+mod group;
 pub(crate) mod prompts;
 pub(crate) mod request;
 mod templates;
@@ -361,11 +362,32 @@ pub(crate) fn render(
     } else {
         ctx.personality.clone()
     };
+    // A group chat in an append mode: every member's fields, expanded already.
+    let group = group::fields(
+        eval_ctx,
+        &group::Speaker {
+            description: &description,
+            personality: &personality,
+            scenario: &ctx.scenario,
+            mes_example: if ctx.mes_examples_raw.is_empty() {
+                &ctx.mes_examples
+            } else {
+                &ctx.mes_examples_raw
+            },
+        },
+        &mut diagnostics,
+    );
+    // (In a group's append mode those four are the group's, expanded already: the speaker's
+    // own are not evaluated again.)
+    let own = |text: &str| match group {
+        Some(_) => String::new(),
+        None => trimmed(text),
+    };
     let mut before: Vec<(Slot, String)> = vec![
-        (Slot::Description, trimmed(&description)),
-        (Slot::Personality, trimmed(&personality)),
-        (Slot::Scenario, trimmed(scenario)),
-        (Slot::Examples, trimmed(mes_examples)),
+        (Slot::Description, own(&description)),
+        (Slot::Personality, own(&personality)),
+        (Slot::Scenario, own(scenario)),
+        (Slot::Examples, own(mes_examples)),
     ];
     if let Some(dp) = &ctx.char_depth_prompt {
         before.push((Slot::CharNote, trimmed(&dp.text)));
@@ -474,12 +496,18 @@ pub(crate) fn render(
         .map(|t| t.and_then(|_| prompt_texts.next()))
         .collect();
     // By slot (a lorebook can have thousands of depth groups: no linear search per slot).
-    let by_slot: std::collections::HashMap<Slot, &String> = before
+    let mut by_slot: std::collections::HashMap<Slot, &String> = before
         .iter()
         .map(|(s, _)| *s)
         .zip(&texts)
         .chain(after.iter().map(|(s, _)| *s).zip(&after_texts))
         .collect();
+    if let Some(g) = &group {
+        by_slot.insert(Slot::Description, &g.description);
+        by_slot.insert(Slot::Personality, &g.personality);
+        by_slot.insert(Slot::Scenario, &g.scenario);
+        by_slot.insert(Slot::Examples, &g.examples);
+    }
     let slot_text = |slot: Slot| -> String {
         by_slot
             .get(&slot)
@@ -814,13 +842,28 @@ pub(crate) fn render(
             }
         }
     }
-    if let Some(dp) = &ctx.char_depth_prompt {
-        extensions.push(ExtensionPrompt {
-            key: "DEPTH_PROMPT".into(),
-            role: dp.role,
-            depth: dp.depth,
-            text: slot_text(Slot::CharNote),
-        });
+    match group.as_ref().filter(|g| !g.notes.is_empty()) {
+        // ST's `getGroupDepthPrompts`: one note per member, keyed by its index.
+        Some(g) => {
+            for (i, dp) in g.notes.iter().enumerate() {
+                extensions.push(ExtensionPrompt {
+                    key: format!("DEPTH_PROMPT_{i}"),
+                    role: dp.role,
+                    depth: dp.depth,
+                    text: dp.text.clone(),
+                });
+            }
+        }
+        None => {
+            if let Some(dp) = &ctx.char_depth_prompt {
+                extensions.push(ExtensionPrompt {
+                    key: "DEPTH_PROMPT".into(),
+                    role: dp.role,
+                    depth: dp.depth,
+                    text: slot_text(Slot::CharNote),
+                });
+            }
+        }
     }
     if st.persona_position == PersonaPosition::AtDepth && !ctx.persona.is_empty() {
         extensions.push(ExtensionPrompt {

@@ -178,6 +178,29 @@ test('layout sillytavern gives the body SillyTavern sends (SPEC §17)', () => {
   assert.throws(() => compiled.request({ layout: 'tavern' }), (e) => e instanceof s.ContextError && /layout/.test(e.message));
 });
 
+test('a group of three in append mode: every member\'s card, one turn (SPEC §18.3)', () => {
+  const compiled = s.Preset.fromJson(PRESET).compile();
+  const card = (name, description) => ({ spec: 'chara_card_v2', spec_version: '2.0', data: { name, description } });
+  const ctx = {
+    user: 'Alice', char: 'Sera', description: 'Sera, who tends the shrine.',
+    layout: 'sillytavern', provider_options: { shape: 'openai' },
+    group: ['Sera', 'Mira', 'Kai'], group_muted: ['Kai'], group_generation_mode: 'append',
+    group_join_prefix: '<FIELDNAME> of {{char}}: ',
+    group_cards: { Mira: card('Mira', '{{char}} the fox.'), Kai: card('Kai', 'Kai the muted.') },
+    items: [
+      { tag: 'DIALOGUE_HISTORY', role: 'model', text: 'Hello.', name: 'Mira' },
+      { tag: 'DIALOGUE_HISTORY', role: 'user', text: 'Hi all.', name: 'Alice' },
+    ],
+  };
+  const contents = (c) => compiled.request(c).request.messages.map((m) => m.content);
+  const turn = contents(ctx);
+  assert.ok(turn.includes('Description of Sera: Sera, who tends the shrine.\nDescription of Mira: Mira the fox.'), JSON.stringify(turn));
+  assert.ok(turn.includes('[Write the next reply only as Sera.]'));
+  assert.ok(contents({ ...ctx, group_generation_mode: 'append_disabled' }).some((t) => t.includes('Kai the muted.')));
+  assert.ok(!contents({ ...ctx, group_generation_mode: 'swap' }).some((t) => t.includes('Mira the fox.')));
+  assert.throws(() => compiled.request({ ...ctx, group_generation_mode: 'merge' }), (e) => e instanceof s.ContextError && /group_generation_mode/.test(e.message));
+});
+
 test('readStChat turns a SillyTavern chat file into context fields', () => {
   const file = [
     JSON.stringify({ user_name: 'Alice', character_name: 'Sera', chat_metadata: { variables: { n: 2 } } }),

@@ -209,6 +209,36 @@ def test_layout_sillytavern_gives_the_body_sillytavern_sends():
         compiled.render_request({"layout": "tavern"})
 
 
+def test_a_group_of_three_in_append_mode_gives_every_members_card():
+    compiled = stpreset.Preset.from_json(PRESET).compile()
+
+    def card(name, description):
+        return {"spec": "chara_card_v2", "spec_version": "2.0", "data": {"name": name, "description": description}}
+
+    ctx = {
+        "user": "Alice", "char": "Sera", "description": "Sera, who tends the shrine.",
+        "layout": "sillytavern", "provider_options": {"shape": "openai"},
+        "group": ["Sera", "Mira", "Kai"], "group_muted": ["Kai"], "group_generation_mode": "append",
+        "group_join_prefix": "<FIELDNAME> of {{char}}: ",
+        "group_cards": {"Mira": card("Mira", "{{char}} the fox."), "Kai": card("Kai", "Kai the muted.")},
+        "items": [
+            {"tag": "DIALOGUE_HISTORY", "role": "model", "text": "Hello.", "name": "Mira"},
+            {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "Hi all.", "name": "Alice"},
+        ],
+    }
+
+    def contents(c):
+        return [m["content"] for m in compiled.render_request(c)["request"]["messages"]]
+
+    turn = contents(ctx)
+    assert "Description of Sera: Sera, who tends the shrine.\nDescription of Mira: Mira the fox." in turn
+    assert "[Write the next reply only as Sera.]" in turn
+    assert any("Kai the muted." in t for t in contents({**ctx, "group_generation_mode": "append_disabled"}))
+    assert not any("Mira the fox." in t for t in contents({**ctx, "group_generation_mode": "swap"}))
+    with pytest.raises(stpreset.ContextError, match="group_generation_mode"):
+        compiled.render_request({**ctx, "group_generation_mode": "merge"})
+
+
 def test_read_st_chat_turns_a_sillytavern_chat_file_into_context_fields():
     lines = [
         {"user_name": "Alice", "character_name": "Sera", "chat_metadata": {"variables": {"n": 2}}},

@@ -100,6 +100,10 @@ class Context(TypedDict, total=False):
     char_instruction: str
     group: List[str]
     group_muted: List[str]
+    group_cards: Dict[str, Dict[str, Any]]
+    group_generation_mode: Literal["swap", "append", "append_disabled"]
+    group_join_prefix: str
+    group_join_suffix: str
     model: str
     provider: str
     now: str

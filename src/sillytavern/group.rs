@@ -1,0 +1,158 @@
+//! Group chats' member cards (SPEC §18.3, notes rules 63–64): in the append modes the card
+//! fields are every member's, joined, and every member's Character's Note is injected, as
+//! ST's `getGroupCharacterCardsLazy` and `getGroupDepthPrompts` build them. In swap mode (and
+//! outside a group) nothing here applies: the speaker's own card is the context's fields.
+
+use crate::context::Context;
+use crate::diagnostic::{Diagnostic, DiagnosticKind};
+use crate::layout::GroupMode;
+use crate::lore::{DepthPrompt, GroupCard};
+
+/// The card fields of a group chat in an append mode, each already expanded with its member
+/// as `{{char}}` (ST substitutes them where it joins them, never again).
+#[derive(Debug, Default)]
+pub(super) struct GroupFields {
+    pub description: String,
+    pub personality: String,
+    pub scenario: String,
+    pub examples: String,
+    /// The members' Character's Notes, in member order (`DEPTH_PROMPT_<n>`).
+    pub notes: Vec<DepthPrompt>,
+}
+
+/// The speaker's card as the context holds it (its fields as the layout reads them).
+pub(super) struct Speaker<'a> {
+    pub description: &'a str,
+    pub personality: &'a str,
+    pub scenario: &'a str,
+    pub mes_example: &'a str,
+}
+
+/// The joined fields, or `None` in swap mode or outside a group. A member named in `group`
+/// without a card is skipped with a `GroupCardMissing` warning.
+pub(super) fn fields(
+    ctx: &Context,
+    speaker: &Speaker<'_>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<GroupFields> {
+    let mode = ctx.group_generation_mode;
+    if ctx.group.is_empty() || mode == GroupMode::Swap {
+        return None;
+    }
+    let own = GroupCard {
+        description: speaker.description.to_string(),
+        personality: speaker.personality.to_string(),
+        scenario: speaker.scenario.to_string(),
+        mes_example: speaker.mes_example.to_string(),
+        depth_prompt: ctx.char_depth_prompt.clone(),
+    };
+    // ST walks `group.members`, finds each member's card, and leaves out a muted member
+    // unless it is the speaker (the fields of `append_disabled` keep them all).
+    let mut missing = Vec::new();
+    let members: Vec<(&str, &GroupCard, bool)> = ctx
+        .group
+        .iter()
+        .filter_map(|name| {
+            let muted = ctx.group_muted.contains(name) && *name != ctx.char;
+            let card = if *name == ctx.char {
+                Some(&own)
+            } else {
+                ctx.group_cards.get(name)
+            };
+            if card.is_none() {
+                missing.push(name.as_str());
+            }
+            card.map(|c| (name.as_str(), c, muted))
+        })
+        .collect();
+    if !missing.is_empty() {
+        diagnostics.push(Diagnostic::new(
+            DiagnosticKind::GroupCardMissing,
+            None,
+            format!(
+                "group members without a card in `group_cards`, left out of the group's card fields: {}",
+                crate::diagnostic::excerpt(&missing.join(", "))
+            ),
+        ));
+    }
+    // One copy of the context for every member's expansions, `char` set per member.
+    let mut member_ctx = ctx.clone();
+    let mut expand = |text: &str, member: &str| -> String {
+        if member_ctx.char != member {
+            member_ctx.char = member.to_string();
+        }
+        crate::eval::expand_alone("group_cards", text, &member_ctx)
+    };
+    let in_fields = |muted: bool| !muted || mode == GroupMode::AppendDisabled;
+    let mut collect = |field: &str, get: &dyn Fn(&GroupCard) -> &str, examples: bool| {
+        let mut values = Vec::new();
+        for &(name, card, muted) in &members {
+            if !in_fields(muted) {
+                continue;
+            }
+            let value = crate::jstext::js_trim(get(card));
+            if value.is_empty() {
+                continue;
+            }
+            let value = if examples && !value.starts_with("<START>") {
+                format!("<START>\n{value}")
+            } else {
+                value.to_string()
+            };
+            let mut transform = |text: &str, trim: bool| {
+                if text.is_empty() {
+                    return String::new();
+                }
+                let text = crate::jstext::split_ascii_ci(text, "<FIELDNAME>").join(field);
+                let text = if trim {
+                    crate::jstext::js_trim(&text).to_string()
+                } else {
+                    text
+                };
+                expand(&text, name)
+            };
+            let prefix = transform(&ctx.group_join_prefix, false);
+            let suffix = transform(&ctx.group_join_suffix, false);
+            let value = transform(&value, true);
+            let joined = format!("{prefix}{value}{suffix}");
+            if !joined.is_empty() {
+                values.push(joined);
+            }
+        }
+        values.join("\n")
+    };
+    let description = collect("Description", &|c| &c.description, false);
+    let personality = collect("Personality", &|c| &c.personality, false);
+    let scenario = collect("Scenario", &|c| &c.scenario, false);
+    let examples = collect("Example Messages", &|c| &c.mes_example, true);
+    // The chat's own scenario and examples (chat metadata) win, expanded for the speaker.
+    let st = &ctx.user_settings;
+    let speaker_name = ctx.char.clone();
+    let mut chat_override = |text: &str| -> Option<String> {
+        let text = crate::jstext::js_trim(text);
+        (!text.is_empty())
+            .then(|| expand(text, &speaker_name))
+            .filter(|t| !t.is_empty())
+    };
+    let scenario = chat_override(&st.chat_scenario).unwrap_or(scenario);
+    let examples = chat_override(&st.chat_mes_example).unwrap_or(examples);
+    // Character's Notes: every member's but the muted ones (the speaker's always), in both
+    // append modes.
+    let mut notes = Vec::new();
+    for &(name, card, muted) in &members {
+        let Some(dp) = card.depth_prompt.as_ref().filter(|_| !muted) else {
+            continue;
+        };
+        let text = expand(crate::jstext::js_trim(&dp.text), name);
+        if !text.is_empty() {
+            notes.push(DepthPrompt { text, ..dp.clone() });
+        }
+    }
+    Some(GroupFields {
+        description,
+        personality,
+        scenario,
+        examples,
+        notes,
+    })
+}
