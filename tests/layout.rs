@@ -654,6 +654,16 @@ fn group_append_modes_join_every_members_card() {
         "[Personality of Sera: calm]\n[Personality of Mira: Mira-ish]"
     );
     assert_eq!(append[2], "[Scenario of Sera: A festival.]");
+    // The card-field macros read the group's fields too (ST's getCharacterCardFields).
+    let by_macro = preset(
+        json!([{"identifier": "main", "content": "D: {{description}}", "role": "system"},
+               {"identifier": "chatHistory", "marker": true}]),
+        json!([{"identifier": "main", "enabled": true}, {"identifier": "chatHistory", "enabled": true}]),
+    );
+    assert_eq!(
+        contents(&by_macro, &ctx(base("append", json!([]))))[0],
+        format!("D: {}", append[0])
+    );
     // Mira's Character's Note is injected at its depth, with her as `{{char}}`.
     assert!(
         append.contains(&"Mira's note for Mira".to_string()),

@@ -16,6 +16,7 @@ pub(crate) mod state;
 
 pub(crate) use book::read_lorebooks;
 pub use book::{LoreSource, Lorebook};
+pub(crate) use card::parse_mes_examples;
 pub use card::{Card, CardFormat, DepthPrompt, GroupCard};
 pub use settings::{GenerationType, LoreInput, WiSettings};
 pub use state::{Effect, EffectKind, WiState};

@@ -377,6 +377,21 @@ pub(crate) fn render(
         },
         &mut diagnostics,
     );
+    // ST's card-field macros (`{{description}}`, …) read the same fields: the group's.
+    let group_ctx;
+    let eval_ctx = match &group {
+        Some(g) => {
+            let mut copy = eval_ctx.clone();
+            copy.description = g.description.clone();
+            copy.personality = g.personality.clone();
+            copy.scenario = g.scenario.clone();
+            copy.mes_examples = crate::lore::parse_mes_examples(&g.examples).join("\n");
+            copy.mes_examples_raw = g.examples.clone();
+            group_ctx = copy;
+            &group_ctx
+        }
+        None => eval_ctx,
+    };
     // (In a group's append mode those four are the group's, expanded already: the speaker's
     // own are not evaluated again.)
     let own = |text: &str| match group {
