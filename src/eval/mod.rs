@@ -207,7 +207,13 @@ fn st_trim_mark() -> &'static str {
 /// both sides of it are deleted (MacroEngine: `/(?:\r?\n)*{{trim}}(?:\r?\n)*/gi`).
 fn st_trim(text: String) -> String {
     let mark = st_trim_mark();
-    if !text.contains(mark) {
+    // Every prompt of a SillyTavern-layout render is searched: memchr's SIMD search with a
+    // rare-byte prefilter, built once, where `str::contains` (two-way) cost a tenth of a
+    // repeated render of a 456-prompt preset.
+    static FINDER: std::sync::OnceLock<memchr::memmem::Finder<'static>> =
+        std::sync::OnceLock::new();
+    let finder = FINDER.get_or_init(|| memchr::memmem::Finder::new(mark.as_bytes()));
+    if finder.find(text.as_bytes()).is_none() {
         return text;
     }
     let pieces: Vec<&str> = text.split(mark).collect();

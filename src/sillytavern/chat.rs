@@ -105,14 +105,14 @@ fn replace_macros(
         out.push_str(keep);
         keep.len() == s.len()
     };
-    while i < bytes.len() {
-        let b = bytes[i];
-        if (b == b'{' || b == b'<')
-            && let Some((key, value)) = macros.iter().find(|(key, _)| {
-                bytes.len() - i >= key.len()
-                    && bytes[i..i + key.len()].eq_ignore_ascii_case(key.as_bytes())
-            })
-        {
+    // Every macro starts with `{` or `<`: memchr jumps between them (a byte loop over every
+    // history message was the largest part of a repeated SillyTavern-layout render).
+    while let Some(at) = memchr::memchr2(b'{', b'<', &bytes[i..]) {
+        i += at;
+        if let Some((key, value)) = macros.iter().find(|(key, _)| {
+            bytes.len() - i >= key.len()
+                && bytes[i..i + key.len()].eq_ignore_ascii_case(key.as_bytes())
+        }) {
             if !push(out, &text[copied..i]) || !push(out, value) {
                 return false;
             }

@@ -582,7 +582,8 @@ pub(crate) fn render(
         });
     }
     // `isPromptDisabledForActiveCharacter`: the first order entry of the identifier is off.
-    let mut first_entry: std::collections::HashMap<&str, bool> = Default::default();
+    let mut first_entry: std::collections::HashMap<&str, bool> =
+        std::collections::HashMap::with_capacity(plan.entries.len());
     for e in &plan.entries {
         first_entry.entry(&*e.identifier).or_insert(e.enabled);
     }
@@ -708,7 +709,8 @@ pub(crate) fn render(
     // pushes the continue and control collections after the highest index written so far.
     let mut slots: std::collections::BTreeMap<usize, Vec<Out>> = Default::default();
     // `prompts.index(id)`: the first collection entry of the identifier.
-    let mut first_index: std::collections::HashMap<&str, usize> = Default::default();
+    let mut first_index: std::collections::HashMap<&str, usize> =
+        std::collections::HashMap::with_capacity(collection.len());
     for (i, p) in collection.iter().enumerate() {
         first_index.entry(&*p.identifier).or_insert(i);
     }
