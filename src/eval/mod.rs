@@ -448,11 +448,22 @@ pub(crate) fn expand_alone(id: &str, template: &str, ctx: &Context) -> String {
 fn expand_setting(id: &str, template: String, values: Vec<String>, ctx: &Context) -> String {
     let limits = ctx.options.limits.clamped();
     let (tree, _) = crate::syntax::parse(template.into(), &limits);
+    expand_tree(id, &tree, values, ctx)
+}
+
+/// [`expand_alone`] of a template parsed once and expanded for several contexts (a group's
+/// join prefix, once per member).
+pub(crate) fn expand_tree_alone(id: &str, tree: &crate::syntax::Tree, ctx: &Context) -> String {
+    expand_tree(id, tree, Vec::new(), ctx)
+}
+
+fn expand_tree(id: &str, tree: &crate::syntax::Tree, values: Vec<String>, ctx: &Context) -> String {
+    let limits = ctx.options.limits.clamped();
     let seed = crate::eval::stream_seed(ctx.seed, "nodes");
     let mut engine = crate::eval::ScriptEngine::new(ctx, seed, false);
     let mut notes = Vec::new();
     let mut work = Allowance::new(Stage::Templates, limits.work_bytes as u64);
-    engine.expand(&mut work, id, &tree, values, false, None, &mut notes)
+    engine.expand(&mut work, id, tree, values, false, None, &mut notes)
 }
 
 /// Expands regex scripts' templates for one pass (SPEC §13.5): one RNG stream and one work
@@ -600,7 +611,11 @@ mod tests {
                     s = state.rotate_left(17) | 1;
                 }
             }
-            assert_eq!(super::st_trim(text.clone()), st_trim_by_split(&text), "{text:?}");
+            assert_eq!(
+                super::st_trim(text.clone()),
+                st_trim_by_split(&text),
+                "{text:?}"
+            );
         }
     }
 }

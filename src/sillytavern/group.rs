@@ -49,11 +49,14 @@ pub(super) fn fields(
     // ST walks `group.members`, finds each member's card, and leaves out a muted member
     // unless it is the speaker (the fields of `append_disabled` keep them all).
     let mut missing = Vec::new();
+    // A set: a host's group and muted lists can both be long.
+    let muted_set: std::collections::HashSet<&str> =
+        ctx.group_muted.iter().map(String::as_str).collect();
     let members: Vec<(&str, &GroupCard, bool)> = ctx
         .group
         .iter()
         .filter_map(|name| {
-            let muted = ctx.group_muted.contains(name) && *name != ctx.char;
+            let muted = muted_set.contains(name.as_str()) && *name != ctx.char;
             let card = if *name == ctx.char {
                 Some(&own)
             } else {
@@ -77,14 +80,22 @@ pub(super) fn fields(
     }
     // One copy of the context for every member's expansions, `char` set per member.
     let mut member_ctx = ctx.clone();
-    let mut expand = |text: &str, member: &str| -> String {
+    let mut expand_tree = |tree: &crate::syntax::Tree, member: &str| -> String {
         if member_ctx.char != member {
             member_ctx.char = member.to_string();
         }
-        crate::eval::expand_alone("group_cards", text, &member_ctx)
+        crate::eval::expand_tree_alone("group_cards", tree, &member_ctx)
     };
+    let limits = ctx.options.limits.clamped();
+    let parse = |text: String| crate::syntax::parse(text.into(), &limits).0;
     let in_fields = |muted: bool| !muted || mode == GroupMode::AppendDisabled;
     let mut collect = |field: &str, get: &dyn Fn(&GroupCard) -> &str, examples: bool| {
+        // ST's `customTransform`: `<FIELDNAME>` replaced (case-insensitively), then the
+        // macros with the member as `{{char}}`. The prefix and suffix are parsed once per
+        // field, not once per member.
+        let fieldname = |text: &str| crate::jstext::split_ascii_ci(text, "<FIELDNAME>").join(field);
+        let affix = |text: &str| (!text.is_empty()).then(|| parse(fieldname(text)));
+        let (prefix, suffix) = (affix(&ctx.group_join_prefix), affix(&ctx.group_join_suffix));
         let mut values = Vec::new();
         for &(name, card, muted) in &members {
             if !in_fields(muted) {
@@ -99,22 +110,14 @@ pub(super) fn fields(
             } else {
                 value.to_string()
             };
-            let mut transform = |text: &str, trim: bool| {
-                if text.is_empty() {
-                    return String::new();
-                }
-                let text = crate::jstext::split_ascii_ci(text, "<FIELDNAME>").join(field);
-                let text = if trim {
-                    crate::jstext::js_trim(&text).to_string()
-                } else {
-                    text
-                };
-                expand(&text, name)
+            let mut affixed = |tree: &Option<crate::syntax::Tree>| {
+                tree.as_ref()
+                    .map_or_else(String::new, |t| expand_tree(t, name))
             };
-            let prefix = transform(&ctx.group_join_prefix, false);
-            let suffix = transform(&ctx.group_join_suffix, false);
-            let value = transform(&value, true);
-            let joined = format!("{prefix}{value}{suffix}");
+            let (before, after) = (affixed(&prefix), affixed(&suffix));
+            let value = crate::jstext::js_trim(&fieldname(&value)).to_string();
+            let value = expand_tree(&parse(value), name);
+            let joined = format!("{before}{value}{after}");
             if !joined.is_empty() {
                 values.push(joined);
             }
@@ -128,6 +131,7 @@ pub(super) fn fields(
     // The chat's own scenario and examples (chat metadata) win, expanded for the speaker.
     let st = &ctx.user_settings;
     let speaker_name = ctx.char.clone();
+    let mut expand = |text: &str, member: &str| expand_tree(&parse(text.to_string()), member);
     let mut chat_override = |text: &str| -> Option<String> {
         let text = crate::jstext::js_trim(text);
         (!text.is_empty())
