@@ -13,8 +13,10 @@ use std::sync::{Arc, Mutex};
 use crate::limits::Limits;
 use crate::node::CompiledNode;
 
-/// Most source bytes one compiled preset keeps compiled (a handful of cards with their lore).
-const CACHE_BYTES: usize = 4 << 20;
+/// Most source bytes one compiled preset keeps compiled: a few cards with their lore (a card's
+/// fields are typically tens of kilobytes). Small on purpose: the store keeps up to
+/// `cache_capacity` compiled presets (1,024 by default), each with its own cache.
+const CACHE_BYTES: usize = 1 << 20;
 /// Most templates kept; a full cache starts over (a bot's working set fits many times).
 const CACHE_ENTRIES: usize = 1024;
 /// Texts shorter than this compile faster than a hash and a lock.
