@@ -503,11 +503,13 @@ pub fn st_layout(data: &[u8]) {
     let compiled = preset.compile();
     let mut ctx = context();
     let limits = limits();
+    let mut member = None;
     if let Some(card) = parts.next()
         && let Ok(card) =
             stpreset::Card::from_bytes(card, stpreset::lore::CardFormat::Auto, &limits)
     {
         card.apply_to(&mut ctx);
+        member = Some(stpreset::lore::GroupCard::from(&card));
     }
     if let Some(chat) = parts.next() {
         let _ = ctx.apply_st_chat(chat);
@@ -521,5 +523,22 @@ pub fn st_layout(data: &[u8]) {
             .get_or_insert_with(|| stpreset::lore::LoreInput::new(Vec::new()))
             .generation_type = generation;
         render_bounded(&compiled, &ctx);
+    }
+    // The same inputs as a group chat in both append modes (SPEC §18.3), the card also the
+    // second member's, a third member muted and one without a card.
+    if let Some(member) = member {
+        ctx.group = vec![ctx.char.clone(), "Mira".into(), "Kai".into(), "Lost".into()];
+        ctx.group_muted = vec!["Kai".into()];
+        ctx.group_cards.insert("Mira".into(), member.clone());
+        ctx.group_cards.insert("Kai".into(), member);
+        ctx.group_join_prefix = "<FIELDNAME> of {{char}}: ".into();
+        ctx.group_join_suffix = "\n".into();
+        for mode in [
+            stpreset::layout::GroupMode::Append,
+            stpreset::layout::GroupMode::AppendDisabled,
+        ] {
+            ctx.group_generation_mode = mode;
+            render_bounded(&compiled, &ctx);
+        }
     }
 }
