@@ -584,6 +584,42 @@ pub(crate) fn parse_mes_examples(raw: &str) -> Vec<String> {
         .collect()
 }
 
+/// What a group chat reads of another member's card (SPEC §18.3): the fields ST's
+/// `getGroupCharacterCardsLazy` and `getGroupDepthPrompts` read.
+///
+/// ```
+/// use stpreset::{Card, Limits, lore::{CardFormat, GroupCard}};
+/// let card = Card::from_bytes(br#"{"name":"Mira","description":"A fox."}"#, CardFormat::Json,
+///     &Limits::default()).unwrap();
+/// assert_eq!(GroupCard::from(&card).description, "A fox.");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GroupCard {
+    /// `description`.
+    pub description: String,
+    /// `personality`.
+    pub personality: String,
+    /// `scenario`.
+    pub scenario: String,
+    /// `mes_example` as written.
+    pub mes_example: String,
+    /// `extensions.depth_prompt` (the member's Character's Note).
+    pub depth_prompt: Option<DepthPrompt>,
+}
+
+impl From<&Card> for GroupCard {
+    fn from(card: &Card) -> GroupCard {
+        GroupCard {
+            description: card.description.clone(),
+            personality: card.personality.clone(),
+            scenario: card.scenario.clone(),
+            mes_example: card.mes_examples_raw.clone(),
+            depth_prompt: card.depth_prompt.clone(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -809,41 +845,5 @@ mod tests {
         ]);
         let err = Card::from_bytes(&file, CardFormat::Auto, &Limits::default()).unwrap_err();
         assert_eq!(err.kind(), "CardNoMetadata");
-    }
-}
-
-/// What a group chat reads of another member's card (SPEC §18.3): the fields ST's
-/// `getGroupCharacterCardsLazy` and `getGroupDepthPrompts` read.
-///
-/// ```
-/// use stpreset::{Card, Limits, lore::{CardFormat, GroupCard}};
-/// let card = Card::from_bytes(br#"{"name":"Mira","description":"A fox."}"#, CardFormat::Json,
-///     &Limits::default()).unwrap();
-/// assert_eq!(GroupCard::from(&card).description, "A fox.");
-/// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct GroupCard {
-    /// `description`.
-    pub description: String,
-    /// `personality`.
-    pub personality: String,
-    /// `scenario`.
-    pub scenario: String,
-    /// `mes_example` as written.
-    pub mes_example: String,
-    /// `extensions.depth_prompt` (the member's Character's Note).
-    pub depth_prompt: Option<DepthPrompt>,
-}
-
-impl From<&Card> for GroupCard {
-    fn from(card: &Card) -> GroupCard {
-        GroupCard {
-            description: card.description.clone(),
-            personality: card.personality.clone(),
-            scenario: card.scenario.clone(),
-            mes_example: card.mes_examples_raw.clone(),
-            depth_prompt: card.depth_prompt.clone(),
-        }
     }
 }
