@@ -35,10 +35,24 @@ impl std::hash::Hasher for KeyHash {
 /// A text's cache hash: xxh3 with a seed drawn once per process, so the keys of chat text a
 /// stranger wrote cannot be predicted (no crafted collisions, no crafted buckets).
 pub(crate) fn text_hash(bytes: &[u8]) -> u128 {
+    twox_hash::XxHash3_128::oneshot_with_seed(seed(), bytes)
+}
+
+/// [`text_hash`] of several byte strings, each preceded by its length (so no two lists of
+/// strings hash as one), streamed: nothing is joined.
+pub(crate) fn parts_hash(parts: &[&[u8]]) -> u128 {
+    let mut h = twox_hash::XxHash3_128::with_seed(seed());
+    for part in parts {
+        h.write(&(part.len() as u64).to_le_bytes());
+        h.write(part);
+    }
+    h.finish_128()
+}
+
+fn seed() -> u64 {
     static SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     // std's `RandomState` carries random keys per process: one hash of it is the seed.
-    let seed = *SEED.get_or_init(|| {
+    *SEED.get_or_init(|| {
         std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), 0u8)
-    });
-    twox_hash::XxHash3_128::oneshot_with_seed(seed, bytes)
+    })
 }

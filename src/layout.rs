@@ -167,8 +167,8 @@ pub enum GroupMode {
 }
 
 impl GroupMode {
-    /// The context-file name (`swap`, `append`, `append_disabled`).
-    pub fn name(self) -> &'static str {
+    /// The context-file spelling (`swap`, `append`, `append_disabled`).
+    pub fn as_str(self) -> &'static str {
         match self {
             GroupMode::Swap => "swap",
             GroupMode::Append => "append",
@@ -176,7 +176,7 @@ impl GroupMode {
         }
     }
 
-    /// Reads a context-file name.
+    /// Reads a context-file spelling.
     ///
     /// ```
     /// use stpreset::layout::GroupMode;
@@ -190,6 +190,6 @@ impl GroupMode {
             GroupMode::AppendDisabled,
         ]
         .into_iter()
-        .find(|m| m.name() == name)
+        .find(|m| m.as_str() == name)
     }
 }

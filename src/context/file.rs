@@ -249,6 +249,25 @@ fn layout_field(v: Option<&serde_json::Value>) -> Result<crate::layout::Layout, 
     }
 }
 
+/// `group_generation_mode` (SPEC §18.3): `"swap"` (also `null`), `"append"`, `"append_disabled"`.
+fn group_mode_field(
+    v: Option<&serde_json::Value>,
+) -> Result<crate::layout::GroupMode, ContextError> {
+    use crate::layout::GroupMode;
+    match v {
+        None | Some(serde_json::Value::Null) => Ok(GroupMode::Swap),
+        Some(v) => v.as_str().and_then(GroupMode::from_name).ok_or_else(|| {
+            field_error(
+                "group_generation_mode",
+                format!(
+                    "expected \"swap\", \"append\" or \"append_disabled\", found {}",
+                    found(v)
+                ),
+            )
+        }),
+    }
+}
+
 /// `random` (SPEC §17.3.1): `{"constant": X}` with 0 <= X < 1, or `null`.
 fn random_field(v: Option<&serde_json::Value>) -> Result<Option<f64>, ContextError> {
     let bad = |v: &serde_json::Value| {
@@ -659,19 +678,7 @@ impl Context {
         );
         let limits = limits_field(file.limits.as_ref())?;
         let group_cards = group_cards(&file.group_cards, &limits)?;
-        let group_generation_mode = match &file.group_generation_mode {
-            None => crate::layout::GroupMode::Swap,
-            Some(v) => v
-                .as_str()
-                .and_then(crate::layout::GroupMode::from_name)
-                .ok_or_else(|| ContextError::Field {
-                    field: "group_generation_mode".into(),
-                    problem: format!(
-                        "{} is not a group generation mode: one of \"swap\", \"append\", \"append_disabled\"",
-                        crate::diagnostic::excerpt(&v.to_string())
-                    ),
-                })?,
-        };
+        let group_generation_mode = group_mode_field(file.group_generation_mode.as_ref())?;
         let layout = layout_field(file.layout.as_ref())?;
         let random = random_field(file.random.as_ref())?;
         let user_settings = user_settings(&file)?;

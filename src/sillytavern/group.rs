@@ -8,44 +8,27 @@ use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::layout::GroupMode;
 use crate::lore::{DepthPrompt, GroupCard};
 
-/// The card fields of a group chat in an append mode, each already expanded with its member
-/// as `{{char}}` (ST substitutes them where it joins them, never again).
-#[derive(Debug, Default)]
+/// A group chat in an append mode: the render's context with its card fields (description,
+/// personality, scenario, examples raw and formatted) the group's, each already expanded
+/// with its member as `{{char}}` (ST substitutes them where it joins them, never again).
+#[derive(Debug)]
 pub(super) struct GroupFields {
-    pub description: String,
-    pub personality: String,
-    pub scenario: String,
-    pub examples: String,
+    pub ctx: Context,
     /// The members' Character's Notes, in member order (`DEPTH_PROMPT_<n>`).
     pub notes: Vec<DepthPrompt>,
-}
-
-/// The speaker's card as the context holds it (its fields as the layout reads them).
-pub(super) struct Speaker<'a> {
-    pub description: &'a str,
-    pub personality: &'a str,
-    pub scenario: &'a str,
-    pub mes_example: &'a str,
 }
 
 /// The joined fields, or `None` in swap mode or outside a group. A member named in `group`
 /// without a card is skipped with a `GroupCardMissing` warning.
 pub(super) fn fields(
     ctx: &Context,
-    speaker: &Speaker<'_>,
+    own: GroupCard,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Option<GroupFields> {
     let mode = ctx.group_generation_mode;
     if ctx.group.is_empty() || mode == GroupMode::Swap {
         return None;
     }
-    let own = GroupCard {
-        description: speaker.description.to_string(),
-        personality: speaker.personality.to_string(),
-        scenario: speaker.scenario.to_string(),
-        mes_example: speaker.mes_example.to_string(),
-        depth_prompt: ctx.char_depth_prompt.clone(),
-    };
     // ST walks `group.members`, finds each member's card, and leaves out a muted member
     // unless it is the speaker (the fields of `append_disabled` keep them all).
     let mut missing = Vec::new();
@@ -152,11 +135,14 @@ pub(super) fn fields(
             notes.push(DepthPrompt { text, ..dp.clone() });
         }
     }
+    member_ctx.char = ctx.char.clone();
+    member_ctx.mes_examples = crate::lore::parse_mes_examples(&examples).join("\n");
+    member_ctx.description = description;
+    member_ctx.personality = personality;
+    member_ctx.scenario = scenario;
+    member_ctx.mes_examples_raw = examples;
     Some(GroupFields {
-        description,
-        personality,
-        scenario,
-        examples,
+        ctx: member_ctx,
         notes,
     })
 }

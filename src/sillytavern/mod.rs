@@ -345,12 +345,15 @@ pub(crate) fn render(
         &st.chat_scenario
     };
     // The card's raw example text (`mes_examples` when the host gives only that).
-    let mes_examples = if !st.chat_mes_example.is_empty() {
-        &st.chat_mes_example
-    } else if ctx.mes_examples_raw.is_empty() {
+    let card_examples = if ctx.mes_examples_raw.is_empty() {
         &ctx.mes_examples
     } else {
         &ctx.mes_examples_raw
+    };
+    let mes_examples = if st.chat_mes_example.is_empty() {
+        card_examples
+    } else {
+        &st.chat_mes_example
     };
     let description = if ctx.description.is_empty() {
         tagged_text(ctx, Tag::SystemPersonaPrompt)
@@ -362,36 +365,20 @@ pub(crate) fn render(
     } else {
         ctx.personality.clone()
     };
-    // A group chat in an append mode: every member's fields, expanded already.
+    // A group chat in an append mode: every member's fields, expanded already, and the copy
+    // of the context the macros then read them from (ST's `getCharacterCardFields`).
     let group = group::fields(
         eval_ctx,
-        &group::Speaker {
-            description: &description,
-            personality: &personality,
-            scenario: &ctx.scenario,
-            mes_example: if ctx.mes_examples_raw.is_empty() {
-                &ctx.mes_examples
-            } else {
-                &ctx.mes_examples_raw
-            },
+        crate::lore::GroupCard {
+            description: description.clone(),
+            personality: personality.clone(),
+            scenario: ctx.scenario.clone(),
+            mes_example: card_examples.clone(),
+            depth_prompt: ctx.char_depth_prompt.clone(),
         },
         &mut diagnostics,
     );
-    // ST's card-field macros (`{{description}}`, …) read the same fields: the group's.
-    let group_ctx;
-    let eval_ctx = match &group {
-        Some(g) => {
-            let mut copy = eval_ctx.clone();
-            copy.description = g.description.clone();
-            copy.personality = g.personality.clone();
-            copy.scenario = g.scenario.clone();
-            copy.mes_examples = crate::lore::parse_mes_examples(&g.examples).join("\n");
-            copy.mes_examples_raw = g.examples.clone();
-            group_ctx = copy;
-            &group_ctx
-        }
-        None => eval_ctx,
-    };
+    let eval_ctx = group.as_ref().map_or(eval_ctx, |g| &g.ctx);
     // (In a group's append mode those four are the group's, expanded already: the speaker's
     // own are not evaluated again.)
     let own = |text: &str| match group {
@@ -518,10 +505,10 @@ pub(crate) fn render(
         .chain(after.iter().map(|(s, _)| *s).zip(&after_texts))
         .collect();
     if let Some(g) = &group {
-        by_slot.insert(Slot::Description, &g.description);
-        by_slot.insert(Slot::Personality, &g.personality);
-        by_slot.insert(Slot::Scenario, &g.scenario);
-        by_slot.insert(Slot::Examples, &g.examples);
+        by_slot.insert(Slot::Description, &g.ctx.description);
+        by_slot.insert(Slot::Personality, &g.ctx.personality);
+        by_slot.insert(Slot::Scenario, &g.ctx.scenario);
+        by_slot.insert(Slot::Examples, &g.ctx.mes_examples_raw);
     }
     let slot_text = |slot: Slot| -> String {
         by_slot
@@ -581,13 +568,7 @@ pub(crate) fn render(
             forbid_overrides: e.forbid_overrides,
         });
     }
-    // `isPromptDisabledForActiveCharacter`: the first order entry of the identifier is off.
-    let mut first_entry: std::collections::HashMap<&str, bool> =
-        std::collections::HashMap::with_capacity(plan.entries.len());
-    for e in &plan.entries {
-        first_entry.entry(&*e.identifier).or_insert(e.enabled);
-    }
-    let disabled = |id: &str| first_entry.get(id).is_some_and(|on| !on);
+    let disabled = |id: &str| plan.off.contains(id);
     let persona_in_prompt =
         !ctx.persona.is_empty() && ctx.user_settings.persona_position == PersonaPosition::InPrompt;
     // No "Start Reply With" for an impersonation or a continue (SC `getBiasStrings`).

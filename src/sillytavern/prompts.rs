@@ -115,6 +115,9 @@ pub(crate) struct StPlan {
     pub nodes: Vec<CompiledNode>,
     /// The templates renders bring (card fields, lore, settings), compiled once.
     pub templates: super::templates::TemplateCache,
+    /// The identifiers whose order entry is off (ST's `isPromptDisabledForActiveCharacter`;
+    /// each identifier has one entry).
+    pub off: std::collections::HashSet<Arc<str>>,
 }
 
 /// ST's default order (`promptManagerDefaultPromptOrder`) with each entry's `enabled`.
@@ -333,6 +336,7 @@ impl StPlan {
                 forbid_overrides: p.get("forbid_overrides") == Some(&Value::Bool(true)),
             });
         }
+        plan.index_off();
         plan
     }
 }
@@ -349,6 +353,17 @@ impl StPlan {
                 e.enabled = on;
             }
         }
+        self.index_off();
+    }
+
+    /// `off` from the entries, whenever their `enabled` change.
+    fn index_off(&mut self) {
+        self.off = self
+            .entries
+            .iter()
+            .filter(|e| !e.enabled)
+            .map(|e| e.identifier.clone())
+            .collect();
     }
 }
 

@@ -74,20 +74,18 @@ impl TemplateCache {
     }
 }
 
-/// The key: the text's hash (seeded per process) over everything parsing reads.
+/// The key: the text's hash (seeded per process) over everything parsing reads, streamed (a
+/// card's fields are hashed every render; they are not copied to be hashed).
 fn key(id: &str, text: &str, limits: &Limits) -> u128 {
-    let mut bytes = Vec::with_capacity(id.len() + text.len() + 32);
-    for n in [
-        id.len(),
+    let numbers: Vec<u8> = [
         limits.block_nesting,
         limits.tag_nesting,
         limits.template_bytes,
-    ] {
-        bytes.extend_from_slice(&(n as u64).to_le_bytes());
-    }
-    bytes.extend_from_slice(id.as_bytes());
-    bytes.extend_from_slice(text.as_bytes());
-    crate::keyhash::text_hash(&bytes)
+    ]
+    .iter()
+    .flat_map(|n| (*n as u64).to_le_bytes())
+    .collect();
+    crate::keyhash::parts_hash(&[&numbers, id.as_bytes(), text.as_bytes()])
 }
 
 #[cfg(test)]
