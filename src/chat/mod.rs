@@ -174,8 +174,9 @@ impl Chat {
     /// Replaces the fields a JSON object has (any context field except `items`); the others
     /// keep their values.
     pub fn set_json(&mut self, bytes: &[u8]) -> Result<(), ContextError> {
-        // Checked as a context file first: same messages, same bounds.
-        Context::from_json(bytes)?;
+        // Checked as a context file first: same messages, same bounds. What this reads of
+        // the costly fields it sets (a book) is the value the chat takes.
+        let mut given = Context::from_json(bytes)?;
         let bytes = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
         let (repaired, at) = crate::surrogates::repair_json_at(bytes);
         let new = fields(&repaired)?;
@@ -185,11 +186,56 @@ impl Chat {
                 problem: "items change by splicing them, not by setting them".into(),
             });
         }
-        let mut merged = self.fields.clone();
-        merged.extend(new);
+        // The merged fields are read again, except the ones that cost most to read and do
+        // not depend on the others: a bot sets `wi_state` or `now` every turn, and reading
+        // its 400-entry book again each time was most of the turn (issue 54). Those come from
+        // `given` when set now, else from the chat as it is. A card in `group_cards` is read
+        // under `limits`, so a change of either reads them again; the two script lists share
+        // their notes, so they are kept or read again together.
+        let set = |key: &str| new.contains_key(key);
+        let scripts_set = set("regex_scripts") || set("char_regex_scripts");
+        let cards_set = set("group_cards") || set("limits");
+        let reread = |key: &str| match key {
+            "lorebooks" => false,
+            "group_cards" => cards_set,
+            "regex_scripts" | "char_regex_scripts" => scripts_set,
+            _ => true,
+        };
+        let mut merged: BTreeMap<&str, &RawValue> = self
+            .fields
+            .iter()
+            .map(|(k, v)| (k.as_str(), &**v))
+            .collect();
+        merged.extend(new.iter().map(|(k, v)| (k.as_str(), &**v)));
+        let has_books = merged.contains_key("lorebooks");
+        merged.retain(|k, _| reread(k));
         let json = serde_json::to_vec(&merged).unwrap_or_default();
         let mut ctx = Context::from_json(&json)?;
+        // Read: nothing below refuses, so the chat changes only from here on.
+        if has_books {
+            let from = if set("lorebooks") {
+                &mut given
+            } else {
+                &mut self.ctx
+            };
+            // `lorebooks: null` reads as no lore at all: then there is nothing to carry.
+            if let Some(lore) = from.lore.as_mut() {
+                ctx.lore.get_or_insert_with(Default::default).books =
+                    std::mem::take(&mut lore.books);
+            }
+        }
+        if !cards_set {
+            ctx.group_cards = std::mem::take(&mut self.ctx.group_cards);
+        }
+        if !scripts_set {
+            ctx.regex_scripts = std::mem::take(&mut self.ctx.regex_scripts);
+            ctx.char_regex_scripts = std::mem::take(&mut self.ctx.char_regex_scripts);
+            ctx.regex_notes = std::mem::take(&mut self.ctx.regex_notes);
+        }
+        // The bot's macro callback is not a field: it stays (it was dropped here before).
+        ctx.host.adopt_macro_fn(&mut self.ctx.host);
         ctx.items = std::mem::take(&mut self.ctx.items);
+        self.fields.extend(new);
         // The merged fields were read repaired: the counts come from the text given now, for
         // the fields it sets, and stay for the others.
         for (key, raw) in top_level(&repaired) {
@@ -199,7 +245,6 @@ impl Chat {
             };
         }
         self.ctx = ctx;
-        self.fields = merged;
         self.count_surrogates();
         Ok(())
     }
@@ -392,6 +437,65 @@ mod tests {
             (chat.context().user.as_str(), chat.context().seed),
             ("B", 3)
         );
+    }
+
+    /// `set_json` keeps the fields it does not read again (books, cards, scripts): after
+    /// every change the chat's context is the one its saved file reads as, and the bot's
+    /// macro callback stays.
+    #[test]
+    fn a_change_keeps_what_it_does_not_read_again() {
+        let book = |name: &str, key: &str| {
+            format!(
+                r#"{{"name": "{name}", "entries": {{"0": {{"uid": 0, "key": ["{key}"], "content": "about {key}"}}}}}}"#
+            )
+        };
+        let card = r#"{"name": "Oren", "description": "A smith."}"#;
+        let script =
+            r#"{"scriptName": "s", "findRegex": "/a/g", "replaceString": "b", "placement": [2]}"#;
+        let mut chat = Chat::from_json(
+            format!(
+                r#"{{"user": "A", "char": "B", "group": ["B", "Oren"], "group_cards": {{"Oren": {card}}},
+                "lorebooks": [{}], "regex_scripts": [{script}, "x"],
+                "items": [{{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "the river"}}]}}"#,
+                book("w", "river")
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        chat.host_mut()
+            .set_macro_fn(|name, _| (name == "summary").then(|| "So far.".into()));
+        let changes = [
+            r#"{"wi_state": {"version": 1, "effects": []}, "position": 3}"#.to_string(),
+            r#"{"now": "2026-12-07T10:00:00Z"}"#.to_string(),
+            format!(
+                r#"{{"lorebooks": [{}, {}]}}"#,
+                book("x", "hill"),
+                book("y", "sea")
+            ),
+            r#"{"limits": {"render_work": 900000000}}"#.to_string(),
+            format!(r#"{{"char_regex_scripts": [{script}]}}"#),
+            r#"{"world_info": {"scan_depth": 3}}"#.to_string(),
+            r#"{"lorebooks": null}"#.to_string(),
+            format!(r#"{{"group_cards": {{"Oren": {card}, "Ivy": {card}}}}}"#),
+        ];
+        for change in &changes {
+            chat.set_json(change.as_bytes()).unwrap();
+            let saved = Context::from_json(chat.to_json().as_bytes()).unwrap();
+            let mut ctx = chat.context().clone();
+            ctx.host.clear_macro_fn();
+            assert_eq!(format!("{ctx:?}"), format!("{saved:?}"), "after {change}");
+            assert_eq!(
+                crate::expand("{{summary}}", chat.context()).text,
+                "So far.",
+                "after {change}"
+            );
+        }
+        let lore = chat.context().lore.as_ref().unwrap();
+        assert!(lore.books.is_empty());
+        assert_eq!(lore.settings.scan_depth, 3);
+        assert_eq!(chat.context().group_cards.len(), 2);
+        assert_eq!(chat.context().char_regex_scripts.len(), 1);
+        assert!(!chat.context().regex_notes.is_empty());
     }
 
     #[test]

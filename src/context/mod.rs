@@ -482,6 +482,12 @@ impl MapHost {
         self.macro_fn = Some(MacroCallback(std::sync::Arc::new(f)));
     }
 
+    /// Takes `other`'s macro callback (none when it has none): a chat's fields read again
+    /// keep the callback its bot set.
+    pub(crate) fn adopt_macro_fn(&mut self, other: &mut MapHost) {
+        self.macro_fn = other.macro_fn.take();
+    }
+
     /// Removes the macro callback.
     pub fn clear_macro_fn(&mut self) {
         self.macro_fn = None;

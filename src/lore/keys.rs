@@ -47,7 +47,7 @@ pub(crate) enum Key {
         spaced: bool,
     },
     Regex {
-        pattern: Box<Pattern>,
+        pattern: std::sync::Arc<Pattern>,
         /// The `y` flag: a test from the segment's start only.
         sticky: bool,
     },
@@ -68,9 +68,9 @@ impl Key {
             let bare = flags.replace(['g', 'y'], "");
             let cost = pattern::cost_parts(&body, &bare);
             steps.charge_compile(cost.work())?;
-            if let Ok(p) = pattern::compile_costed(&body, &bare, &cost, budget) {
+            if let Ok(p) = compiled(&body, &bare, &cost, budget) {
                 return Ok(Key::Regex {
-                    pattern: Box::new(p),
+                    pattern: p,
                     sticky: flags.contains('y'),
                 });
             }
@@ -81,6 +81,54 @@ impl Key {
             spaced: text.chars().any(js_space),
         })
     }
+}
+
+/// Regex keys compiled by recent calls, by flags and body: a bot's books are the same turn
+/// after turn, and compiling their regex keys (the prefilters' automata included) was a fifth
+/// of a turn with a 400-entry book. A hit pays the call's compile budget as a compile does,
+/// so the same inputs stop in the same place. Bounded as one preset's patterns are (their
+/// total [`Cost::TOTAL`]; a property escape's table is the largest part of a compiled
+/// pattern) and in number: past either the cache starts over.
+struct RegexKeys {
+    map: std::collections::HashMap<String, std::sync::Arc<Pattern>>,
+    room: Cost,
+}
+
+static REGEX_KEYS: std::sync::Mutex<Option<RegexKeys>> = std::sync::Mutex::new(None);
+/// Entries kept: a compiled key with its prefilters is a few kilobytes.
+const REGEX_KEYS_KEPT: usize = 2048;
+
+/// `pattern::compile_costed` through [`REGEX_KEYS`].
+fn compiled(
+    body: &str,
+    flags: &str,
+    cost: &Cost,
+    budget: &mut Cost,
+) -> Result<std::sync::Arc<Pattern>, String> {
+    let name = format!("{flags}/{body}");
+    let cache = || REGEX_KEYS.lock().unwrap_or_else(|e| e.into_inner());
+    let hit = cache().as_ref().and_then(|c| c.map.get(&name).cloned());
+    if let Some(p) = hit {
+        // It compiled before, so it passes the one-pattern caps; the call's total is spent.
+        return match budget.spend(cost) {
+            true => Ok(p),
+            false => Err("the patterns together are too large to compile".into()),
+        };
+    }
+    // Compiled outside the lock: a large pattern does not hold up other threads' calls.
+    let p = std::sync::Arc::new(pattern::compile_costed(body, flags, cost, budget)?);
+    let mut guard = cache();
+    let keys = guard.get_or_insert_with(|| RegexKeys {
+        map: Default::default(),
+        room: Cost::TOTAL,
+    });
+    if keys.map.len() >= REGEX_KEYS_KEPT || !keys.room.spend(cost) {
+        keys.map.clear();
+        keys.room = Cost::TOTAL;
+        keys.room.spend(cost);
+    }
+    keys.map.insert(name, p.clone());
+    Ok(p)
 }
 
 /// SillyTavern's `parseRegexFromString`: `/BODY/FLAGS` with FLAGS from `gimsuy` (each once,
@@ -193,11 +241,15 @@ pub(crate) fn test(key: &Key, seg: &Segment, steps: &mut Steps) -> Result<bool, 
     let left = steps.regex.left();
     let total_bound = own > left;
     let budget = own.min(left);
-    let mut left = budget;
-    let found = if *sticky {
-        pattern.regex.match_at_utf16_bounded(units, 0, &mut left)
-    } else {
-        pattern.regex.find_at_utf16_bounded(units, 0, &mut left)
+    // The prefilters' scan of the segment costs a step per unit (SPEC §13.6.2): a test that
+    // finds nothing is not free. They skip the positions where no match can start: a
+    // case-insensitive key like `/\b(hero|person)s?\b/i` tried at every unit of every
+    // segment was 38% of a turn with a 400-entry book.
+    let mut left = budget.saturating_sub(l + 1);
+    let found = match (budget > l, *sticky) {
+        (false, _) => Err(regress::StepLimit),
+        (true, true) => pattern.regex.match_at_utf16_bounded(units, 0, &mut left),
+        (true, false) => pattern.find_at(&seg.text, units, 0, &mut left),
     };
     steps.regex.spend(budget - left);
     match found {
@@ -463,6 +515,25 @@ mod tests {
             &mut Steps::new(&Limits::default()),
         )
         .unwrap()
+    }
+
+    /// A regex key compiled once is shared by later calls, and a later call still pays its
+    /// compile budget: the same inputs stop in the same place, cached or not.
+    #[test]
+    fn a_cached_regex_key_pays_the_calls_budget() {
+        let k = "/cached(key|test)\\d/i";
+        let mut steps = Steps::new(&Limits::default());
+        let cost = pattern::cost_parts("cached(key|test)\\d", "i");
+        let mut room = cost.clone();
+        let first = Key::new(k, &mut room, &mut steps).unwrap();
+        let second = Key::new(k, &mut room, &mut steps).unwrap();
+        let third = Key::new(k, &mut cost.clone(), &mut steps).unwrap();
+        let (Key::Regex { pattern: a, .. }, Key::Regex { pattern: b, .. }) = (&first, &third)
+        else {
+            panic!("{first:?} and {third:?} are not regex keys");
+        };
+        assert!(std::sync::Arc::ptr_eq(a, b));
+        assert!(matches!(second, Key::Plain { .. }), "{second:?}");
     }
 
     /// One plain key through the index, as a call tests it.
