@@ -543,12 +543,13 @@ impl<'a> PassRun<'a> {
         speaker: Option<&str>,
     ) -> Result<Option<Vec<u16>>, Stop> {
         spend(steps, units_len + 1)?;
-        let Some(last_start) = pattern.last_start(text) else {
+        let hay = pattern.haystack(text);
+        let Some(last_start) = pattern.last_start(&hay) else {
             return Ok(None);
         };
         let units: Vec<u16> = text.encode_utf16().collect();
         let subject = Subject {
-            text,
+            hay: &hay,
             units: &units,
             last_start,
         };
@@ -565,7 +566,7 @@ impl<'a> PassRun<'a> {
         speaker: Option<&str>,
     ) -> Result<Option<Vec<u16>>, Stop> {
         let Subject {
-            text,
+            hay,
             units,
             last_start,
         } = subject;
@@ -583,7 +584,7 @@ impl<'a> PassRun<'a> {
                 // Only where a prefix literal occurs, each tried alone.
                 let mut found = Ok(None);
                 let mut at = pos;
-                while let Some(start) = pattern.next_start(text, &mut cursor, at) {
+                while let Some(start) = pattern.next_start(hay, &mut cursor, at) {
                     found = pattern.regex.match_at_utf16_bounded(units, start, steps);
                     if !matches!(found, Ok(None)) {
                         break;
@@ -688,10 +689,11 @@ impl<'a> PassRun<'a> {
     }
 }
 
-/// The text a run works on: as UTF-8, as UTF-16 units, and the unit offset after which no
+/// The text a run works on: as its prefilters search it, as UTF-16 units, and the unit offset after which no
 /// match can start.
 struct Subject<'t> {
-    text: &'t str,
+    /// The text as the pattern's prefilters search it.
+    hay: &'t pattern::Haystack<'t>,
     units: &'t [u16],
     last_start: usize,
 }

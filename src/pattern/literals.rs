@@ -387,7 +387,7 @@ mod tests {
         assert_eq!(lit(r"(a)\10xyz").as_deref(), Some("xyz"));
         // The same through the passes: `\012` is a line feed, never the text "12".
         let p = compile("/\\0123/g").unwrap();
-        assert_eq!(p.last_start("a\n3b"), Some(usize::MAX));
+        assert_eq!(p.last_start(&p.haystack("a\n3b")), Some(usize::MAX));
         assert_eq!(lit("a|b"), None);
         assert_eq!(
             required_literals(
@@ -443,12 +443,12 @@ mod tests {
         let text = "x😀a a";
         let starts: Vec<Option<usize>> = [0, 2, 4, 6]
             .iter()
-            .map(|&pos| p.next_start(text, &mut cursor, pos))
+            .map(|&pos| p.next_start(&p.haystack(text), &mut cursor, pos))
             .collect();
         assert_eq!(starts, [Some(1), Some(3), Some(5), None]);
         let p = compile("/ab|cd/g").unwrap();
-        assert_eq!(p.last_start("ab 😀 cd x"), Some(7));
-        assert_eq!(p.last_start("xx"), None);
+        assert_eq!(p.last_start(&p.haystack("ab 😀 cd x")), Some(7));
+        assert_eq!(p.last_start(&p.haystack("xx")), None);
         assert_eq!(lit("(?:x|y)z"), Some("z".into()));
         assert_eq!(lit("ab+c").as_deref(), Some("ab"));
         assert_eq!(lit(r"\d+"), None);

@@ -22,7 +22,14 @@ pub(crate) struct Pattern {
     required: Option<AhoCorasick>,
     /// Literals one of which every match starts with: only their occurrences are tried.
     prefixes: Option<AhoCorasick>,
+    /// The searchers hold ASCII-lowercased literals, searched in ASCII-lowercased text
+    /// ([`Pattern::haystack`]) (a case-insensitive pattern's).
+    fold: bool,
 }
+
+/// A text as a pattern's prefilters search it ([`Pattern::haystack`]): ASCII-lowercased when
+/// they fold case, which keeps every byte offset and UTF-16 offset of the text.
+pub(crate) struct Haystack<'t>(std::borrow::Cow<'t, str>);
 
 fn is_line_terminator(c: char) -> bool {
     matches!(c, '\n' | '\r' | '\u{2028}' | '\u{2029}')
@@ -270,6 +277,7 @@ pub(crate) fn compile_costed(
         unicode,
         required,
         prefixes,
+        fold: options.icase,
     })
 }
 
@@ -279,11 +287,21 @@ pub(crate) fn compile_costed(
 const MAX_LITERAL: usize = 16;
 
 /// The literals a prefilter searches for: each cut to [`MAX_LITERAL`] bytes (at a character
-/// boundary), duplicates dropped; `None` when one is empty.
+/// boundary), duplicates dropped; `None` when one is empty. A case-insensitive pattern's are
+/// ASCII-lowercased and searched case-sensitively in ASCII-lowercased text, the same matches
+/// as aho-corasick's `ascii_case_insensitive`: with that option the crate uses no
+/// vectorized prefilter (`hero` and `person` are 80 case variants) and walked its automaton
+/// byte by byte, a quarter of a turn whose book has case-insensitive regex keys.
 fn searcher(lits: Vec<String>, icase: bool) -> Option<AhoCorasick> {
     let mut cut: Vec<String> = lits
         .into_iter()
-        .map(|l| crate::limits::fit(&l, MAX_LITERAL).to_string())
+        .map(|l| {
+            let l = crate::limits::fit(&l, MAX_LITERAL);
+            match icase {
+                true => l.to_ascii_lowercase(),
+                false => l.to_string(),
+            }
+        })
         .collect();
     cut.sort_unstable();
     cut.dedup();
@@ -291,7 +309,6 @@ fn searcher(lits: Vec<String>, icase: bool) -> Option<AhoCorasick> {
         return None;
     }
     AhoCorasickBuilder::new()
-        .ascii_case_insensitive(icase)
         .match_kind(MatchKind::LeftmostFirst)
         .build(cut)
         .ok()
@@ -334,10 +351,23 @@ impl Pattern {
         self.prefixes.is_some()
     }
 
+    /// `text` as the prefilters search it: a copy only when they fold case (and have
+    /// something to search for).
+    pub fn haystack<'t>(&self, text: &'t str) -> Haystack<'t> {
+        let searched = self.required.is_some() || self.prefixes.is_some();
+        Haystack(
+            match self.fold && searched && text.bytes().any(|b| b.is_ascii_uppercase()) {
+                true => std::borrow::Cow::Owned(text.to_ascii_lowercase()),
+                false => std::borrow::Cow::Borrowed(text),
+            },
+        )
+    }
+
     /// The first position at or after unit `pos` where a match can start (an occurrence of a
     /// prefix literal), in UTF-16 units; `None` when there is none. Calls for one text must
     /// come with ascending `pos` and the same `cursor`.
-    pub fn next_start(&self, text: &str, cursor: &mut Cursor, pos: usize) -> Option<usize> {
+    pub fn next_start(&self, hay: &Haystack<'_>, cursor: &mut Cursor, pos: usize) -> Option<usize> {
+        let text: &str = &hay.0;
         let ac = self.prefixes.as_ref()?;
         cursor.advance_to_unit(text, pos);
         let input = aho_corasick::Input::new(text).span(cursor.byte..text.len());
@@ -357,7 +387,8 @@ impl Pattern {
         pos: usize,
         steps: &mut u64,
     ) -> Result<Option<regress::Match>, regress::StepLimit> {
-        let Some(last) = self.last_start(text) else {
+        let hay = self.haystack(text);
+        let Some(last) = self.last_start(&hay) else {
             return Ok(None);
         };
         if !self.has_starts() {
@@ -368,7 +399,7 @@ impl Pattern {
         }
         let mut cursor = Cursor::default();
         let mut at = pos;
-        while let Some(start) = self.next_start(text, &mut cursor, at) {
+        while let Some(start) = self.next_start(&hay, &mut cursor, at) {
             if start > last {
                 break;
             }
@@ -384,7 +415,8 @@ impl Pattern {
     /// of a required literal, and every occurrence starts before the end of the last
     /// leftmost-first match. `None` when the text has none, so nothing matches. Without a
     /// prefilter, the end of the text.
-    pub fn last_start(&self, text: &str) -> Option<usize> {
+    pub fn last_start(&self, hay: &Haystack<'_>) -> Option<usize> {
+        let text: &str = &hay.0;
         let Some(ac) = &self.required else {
             return Some(usize::MAX);
         };
