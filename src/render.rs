@@ -442,11 +442,11 @@ fn turn(settings: Option<&PresetSettings>, ctx: &Context, notes: &mut Vec<Diagno
 
 /// A render result around messages another layout built (SPEC §17): the context's names and
 /// model, and the options the preset's settings give, with the layout's prefill.
-fn finish_layout(
+fn finish_layout<'c>(
     mut resolved: Resolution<'_>,
-    ctx: &Context,
-    out: crate::sillytavern::Output,
-) -> Rendered<'static> {
+    ctx: &'c Context,
+    out: crate::sillytavern::Output<'c>,
+) -> Rendered<'c> {
     resolved.preset.assistant_prefill = match out.prefill {
         Some(p) if !p.is_empty() => Tri::Value(p),
         _ => Tri::Null,

@@ -1349,3 +1349,50 @@ fn a_chat_files_swipes_reach_the_swipe_macros() {
     let out = stpreset::expand("{{lastSwipeId}}|{{currentSwipeId}}|{{lastMessageId}}", &ctx);
     assert_eq!(out.text, "3|2|1");
 }
+
+/// A history text the layout leaves as it is comes back as the item's own text (so a binding
+/// hands the caller's string back): in a normal turn and in a swipe, whose copy of the chat
+/// lacks the reply; a text the layout changes (a name macro, a carriage return) is a copy.
+#[test]
+fn unchanged_history_texts_are_the_items_own() {
+    let p = Preset::from_json(gen_preset(json!({})).to_string().as_bytes())
+        .unwrap()
+        .compile();
+    for generation in ["normal", "swipe"] {
+        let mut c = gen_ctx(generation, json!({}));
+        for (role, text) in [
+            (stpreset::Role::User, "Where is {{char}}?"),
+            (stpreset::Role::Model, "Here.\r\nStill here."),
+            (stpreset::Role::User, "Good."),
+            (stpreset::Role::Model, "Reply."),
+        ] {
+            c.items.push(stpreset::ContextItem::new(
+                Some(stpreset::Tag::DialogueHistory),
+                role,
+                text,
+            ));
+        }
+        let out = p.render(&c);
+        let mut items = stpreset::passthrough::Passthrough::new(&c);
+        let found: Vec<(String, Option<usize>)> = out
+            .messages
+            .iter()
+            .map(|m| (m.text().into_owned(), items.item_of(&m.parts()[0])))
+            .collect();
+        let mut want = vec![
+            ("Main.".to_string(), None),
+            ("[Start a new Chat]".to_string(), None),
+            ("Hi.".to_string(), Some(0)),
+            ("Hello there".to_string(), Some(1)),
+            ("Where is Sera?".to_string(), None),
+            ("Here.\nStill here.".to_string(), None),
+            ("Good.".to_string(), Some(4)),
+            ("Reply.".to_string(), Some(5)),
+            ("PHI.".to_string(), None),
+        ];
+        if generation == "swipe" {
+            want.remove(7);
+        }
+        assert_eq!(found, want, "{generation}");
+    }
+}

@@ -2,15 +2,19 @@
 //! item named as `names_behavior` says, its name macros replaced (SPEC §17.3.5), and the
 //! depth injections spliced in as messages of their own (`populationInjectionPrompts`).
 
+use std::borrow::Cow;
+
 use crate::assemble::sanitize_name;
 use crate::context::{Context, Tag};
 use crate::role::Role;
 
-/// A chat or injected message before the budget.
+/// A chat or injected message before the budget: a history item's text is borrowed when the
+/// layout leaves it as it is (then a binding hands the caller's own string back,
+/// `passthrough`).
 #[derive(Debug, Clone)]
-pub(crate) struct ChatLine {
+pub(crate) struct ChatLine<'c> {
     pub role: Role,
-    pub text: String,
+    pub text: Cow<'c, str>,
     /// The `name` field (names mode 1).
     pub name: Option<String>,
     /// `Some((depth, order))` for an injected message.
@@ -86,43 +90,63 @@ fn chat_macros(ctx: &Context, char: &str) -> Vec<(&'static str, String)> {
 }
 
 /// `text` with every macro of `macros` replaced, ASCII case-insensitively, in one left-to-right
-/// scan (so a value is never scanned again: chat text stays data), written into `out` up to
-/// `room` bytes in all. Returns `false` when the text was cut there: 100,000 `{{user}}` under a
-/// 10 KB name would make a gigabyte, so the output stops at the render's cap instead (SPEC §8)
-/// and the work is linear in the text plus the room.
-fn replace_macros(
-    text: &str,
+/// scan (so a value is never scanned again: chat text stays data), and carriage returns
+/// removed, cut at `room` bytes (before the removal). The second value is `false` when the
+/// text was cut there: 100,000 `{{user}}` under a 10 KB name would make a gigabyte, so the
+/// output stops at the render's cap instead (SPEC §8) and the work is linear in the text plus
+/// the room. A text without macros or carriage returns is borrowed, cut or not.
+fn replace_macros<'t>(
+    text: &'t str,
     macros: &[(&'static str, String)],
-    out: &mut String,
     room: usize,
-) -> bool {
-    let limit = out.len().saturating_add(room);
+) -> (Cow<'t, str>, bool) {
     let bytes = text.as_bytes();
-    let mut copied = 0;
-    let mut i = 0;
+    // Every macro starts with `{` or `<`: memchr jumps between them (a byte loop over every
+    // history message was the largest part of a repeated SillyTavern-layout render).
+    let find = |from: usize| {
+        let mut i = from;
+        while let Some(at) = memchr::memchr2(b'{', b'<', &bytes[i..]) {
+            i += at;
+            if let Some(m) = macros.iter().find(|(key, _)| {
+                bytes.len() - i >= key.len()
+                    && bytes[i..i + key.len()].eq_ignore_ascii_case(key.as_bytes())
+            }) {
+                return Some((i, m));
+            }
+            i += 1;
+        }
+        None
+    };
+    let Some(mut next) = find(0) else {
+        let kept = crate::limits::fit(text, room);
+        let whole = kept.len() == text.len();
+        return match memchr::memchr(b'\r', kept.as_bytes()) {
+            None => (Cow::Borrowed(kept), whole),
+            Some(_) => (Cow::Owned(kept.replace('\r', "")), whole),
+        };
+    };
+    let mut out = String::new();
     let push = |out: &mut String, s: &str| {
-        let keep = crate::limits::fit(s, limit - out.len());
+        let keep = crate::limits::fit(s, room - out.len());
         out.push_str(keep);
         keep.len() == s.len()
     };
-    // Every macro starts with `{` or `<`: memchr jumps between them (a byte loop over every
-    // history message was the largest part of a repeated SillyTavern-layout render).
-    while let Some(at) = memchr::memchr2(b'{', b'<', &bytes[i..]) {
-        i += at;
-        if let Some((key, value)) = macros.iter().find(|(key, _)| {
-            bytes.len() - i >= key.len()
-                && bytes[i..i + key.len()].eq_ignore_ascii_case(key.as_bytes())
-        }) {
-            if !push(out, &text[copied..i]) || !push(out, value) {
-                return false;
-            }
-            i += key.len();
-            copied = i;
-            continue;
+    let mut copied = 0;
+    let whole = loop {
+        let (at, (key, value)) = next;
+        if !push(&mut out, &text[copied..at]) || !push(&mut out, value) {
+            break false;
         }
-        i += 1;
+        copied = at + key.len();
+        match find(copied) {
+            Some(m) => next = m,
+            None => break push(&mut out, &text[copied..]),
+        }
+    };
+    if memchr::memchr(b'\r', out.as_bytes()).is_some() {
+        out.retain(|c| c != '\r');
     }
-    push(out, &text[copied..])
+    (Cow::Owned(out), whole)
 }
 
 /// The history items as ST's `setOpenAIMessages` + `populateChatHistory` make them, oldest
@@ -130,13 +154,13 @@ fn replace_macros(
 /// speaker ST generates for. The texts share `room` bytes, newest first as the history budget
 /// keeps them: past it an item is cut (then empty) and `false` returned, so a hostile chat
 /// costs the output cap, not its names times its macros. Within the cap every text is ST's.
-pub(crate) fn history(
+pub(crate) fn history<'c>(
     ctx: &Context,
-    texts: &[std::borrow::Cow<'_, str>],
+    texts: &[Cow<'c, str>],
     names_behavior: i64,
     char: &str,
     mut room: usize,
-) -> (Vec<ChatLine>, bool) {
+) -> (Vec<ChatLine<'c>>, bool) {
     let macros = chat_macros(ctx, char);
     let in_group = !ctx.group.is_empty();
     let mut out = Vec::new();
@@ -158,20 +182,24 @@ pub(crate) fn history(
         // The `Name: ` prefix is spent from the room too, and copied only as far as it fits:
         // a 100 KB card name on 100,000 messages costs the room, not ten gigabytes of copies.
         let prefix_len = if prefixed { name.len() + 2 } else { 0 };
-        let mut text = String::new();
-        if prefixed {
+        let (body, fits) = match &texts[i] {
+            // Borrowed from the item: what it borrows stays the item's text.
+            Cow::Borrowed(t) => replace_macros(t, &macros, room.saturating_sub(prefix_len)),
+            Cow::Owned(t) => {
+                let (body, fits) = replace_macros(t, &macros, room.saturating_sub(prefix_len));
+                (Cow::Owned(body.into_owned()), fits)
+            }
+        };
+        whole &= prefix_len <= room && fits;
+        let text = if prefixed {
+            let mut text = String::with_capacity(prefix_len + body.len());
             text.push_str(crate::limits::fit(name, room));
             text.push_str(crate::limits::fit(": ", room - text.len()));
-        }
-        let mut body = String::new();
-        whole &=
-            prefix_len <= room && replace_macros(&texts[i], &macros, &mut body, room - prefix_len);
-        body.retain(|c| c != '\r');
-        if text.is_empty() {
-            text = body;
-        } else {
             text.push_str(&body);
-        }
+            Cow::Owned(text)
+        } else {
+            body
+        };
         room -= text.len().min(room);
         out.push(ChatLine {
             role: item.role,
@@ -200,11 +228,11 @@ fn order_key(order: f64) -> String {
 /// ST splices each depth's messages at `depth + (messages inserted so far)` of the newest-first
 /// list, which puts them after exactly `depth` chat messages (or after all of them): built here
 /// in one pass instead of one splice per depth, so the cost is linear in history + prompts.
-pub(crate) fn inject(
-    history: Vec<ChatLine>,
+pub(crate) fn inject<'c>(
+    history: Vec<ChatLine<'c>>,
     prompts: &[Injection],
     extensions: &[ExtensionPrompt],
-) -> Vec<ChatLine> {
+) -> Vec<ChatLine<'c>> {
     type AtDepth<'a> = (Vec<&'a Injection>, Vec<&'a ExtensionPrompt>);
     let mut by_depth: std::collections::BTreeMap<u32, AtDepth<'_>> = Default::default();
     for p in prompts.iter().filter(|p| !p.text.is_empty()) {
@@ -217,7 +245,7 @@ pub(crate) fn inject(
     }
     let total = history.len() + by_depth.len() * 3;
     let mut newest = history.into_iter().rev();
-    let mut out: Vec<ChatLine> = Vec::with_capacity(total);
+    let mut out: Vec<ChatLine<'c>> = Vec::with_capacity(total);
     let mut taken = 0usize;
     for (depth, (at, mut ext)) in by_depth {
         // Groups by order: `100` always exists (the extension prompts' group); keys compared
@@ -268,7 +296,7 @@ pub(crate) fn inject(
                 if !text.is_empty() {
                     out.push(ChatLine {
                         role,
-                        text,
+                        text: Cow::Owned(text),
                         name: None,
                         injected: Some((depth, *order)),
                     });
@@ -285,10 +313,10 @@ pub(crate) fn inject(
 mod tests {
     use super::*;
 
-    fn line(role: Role, text: &str) -> ChatLine {
+    fn line(role: Role, text: &str) -> ChatLine<'static> {
         ChatLine {
             role,
-            text: text.into(),
+            text: Cow::Owned(text.into()),
             name: None,
             injected: None,
         }
@@ -327,7 +355,7 @@ mod tests {
                 text: " note ".into(),
             }],
         );
-        let texts: Vec<&str> = out.iter().map(|l| l.text.as_str()).collect();
+        let texts: Vec<&str> = out.iter().map(|l| &*l.text).collect();
         assert_eq!(
             texts,
             [
@@ -350,14 +378,21 @@ mod tests {
             ..Context::default()
         };
         let macros = chat_macros(&ctx, "Sera");
-        let mut out = String::new();
-        assert!(replace_macros(
-            "{{USER}} and <BOT>: {{getvar::x}} {{char}}",
+        let (out, whole) = replace_macros(
+            "{{USER}} and <BOT>: {{getvar::x}}\r\n {{char}}",
             &macros,
-            &mut out,
-            usize::MAX
-        ));
-        assert_eq!(out, "Alice and Sera: {{getvar::x}} Sera");
+            usize::MAX,
+        );
+        assert!(whole);
+        assert_eq!(out, "Alice and Sera: {{getvar::x}}\n Sera");
+        // Nothing to replace: the text itself, cut at the room, carriage returns removed.
+        let (out, whole) = replace_macros("a {{getvar::x}} <b>", &macros, usize::MAX);
+        assert!(whole && matches!(out, Cow::Borrowed("a {{getvar::x}} <b>")));
+        let (out, whole) = replace_macros("aé b", &macros, 2);
+        assert!(!whole && matches!(out, Cow::Borrowed("a")));
+        let (out, whole) = replace_macros("a\r\nb", &macros, 3);
+        assert!(!whole);
+        assert_eq!(out, "a\n");
     }
 
     #[test]
@@ -369,16 +404,12 @@ mod tests {
         let macros = chat_macros(&ctx, "Sera");
         // 100,000 names of 10 KB would be a gigabyte: the text stops at the room, on a char
         // boundary, after a scan of the input.
-        let mut out = String::from("ab");
-        assert!(!replace_macros(
-            &"{{user}}".repeat(100_000),
-            &macros,
-            &mut out,
-            25_001
-        ));
-        assert_eq!(out.len(), 2 + 25_000);
-        let mut out = String::new();
-        assert!(replace_macros("x{{user}}y", &macros, &mut out, 10_002));
+        let names = "{{user}}".repeat(100_000);
+        let (out, whole) = replace_macros(&names, &macros, 25_001);
+        assert!(!whole);
+        assert_eq!(out.len(), 25_000);
+        let (out, whole) = replace_macros("x{{user}}y", &macros, 10_002);
+        assert!(whole);
         assert_eq!(out.len(), 10_002);
         // Newest first: the newest item is whole, the older one cut, the oldest empty.
         let mut ctx = ctx;

@@ -58,9 +58,10 @@ pub(crate) struct Inputs<'p> {
     pub regex: crate::passes::Permission,
 }
 
-/// A render in this layout, for `render` to wrap (the messages own their text).
-pub(crate) struct Output {
-    pub messages: Vec<Message<'static>>,
+/// A render in this layout, for `render` to wrap: history texts the layout leaves as they are
+/// borrow the context's items (a binding then hands the caller's own strings back).
+pub(crate) struct Output<'c> {
+    pub messages: Vec<Message<'c>>,
     pub extra: StExtra,
     pub diagnostics: Vec<Diagnostic>,
     pub variables: std::collections::BTreeMap<String, String>,
@@ -140,9 +141,9 @@ enum Slot {
 
 /// One message placed at a collection index.
 #[derive(Debug, Clone)]
-struct Out {
+struct Out<'c> {
     role: Role,
-    text: String,
+    text: Cow<'c, str>,
     name: Option<String>,
     source: Source,
 }
@@ -201,13 +202,14 @@ impl Budget {
 }
 
 /// Renders a compiled preset in the SillyTavern layout, with the render's one resolution of
-/// the preset's settings (`res`, SPEC §14.3–§14.5). The result owns its text.
-pub(crate) fn render(
+/// the preset's settings (`res`, SPEC §14.3–§14.5). History texts it leaves as they are
+/// borrow `ctx`'s items.
+pub(crate) fn render<'c>(
     parts: &Inputs<'_>,
     plan: &StPlan,
     res: &mut Resolution<'_>,
-    ctx: &Context,
-) -> Output {
+    ctx: &'c Context,
+) -> Output<'c> {
     let mut diagnostics: Vec<Diagnostic> = parts.import.to_vec();
     diagnostics.extend(ctx.surrogate_note());
     let window_note = res.window_note.take();
@@ -271,14 +273,21 @@ pub(crate) fn render(
         }
         None => full,
     };
-    let history_texts: Vec<Cow<'_, str>> = ctx
-        .items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| match regexed.get(i) {
+    // Borrowed from the caller's items (`full`): a swipe's copy lacks the reply it replaces,
+    // so its items after that one are the next of `full`'s.
+    let swiped_at = match std::ptr::eq(ctx, full) {
+        true => usize::MAX,
+        false => full
+            .items
+            .iter()
+            .rposition(|i| i.tag == Some(Tag::DialogueHistory))
+            .unwrap_or(usize::MAX),
+    };
+    let history_texts: Vec<Cow<'c, str>> = (0..ctx.items.len())
+        .map(|i| match regexed.get(i) {
             Some(Some(ItemText::Text(t))) => Cow::Owned(t.to_string()),
             Some(Some(ItemText::Dropped)) => Cow::Borrowed(""),
-            _ => Cow::Borrowed(item.text.as_str()),
+            _ => Cow::Borrowed(full.items[i + usize::from(i >= swiped_at)].text.as_str()),
         })
         .collect();
 
@@ -688,7 +697,7 @@ pub(crate) fn render(
     };
     // ST's `ChatCompletion` writes collections at their prompt's index of a sparse array and
     // pushes the continue and control collections after the highest index written so far.
-    let mut slots: std::collections::BTreeMap<usize, Vec<Out>> = Default::default();
+    let mut slots: std::collections::BTreeMap<usize, Vec<Out<'c>>> = Default::default();
     // `prompts.index(id)`: the first collection entry of the identifier.
     let mut first_index: std::collections::HashMap<&str, usize> =
         std::collections::HashMap::with_capacity(collection.len());
@@ -699,7 +708,7 @@ pub(crate) fn render(
     let mut overflow = false;
     budget.spend(3);
     let add = |id: &str,
-               slots: &mut std::collections::BTreeMap<usize, Vec<Out>>,
+               slots: &mut std::collections::BTreeMap<usize, Vec<Out<'c>>>,
                budget: &mut Budget,
                overflow: &mut bool| {
         if *overflow {
@@ -723,7 +732,7 @@ pub(crate) fn render(
             i,
             vec![Out {
                 role: p.role,
-                text: p.content.clone(),
+                text: p.content.clone().into(),
                 name: None,
                 source: Source::Node(p.identifier.clone()),
             }],
@@ -740,7 +749,7 @@ pub(crate) fn render(
     ] {
         add(id, &mut slots, &mut budget, &mut overflow);
     }
-    let mut control: Vec<Out> = Vec::new();
+    let mut control: Vec<Out<'c>> = Vec::new();
     for (on, id, key) in [
         (is_impersonate, "impersonate", "impersonation_prompt"),
         (is_quiet, "quietPrompt", "quiet_prompt"),
@@ -752,7 +761,7 @@ pub(crate) fn render(
         {
             control.push(Out {
                 role: p.role,
-                text: p.content.clone(),
+                text: p.content.clone().into(),
                 name: None,
                 source: Source::Setting(key),
             });
@@ -828,7 +837,7 @@ pub(crate) fn render(
             {
                 let out = Out {
                     role: note.role,
-                    text,
+                    text: text.into(),
                     name: None,
                     source: Source::Setting("author_note"),
                 };
@@ -922,14 +931,14 @@ pub(crate) fn render(
         } else {
             String::new()
         };
-        let text = [prefill.as_str(), last.text.as_str()]
+        let text = [prefill.as_str(), &*last.text]
             .into_iter()
             .filter(|t| !t.is_empty())
             .collect::<Vec<_>>()
             .join("\n\n");
         let out = Out {
             role: last.role,
-            text,
+            text: text.into(),
             name: last.name,
             source: Source::Setting("continue_prefill"),
         };
@@ -939,7 +948,7 @@ pub(crate) fn render(
     let mut lines = chat::inject(history, &injections, &extensions);
     // A continue without it moves the newest chat message and the nudge after every prompt
     // (OAI `populateChatHistory`); `{{lastChatMessage}}` is the continued text, trimmed.
-    let mut continued: Option<Vec<Out>> = None;
+    let mut continued: Option<Vec<Out<'c>>> = None;
     if is_continue && !continue_prefill && index("chatHistory").is_some() {
         let postfix = settings
             .and_then(|s| s.continue_postfix.clone())
@@ -948,7 +957,7 @@ pub(crate) fn render(
         let cycle = at.map_or(String::new(), |i| {
             let text = &lines[i].text;
             if text.ends_with(' ') {
-                text.clone()
+                text.to_string()
             } else {
                 format!("{text}{postfix}")
             }
@@ -979,7 +988,7 @@ pub(crate) fn render(
             );
             msgs.push(Out {
                 role: Role::System,
-                text,
+                text: text.into(),
                 name: None,
                 source: Source::Setting("continue_nudge_prompt"),
             });
@@ -1029,7 +1038,7 @@ pub(crate) fn render(
         .filter(|_| !ctx.group.is_empty() && !is_impersonate)
         .map(|p| Out {
             role: p.role,
-            text: p.content.clone(),
+            text: p.content.clone().into(),
             name: None,
             source: Source::Setting("group_nudge_prompt"),
         });
@@ -1038,7 +1047,11 @@ pub(crate) fn render(
         .flatten()
         .map(|o| budget.cost(o.role, &o.text, None))
         .sum();
-    let populate_history = |budget: &mut Budget| -> Vec<Out> {
+    let history_count = lines.iter().filter(|l| l.injected.is_none()).count();
+    let mut lines = lines;
+    // Called once: the lines move into the messages (a borrowed history text stays borrowed).
+    let mut populate_history = |budget: &mut Budget| -> Vec<Out<'c>> {
+        let lines = std::mem::take(&mut lines);
         let mut out = Vec::new();
         let new_chat_cost = budget.cost(Role::System, &new_chat, None);
         budget.spend(new_chat_cost);
@@ -1052,14 +1065,14 @@ pub(crate) fn render(
                 budget.spend(cost);
                 out.push(Out {
                     role: Role::User,
-                    text: send_if_empty.clone(),
+                    text: send_if_empty.clone().into(),
                     name: None,
                     source: Source::Setting("send_if_empty"),
                 });
             }
         }
-        let mut kept: Vec<Out> = Vec::new();
-        for l in lines.iter().rev() {
+        let mut kept: Vec<Out<'c>> = Vec::with_capacity(lines.len());
+        for l in lines.into_iter().rev() {
             // Chat text: counting it also pays from the chat text's share of the work.
             let cost = crate::work::on_chat(|| budget.cost(l.role, &l.text, l.name.as_deref()));
             if !budget.afford(cost) {
@@ -1068,8 +1081,8 @@ pub(crate) fn render(
             budget.spend(cost);
             kept.push(Out {
                 role: l.role,
-                text: l.text.clone(),
-                name: l.name.clone(),
+                text: l.text,
+                name: l.name,
                 source: match l.injected {
                     Some((depth, order)) => Source::Depth {
                         depth,
@@ -1084,7 +1097,7 @@ pub(crate) fn render(
         budget.spend(-new_chat_cost - nudge_cost - continue_cost);
         let mut all = vec![Out {
             role: Role::System,
-            text: new_chat.clone(),
+            text: new_chat.clone().into(),
             name: None,
             source: Source::Setting(if ctx.group.is_empty() {
                 "new_chat_prompt"
@@ -1098,21 +1111,21 @@ pub(crate) fn render(
         all
     };
     let new_example = slot_text(Slot::NewExampleChat);
-    let populate_examples = |budget: &mut Budget| -> Vec<Out> {
+    let populate_examples = |budget: &mut Budget| -> Vec<Out<'c>> {
         let mut out = Vec::new();
         let mut n = 0u32;
         for block in &example_lines {
             let mut msgs = Vec::with_capacity(block.len() + 1);
             msgs.push(Out {
                 role: Role::System,
-                text: new_example.clone(),
+                text: new_example.clone().into(),
                 name: None,
                 source: Source::Setting("new_example_chat_prompt"),
             });
             for line in block {
                 msgs.push(Out {
                     role: Role::System,
-                    text: line.text.clone(),
+                    text: line.text.clone().into(),
                     name: Some(
                         if line.user {
                             "example_user"
@@ -1137,13 +1150,12 @@ pub(crate) fn render(
         }
         out
     };
-    let push = |slots: &mut std::collections::BTreeMap<usize, Vec<Out>>, out: Vec<Out>| {
+    let push = |slots: &mut std::collections::BTreeMap<usize, Vec<Out<'c>>>, out: Vec<Out<'c>>| {
         let next = slots.keys().next_back().map_or(0, |k| k + 1);
         slots.insert(next, out);
     };
-    let history_count = lines.iter().filter(|l| l.injected.is_none()).count();
     let kept_history = std::cell::Cell::new(history_count);
-    let mut place_history = |slots: &mut std::collections::BTreeMap<usize, Vec<Out>>,
+    let mut place_history = |slots: &mut std::collections::BTreeMap<usize, Vec<Out<'c>>>,
                              budget: &mut Budget| {
         if let (true, Some(i)) = (has_history, index("chatHistory")) {
             let h = populate_history(budget);
@@ -1158,7 +1170,7 @@ pub(crate) fn render(
             }
         }
     };
-    let place_examples = |slots: &mut std::collections::BTreeMap<usize, Vec<Out>>,
+    let place_examples = |slots: &mut std::collections::BTreeMap<usize, Vec<Out<'c>>>,
                           budget: &mut Budget| {
         if let (true, Some(i)) = (has_examples, index("dialogueExamples")) {
             slots.insert(i, populate_examples(budget));
