@@ -12,6 +12,8 @@ mod support;
 fn bench(c: &mut Criterion) {
     let ctx = support::realistic_context(200);
     let chat = stpreset::Chat::from_json(&support::realistic_context_json(200)).unwrap();
+    let mut st_chat = chat.clone();
+    st_chat.set_json(br#"{"layout": "sillytavern"}"#).unwrap();
     for path in support::corpus() {
         let name = path.file_stem().unwrap().to_string_lossy().to_string();
         let bytes = std::fs::read(&path).unwrap();
@@ -33,6 +35,10 @@ fn bench(c: &mut Criterion) {
         // What a bot keeping a `Chat` pays per turn (issue 20).
         g.bench_function("render_chat", |b| {
             b.iter(|| compiled.render_chat(black_box(&chat)))
+        });
+        // The same in the SillyTavern layout: what a bot keeping a `Chat` pays in it.
+        g.bench_function("render_chat_sillytavern", |b| {
+            b.iter(|| compiled.render_chat(black_box(&st_chat)))
         });
         g.bench_function("cold", |b| {
             b.iter(|| {

@@ -192,7 +192,7 @@ fn preset_within<'c>(
             scripts: parts.scripts,
             regex: parts.regex,
         };
-        let out = crate::sillytavern::render(&inputs, plan, &mut res, ctx);
+        let out = crate::sillytavern::render(&inputs, plan, &mut res, ctx, known);
         return finish_layout(res, ctx, out);
     }
     // A swipe builds from the chat without the reply it replaces (SPEC §18.1), from a copy.

@@ -149,7 +149,7 @@ proptest! {
     /// A chat rendered turn after turn (`render_chat`, which remembers its items' token
     /// counts) gives the document a render of the same context gives, whatever changed.
     #[test]
-    fn a_chat_renders_as_its_context(max in 512u32..1500, turns in prop::collection::vec(turn(), 1..12)) {
+    fn a_chat_renders_as_its_context(max in 512u32..1500, st in any::<bool>(), turns in prop::collection::vec(turn(), 1..12)) {
         let preset = stpreset::Preset::from_json(format!(
             r#"{{"openai_max_context": {max}, "prompts": [{{"identifier": "main", "content": "Be brief."}},
                 {{"identifier": "chatHistory", "marker": true}},
@@ -158,6 +158,10 @@ proptest! {
         let mut chat = stpreset::Chat::from_json(br#"{"items": [
             {"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"},
             {"tag": "DIALOGUE_HISTORY", "role": "model", "text": "hello there"}]}"#).unwrap();
+        // Both layouts: each remembers the items' counts through the chat.
+        if st {
+            chat.set_json(br#"{"layout": "sillytavern", "model": "gpt-4o"}"#).unwrap();
+        }
         for turn in turns {
             match turn {
                 Turn::Splice(at, delete, items) => {

@@ -19,6 +19,9 @@ pub(crate) struct ChatLine<'c> {
     pub name: Option<String>,
     /// `Some((depth, order))` for an injected message.
     pub injected: Option<(u32, f64)>,
+    /// The caller's item it comes from (a history message): its token count is remembered
+    /// by a `Chat` when the text is the item's own.
+    pub item: Option<usize>,
 }
 
 /// One prompt to inject: its role (only the three ST knows), depth, order and text.
@@ -154,12 +157,16 @@ fn replace_macros<'t>(
 /// speaker ST generates for. The texts share `room` bytes, newest first as the history budget
 /// keeps them: past it an item is cut (then empty) and `false` returned, so a hostile chat
 /// costs the output cap, not its names times its macros. Within the cap every text is ST's.
+///
+/// `swiped_at` is the caller's item a swipe's copy of the chat left out (else `usize::MAX`):
+/// the items after it are one further in the caller's list.
 pub(crate) fn history<'c>(
     ctx: &Context,
     texts: &[Cow<'c, str>],
     names_behavior: i64,
     char: &str,
     mut room: usize,
+    swiped_at: usize,
 ) -> (Vec<ChatLine<'c>>, bool) {
     let macros = chat_macros(ctx, char);
     let in_group = !ctx.group.is_empty();
@@ -206,6 +213,7 @@ pub(crate) fn history<'c>(
             text,
             name: (names_behavior == 1).then(|| sanitize_name(name)),
             injected: None,
+            item: Some(i + usize::from(i >= swiped_at)),
         });
     }
     out.reverse();
@@ -299,6 +307,7 @@ pub(crate) fn inject<'c>(
                         text: Cow::Owned(text),
                         name: None,
                         injected: Some((depth, *order)),
+                        item: None,
                     });
                 }
             }
@@ -319,6 +328,7 @@ mod tests {
             text: Cow::Owned(text.into()),
             name: None,
             injected: None,
+            item: None,
         }
     }
 
@@ -422,11 +432,11 @@ mod tests {
         }
         let texts: Vec<std::borrow::Cow<'_, str>> =
             ctx.items.iter().map(|i| i.text.as_str().into()).collect();
-        let (lines, whole) = history(&ctx, &texts, 0, "Sera", 15_000);
+        let (lines, whole) = history(&ctx, &texts, 0, "Sera", 15_000, usize::MAX);
         assert!(!whole);
         let lens: Vec<usize> = lines.iter().map(|l| l.text.len()).collect();
         assert_eq!(lens, [0, 4_996, 10_004]);
-        let (_, whole) = history(&ctx, &texts, 0, "Sera", 20_007);
+        let (_, whole) = history(&ctx, &texts, 0, "Sera", 20_007, usize::MAX);
         assert!(whole);
     }
 
@@ -447,7 +457,7 @@ mod tests {
         }
         let texts: Vec<std::borrow::Cow<'_, str>> =
             ctx.items.iter().map(|i| i.text.as_str().into()).collect();
-        let (lines, whole) = history(&ctx, &texts, 2, "Sera", 1_000_000);
+        let (lines, whole) = history(&ctx, &texts, 2, "Sera", 1_000_000, usize::MAX);
         assert!(!whole);
         let full = format!("{}: hi", ctx.char);
         assert!(lines[10_000 - 9..].iter().all(|l| l.text == full));

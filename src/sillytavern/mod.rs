@@ -167,27 +167,51 @@ struct Prompt {
 }
 
 /// The history budget in ST's terms (`ChatCompletion`'s token budget).
-struct Budget {
+struct Budget<'c> {
     left: Option<i64>,
     /// Counts through the process-wide count cache (a built-in vocabulary): a turn recounts
     /// only the texts that changed, as the seed layout's budget does. Each count is charged
     /// to the work budget whether it was cached or not, so the same inputs stop in the same
     /// place.
     counter: crate::tokens::Resolved,
+    /// The counts of `system`, `user`, `assistant`, once per render.
+    roles: [i64; 3],
+    /// A `Chat`'s memory of its items' counts: a history message that is its item's own
+    /// text is counted once per chat, not hashed and looked up every turn.
+    known: Option<crate::tokens::Known<'c>>,
 }
 
-impl Budget {
+impl Budget<'_> {
     fn cost(&self, role: Role, text: &str, name: Option<&str>) -> i64 {
+        self.cost_of(role, &Cow::Borrowed(text), name, None)
+    }
+
+    /// [`cost`](Self::cost) of a text that may be the caller's item `item`.
+    fn cost_of(
+        &self,
+        role: Role,
+        text: &Cow<'_, str>,
+        name: Option<&str>,
+        item: Option<usize>,
+    ) -> i64 {
         if text.is_empty() || self.left.is_none() {
             return 0;
         }
-        let role = match role {
-            Role::System => "system",
-            Role::User => "user",
-            Role::Model => "assistant",
-        };
+        let role = self.roles[match role {
+            Role::System => 0,
+            Role::User => 1,
+            Role::Model => 2,
+        }];
         let count = |t: &str| i64::from(self.counter.count_parts(&[Cow::Borrowed(t)]));
-        4 + count(role) + count(text) + name.map_or(0, count)
+        let text = match item {
+            Some(_) => i64::from(self.counter.count_known(
+                std::slice::from_ref(text),
+                item,
+                self.known,
+            )),
+            None => count(text),
+        };
+        4 + role + text + name.map_or(0, count)
     }
 
     fn afford(&self, cost: i64) -> bool {
@@ -209,6 +233,7 @@ pub(crate) fn render<'c>(
     plan: &StPlan,
     res: &mut Resolution<'_>,
     ctx: &'c Context,
+    known: Option<crate::tokens::Known<'c>>,
 ) -> Output<'c> {
     let mut diagnostics: Vec<Diagnostic> = parts.import.to_vec();
     diagnostics.extend(ctx.surrogate_note());
@@ -691,9 +716,12 @@ pub(crate) fn render<'c>(
         ),
         (_, window) => (window, effective.reserve_tokens),
     };
+    let roles = counter.roles().map(i64::from);
     let mut budget = Budget {
         left: window.map(|m| i64::from(m) - i64::from(reserve)),
         counter,
+        roles,
+        known,
     };
     // ST's `ChatCompletion` writes collections at their prompt's index of a sparse array and
     // pushes the continue and control collections after the highest index written so far.
@@ -915,8 +943,14 @@ pub(crate) fn render<'c>(
     for e in &mut extensions {
         cut |= !room.spend(&mut e.text);
     }
-    let (mut history, whole) =
-        chat::history(ctx, &history_texts, names_behavior, &ctx.char, room.left());
+    let (mut history, whole) = chat::history(
+        ctx,
+        &history_texts,
+        names_behavior,
+        &ctx.char,
+        room.left(),
+        swiped_at,
+    );
     cut |= !whole;
     room.charge(history.iter().map(|l| l.text.len()).sum());
     // A continue with `continue_prefill` takes the newest message out before the injections
@@ -1074,7 +1108,8 @@ pub(crate) fn render<'c>(
         let mut kept: Vec<Out<'c>> = Vec::with_capacity(lines.len());
         for l in lines.into_iter().rev() {
             // Chat text: counting it also pays from the chat text's share of the work.
-            let cost = crate::work::on_chat(|| budget.cost(l.role, &l.text, l.name.as_deref()));
+            let cost =
+                crate::work::on_chat(|| budget.cost_of(l.role, &l.text, l.name.as_deref(), l.item));
             if !budget.afford(cost) {
                 break;
             }
