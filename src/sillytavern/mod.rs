@@ -183,17 +183,11 @@ struct Budget<'c> {
 
 impl Budget<'_> {
     fn cost(&self, role: Role, text: &str, name: Option<&str>) -> i64 {
-        self.cost_of(role, &Cow::Borrowed(text), name, None)
+        self.cost_of(role, text, name, None)
     }
 
     /// [`cost`](Self::cost) of a text that may be the caller's item `item`.
-    fn cost_of(
-        &self,
-        role: Role,
-        text: &Cow<'_, str>,
-        name: Option<&str>,
-        item: Option<usize>,
-    ) -> i64 {
+    fn cost_of(&self, role: Role, text: &str, name: Option<&str>, item: Option<usize>) -> i64 {
         if text.is_empty() || self.left.is_none() {
             return 0;
         }
@@ -204,8 +198,9 @@ impl Budget<'_> {
         }];
         let count = |t: &str| i64::from(self.counter.count_parts(&[Cow::Borrowed(t)]));
         let text = match item {
+            // Borrowed: a `Chat` recognises its item's own text by its address.
             Some(_) => i64::from(self.counter.count_known(
-                std::slice::from_ref(text),
+                &[Cow::Borrowed(text)],
                 item,
                 self.known,
             )),
