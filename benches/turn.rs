@@ -111,6 +111,8 @@ fn bench(c: &mut Criterion) {
                 ));
                 let out = compiled.render_chat(black_box(&chat));
                 let (body, _) = out.to_request(&chat.context().provider_options);
+                // The packages report it with every render.
+                black_box(out.prompt_tokens());
                 let state = out
                     .wi_state()
                     .map(|s| serde_json::to_vec(&json!({"wi_state": s})).unwrap());

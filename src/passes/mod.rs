@@ -150,11 +150,52 @@ struct Compiled {
     /// The work a pass selecting it pays for its fixed pattern ([`pattern::Cost::work`]),
     /// whether compiled now or earlier: the same inputs cost the same (0 for a template).
     compile_work: u64,
+    /// Its templates, read on first use: a bot's renders seldom run a preset's scripts (they
+    /// need `allow_preset_regex`), and parsing Magpie's replacement templates was three
+    /// quarters of compiling the preset.
+    parsed: std::sync::OnceLock<Parsed>,
+    /// What parsing reads.
+    limits: Limits,
+}
+
+/// A script's find, replacement and trim templates.
+#[derive(Debug)]
+struct Parsed {
     find: Find,
     replacement: Template,
     trims: Vec<Template>,
     /// Its templates may give other output for the same inputs (SPEC §13.11).
     impure: bool,
+}
+
+impl Compiled {
+    fn parsed(&self) -> &Parsed {
+        self.parsed.get_or_init(|| {
+            let (s, limits) = (&self.script, &self.limits);
+            let find = match s.substitute {
+                Substitute::None => Find::Fixed(std::sync::OnceLock::new()),
+                sub => Find::Template(
+                    Template::text(&s.find_regex, limits),
+                    sub == Substitute::Escaped,
+                ),
+            };
+            let replacement = Template::replacement(&s.replace_string, limits);
+            let trims: Vec<Template> = s
+                .trim_strings
+                .iter()
+                .map(|t| Template::text(t, limits))
+                .collect();
+            let impure = replacement.impure()
+                || trims.iter().any(Template::impure)
+                || matches!(&find, Find::Template(t, _) if t.impure());
+            Parsed {
+                find,
+                replacement,
+                trims,
+                impure,
+            }
+        })
+    }
 }
 
 /// A preset's scripts, compiled once with the preset.
@@ -182,30 +223,12 @@ impl Scripts {
                     true => cost.work(),
                     false => 0,
                 };
-                let find = match s.substitute {
-                    Substitute::None => Find::Fixed(std::sync::OnceLock::new()),
-                    sub => Find::Template(
-                        Template::text(&s.find_regex, limits),
-                        sub == Substitute::Escaped,
-                    ),
-                };
-                let replacement = Template::replacement(&s.replace_string, limits);
-                let trims: Vec<Template> = s
-                    .trim_strings
-                    .iter()
-                    .map(|t| Template::text(t, limits))
-                    .collect();
-                let impure = replacement.impure()
-                    || trims.iter().any(Template::impure)
-                    || matches!(&find, Find::Template(t, _) if t.impure());
                 Compiled {
                     script: s.clone(),
                     over_budget,
                     compile_work,
-                    find,
-                    replacement,
-                    trims,
-                    impure,
+                    parsed: std::sync::OnceLock::new(),
+                    limits: limits.clone(),
                 }
             })
             .collect();

@@ -221,7 +221,7 @@ impl<'a> PassRun<'a> {
         if self.ctx.host.has_macro_fn()
             || selected
                 .iter()
-                .any(|&i| self.scripts.list[i].impure || self.paid[i] == Compile::Unpaid)
+                .any(|&i| self.scripts.list[i].parsed().impure || self.paid[i] == Compile::Unpaid)
         {
             return match self.run_all(text, &selected, None) {
                 Cow::Owned(t) => Some(t.into()),
@@ -396,7 +396,7 @@ impl<'a> PassRun<'a> {
     fn pattern(&mut self, i: usize) -> Result<Option<Rc<Result<Pattern, String>>>, ()> {
         let scripts = self.scripts;
         let c = &scripts.list[i];
-        let (template, escaped) = match &c.find {
+        let (template, escaped) = match &c.parsed().find {
             Find::Fixed(cell) => {
                 let compile = || match c.over_budget {
                     true => Err(OVER_BUDGET.to_string()),
@@ -483,7 +483,7 @@ impl<'a> PassRun<'a> {
         let Ok(dynamic) = self.pattern(i) else {
             return Outcome::PassSpent;
         };
-        let pattern = match (&c.find, &dynamic) {
+        let pattern = match (&c.parsed().find, &dynamic) {
             (Find::Fixed(cell), None) => match cell.get() {
                 Some(Ok(p)) => p,
                 _ => return Outcome::Unchanged,
@@ -606,8 +606,9 @@ impl<'a> PassRun<'a> {
             // Values (SPEC §13.4.3), each trimmed (§13.4.4). A trim string with macros expands
             // for every value, as SillyTavern's `filterString` does (its `random` draws in
             // that order); a plain one is its text.
-            let mut values = Vec::with_capacity(c.replacement.tokens.len());
-            for t in &c.replacement.tokens {
+            let parsed = c.parsed();
+            let mut values = Vec::with_capacity(parsed.replacement.tokens.len());
+            for t in &parsed.replacement.tokens {
                 let range = match t {
                     Token::Group(n) => m.group(*n),
                     Token::Named(name) => m.named_group(name),
@@ -615,7 +616,7 @@ impl<'a> PassRun<'a> {
                 let mut v = range.map_or_else(Vec::new, |r| units[r].to_vec());
                 // A token costs a step even when its value is empty.
                 spend(steps, v.len() as u64 + 1)?;
-                for trim in &c.trims {
+                for trim in &parsed.trims {
                     let expanded;
                     let pat: &[u16] = match &trim.body {
                         Body::Plain(pieces) => match pieces.first() {
@@ -639,7 +640,7 @@ impl<'a> PassRun<'a> {
                 }
                 values.push(v);
             }
-            match &c.replacement.body {
+            match &parsed.replacement.body {
                 Body::Plain(pieces) => {
                     for p in pieces {
                         match p {
@@ -650,7 +651,8 @@ impl<'a> PassRun<'a> {
                 }
                 Body::Macros(_) => {
                     let mut diags = Vec::new();
-                    let text = self.expand(i, &c.replacement, &values, false, None, &mut diags);
+                    let text =
+                        self.expand(i, &parsed.replacement, &values, false, None, &mut diags);
                     for d in diags {
                         self.report(d.for_script(Some(i)));
                     }
