@@ -3,6 +3,7 @@
 
 mod expand;
 mod lore;
+mod nodes;
 mod regex;
 mod render;
 #[cfg(feature = "serve")]
@@ -35,6 +36,9 @@ enum Command {
     Render(render::RenderArgs),
     /// Import a preset and report problems a preset author should know about.
     Audit(render::AuditArgs),
+    /// List a preset's nodes by the author's sections, with tooltips, badges and exclusive
+    /// groups.
+    Nodes(nodes::NodesArgs),
     /// Render one template as a single enabled custom node and print its text.
     Expand(expand::ExpandArgs),
     /// Run the preset's regex scripts over one text (a reply before storing it, say).
@@ -234,6 +238,7 @@ pub fn main() -> ExitCode {
         Command::Card(args) => lore::run_card(args),
         Command::Render(args) => render::render(args),
         Command::Audit(args) => render::audit(args),
+        Command::Nodes(args) => nodes::run(args),
         #[cfg(feature = "store")]
         Command::Store(args) => store::run(args),
         #[cfg(feature = "serve")]

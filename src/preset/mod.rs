@@ -5,6 +5,7 @@ mod audit;
 mod compiled;
 mod fields;
 mod legacy;
+pub mod outline;
 mod raw;
 
 use std::collections::{HashMap, HashSet};
@@ -312,6 +313,25 @@ impl Preset {
     /// The imported nodes, in walk order (depth nodes included).
     pub fn nodes(&self) -> &[PresetNode] {
         &self.nodes
+    }
+
+    /// Its nodes as the author arranged them for people switching them: sections from
+    /// header names, tooltips, badges and exclusive groups from `{{// @… }}` directives
+    /// ([`outline`](crate::outline)), in walk order, with the switches as they are now.
+    ///
+    /// ```
+    /// let p = stpreset::Preset::from_json(br#"{"prompts": [
+    ///     {"identifier": "h", "name": "=== Style ===", "content": ""},
+    ///     {"identifier": "a", "name": "Terse", "content": "{{// @mutual-exclusive-group len}}Be terse."},
+    ///     {"identifier": "b", "name": "Lush", "content": "{{// @mutual-exclusive-group len}}Be lush."}]}"#).unwrap();
+    /// let o = p.outline();
+    /// assert_eq!(o.sections[0].title, "Style");
+    /// assert_eq!((o.sections[0].enabled, o.sections[0].total), (2, 2));
+    /// assert_eq!(o.groups[0].members, ["a", "b"]);
+    /// assert_eq!(o.nodes[1].section, ["Style"]);
+    /// ```
+    pub fn outline(&self) -> outline::Outline {
+        outline::Outline::of(&self.nodes)
     }
 
     /// Switches the nodes with this identifier on or off (before compiling); returns whether

@@ -1,0 +1,369 @@
+//! What a preset's author says about its nodes to the people who switch them (issue 41):
+//! sections from header nodes' names, and directives in `{{// … }}` comments, read as the
+//! NemoPresetExt extension (4.7.0) reads them, so a bot can build a menu per section and an
+//! admin sees the author's tooltips and exclusive groups. Reading only: no node's text or
+//! switch changes here.
+//!
+//! - A **main header** is a node whose name starts with `=`s, `⭐` and `─`s, or `━`s; its title
+//!   is the rest without that run repeated at the end (and, unlike the extension, without a
+//!   longer or shorter run of the same character there: `━━━ X ━━━━` is `X`, not `X ━`). A
+//!   **sub-header**'s name is `<TITLE>`; it nests under the latest main header. Nodes before
+//!   the first header are at the top level. Sections are told apart by their header node's
+//!   identifier, never by title (two headers may share one).
+//! - A **directive** is a `{{// @NAME VALUE}}` block on one line (the extension's
+//!   `/\{\{\/\/(.*?)\}\}/g`: a block over several lines is not one, and the first `}}` ends it,
+//!   so `{{user}}` inside a tooltip cuts it there). Names are case-sensitive; lists split on
+//!   `,` and add up; the last scalar wins; names the extension does not act on are read where
+//!   listed below and otherwise ignored. Without `@tooltip`, a plain `{{// text}}` that opens
+//!   the content is the tooltip.
+
+use serde::Serialize;
+
+use super::PresetNode;
+
+/// The directives of one node that say how to show it and what it may be switched on with.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Directives {
+    /// `@tooltip TEXT` (else a plain comment opening the content).
+    pub tooltip: Option<String>,
+    /// `@badge TEXT`.
+    pub badge: Option<String>,
+    /// `@color VALUE`.
+    pub color: Option<String>,
+    /// `@highlight`.
+    pub highlight: bool,
+    /// `@category A, B` (read by the extension, not acted on).
+    pub categories: Vec<String>,
+    /// `@mutual-exclusive-group NAME` (alias `@exclusive-with-category`): at most one member
+    /// on at a time.
+    pub exclusive_group: Option<String>,
+    /// `@exclusive-with REFS`: never on together with these (both ways).
+    pub exclusive_with: Vec<String>,
+    /// `@exclusive-with-message TEXT`.
+    pub exclusive_message: Option<String>,
+    /// `@requires REFS`: these must be on too.
+    pub requires: Vec<String>,
+    /// `@requires-message TEXT`.
+    pub requires_message: Option<String>,
+    /// `@auto-enable-dependencies`: switching this on may switch its requirements on.
+    pub auto_enable_dependencies: bool,
+    /// `@conflicts-with REFS`: a warning when on together.
+    pub conflicts_with: Vec<String>,
+    /// `@conflicts-message TEXT`.
+    pub conflicts_message: Option<String>,
+    /// `@max-one-per-category CATEGORY`.
+    pub max_one_per_category: Option<String>,
+    /// `@auto-disable IDS`: switched off when this is switched on.
+    pub auto_disable: Vec<String>,
+    /// `@deprecated TEXT`.
+    pub deprecated: Option<String>,
+}
+
+impl Directives {
+    /// The directives of a node's content.
+    ///
+    /// ```
+    /// let d = stpreset::outline::Directives::read(
+    ///     "{{// A calm narrator.}}\n{{// @badge Style}}{{// @mutual-exclusive-group style}}Text");
+    /// assert_eq!(d.tooltip.as_deref(), Some("A calm narrator."));
+    /// assert_eq!((d.badge.as_deref(), d.exclusive_group.as_deref()), (Some("Style"), Some("style")));
+    /// ```
+    pub fn read(content: &str) -> Directives {
+        let mut d = Directives::default();
+        let mut plain_first = None;
+        for (at, block) in blocks(content) {
+            let line = block.trim();
+            if !line.starts_with('@') {
+                if at == 0 {
+                    plain_first = Some(line.to_string());
+                }
+                continue;
+            }
+            let (name, value) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+            let value = value.trim();
+            let text = || Some(value.to_string());
+            let list = || value.split(',').map(|v| v.trim().to_string());
+            match name {
+                "@tooltip" if !value.is_empty() => d.tooltip = text(),
+                "@badge" if !value.is_empty() => d.badge = text(),
+                "@color" if !value.is_empty() => d.color = text(),
+                "@highlight" => d.highlight = true,
+                "@category" if !value.is_empty() => d.categories.extend(list()),
+                "@mutual-exclusive-group" | "@exclusive-with-category" if !value.is_empty() => {
+                    d.exclusive_group = text()
+                }
+                "@exclusive-with" if !value.is_empty() => d.exclusive_with.extend(list()),
+                "@exclusive-with-message" if !value.is_empty() => d.exclusive_message = text(),
+                "@requires" if !value.is_empty() => d.requires.extend(list()),
+                "@requires-message" if !value.is_empty() => d.requires_message = text(),
+                "@auto-enable-dependencies" => d.auto_enable_dependencies = true,
+                "@conflicts-with" if !value.is_empty() => d.conflicts_with.extend(list()),
+                "@conflicts-message" if !value.is_empty() => d.conflicts_message = text(),
+                "@max-one-per-category" if !value.is_empty() => d.max_one_per_category = text(),
+                "@auto-disable" if !value.is_empty() => d.auto_disable.extend(list()),
+                "@deprecated" if !value.is_empty() => d.deprecated = text(),
+                _ => {}
+            }
+        }
+        if d.tooltip.is_none() {
+            d.tooltip = plain_first.filter(|t| !t.is_empty());
+        }
+        d
+    }
+}
+
+/// Each `{{//…}}` block on one line, with its offset: the extension's lazy
+/// `/\{\{\/\/(.*?)\}\}/g` (`.` stops at a line break, the first `}}` ends the block).
+fn blocks(content: &str) -> impl Iterator<Item = (usize, &str)> {
+    let mut from = 0;
+    std::iter::from_fn(move || {
+        loop {
+            let at = from + content.get(from..)?.find("{{//")?;
+            let body = &content[at + 4..];
+            let line = &body[..body
+                .find(['\n', '\r', '\u{2028}', '\u{2029}'])
+                .unwrap_or(body.len())];
+            match line.find("}}") {
+                Some(end) => {
+                    from = at + 4 + end + 2;
+                    return Some((at, &line[..end]));
+                }
+                // No end on this line: the regex tries again one character on.
+                None => from = at + 1,
+            }
+        }
+    })
+}
+
+/// A header node: its level and title.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Header<'n> {
+    Main(&'n str),
+    Sub(&'n str),
+}
+
+/// Reads a node's name as a header (the extension's `getDividerInfo`).
+fn header(name: &str) -> Option<Header<'_>> {
+    let run = |c: char| name.len() - name.trim_start_matches(c).len();
+    let prefix = match name.chars().next()? {
+        '=' => run('='),
+        '━' => run('━'),
+        '⭐' => {
+            let rest = &name['⭐'.len_utf8()..];
+            let dashes = rest.len() - rest.trim_start_matches('─').len();
+            if dashes == 0 {
+                return None;
+            }
+            '⭐'.len_utf8() + dashes
+        }
+        '<' if name.ends_with('>') && name.len() > 2 => {
+            let title = name[1..name.len() - 1].trim();
+            return (!title.is_empty()).then_some(Header::Sub(title));
+        }
+        _ => return None,
+    };
+    let title = &name[prefix..];
+    // The run again at the end, whatever its length (the extension strips only the same
+    // string, which leaves `X ━` of `━━━ X ━━━━`).
+    let last = name[..prefix].chars().last()?;
+    let title = match last {
+        '─' => title.trim_end_matches(|c: char| c == '─' || c == '⭐' || c.is_whitespace()),
+        _ => title.trim_end_matches(last),
+    };
+    Some(Header::Main(title.trim()))
+}
+
+/// One node as a menu shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct OutlineNode {
+    /// The node's identifier.
+    pub identifier: String,
+    /// Its display name.
+    pub name: String,
+    /// Whether it is on now.
+    pub enabled: bool,
+    /// The titles of the headers above it, main then sub (empty at the top level).
+    pub section: Vec<String>,
+    /// `"main"` or `"sub"` for a header node.
+    pub header: Option<&'static str>,
+    /// What to show on hover (the directives' tooltip).
+    pub tooltip: Option<String>,
+    /// Its badge, when it has one (the extension keeps one: the last `@badge`).
+    pub badges: Vec<String>,
+    /// The exclusive groups it belongs to.
+    pub groups: Vec<String>,
+    /// Everything its directives say.
+    pub directives: Directives,
+}
+
+/// An exclusive group: at most one of its members should be on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExclusiveGroup {
+    /// The name the members give.
+    pub name: String,
+    /// Identifiers, in display order.
+    pub members: Vec<String>,
+}
+
+/// A header and what is under it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Section {
+    /// The header's title.
+    pub title: String,
+    /// The header node: sections are told apart by it, not by title.
+    pub identifier: String,
+    /// The nodes directly under it (headers excluded), in display order.
+    pub nodes: Vec<String>,
+    /// Sub-sections (a main header's).
+    pub sections: Vec<Section>,
+    /// Nodes on, under it and its sub-sections.
+    pub enabled: usize,
+    /// Nodes in all, under it and its sub-sections.
+    pub total: usize,
+}
+
+/// A preset's nodes as its author arranged them ([`Preset::outline`](crate::Preset::outline)).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Outline {
+    /// Every node, in display order.
+    pub nodes: Vec<OutlineNode>,
+    /// Exclusive groups, by first appearance.
+    pub groups: Vec<ExclusiveGroup>,
+    /// The sections, in order (nodes before the first header are at the top level only).
+    pub sections: Vec<Section>,
+}
+
+impl Outline {
+    pub(crate) fn of(nodes: &[PresetNode]) -> Outline {
+        let mut out = Outline {
+            nodes: Vec::with_capacity(nodes.len()),
+            groups: Vec::new(),
+            sections: Vec::new(),
+        };
+        for n in nodes {
+            let directives = Directives::read(&n.content);
+            let head = header(&n.name);
+            let mut section: Vec<String> = Vec::new();
+            match head {
+                Some(Header::Main(title)) => out.sections.push(Section::new(title, n)),
+                Some(Header::Sub(title)) => match out.sections.last_mut() {
+                    Some(main) => {
+                        section.push(main.title.clone());
+                        main.sections.push(Section::new(title, n));
+                    }
+                    // A sub-header before any main header stands alone.
+                    None => out.sections.push(Section::new(title, n)),
+                },
+                None => {
+                    if let Some(main) = out.sections.last_mut() {
+                        section.push(main.title.clone());
+                        main.count(n.enabled);
+                        match main.sections.last_mut() {
+                            Some(sub) => {
+                                section.push(sub.title.clone());
+                                sub.count(n.enabled);
+                                sub.nodes.push(n.identifier.clone());
+                            }
+                            None => main.nodes.push(n.identifier.clone()),
+                        }
+                    }
+                }
+            }
+            if let Some(g) = &directives.exclusive_group {
+                match out.groups.iter_mut().find(|x| &x.name == g) {
+                    Some(x) => x.members.push(n.identifier.clone()),
+                    None => out.groups.push(ExclusiveGroup {
+                        name: g.clone(),
+                        members: vec![n.identifier.clone()],
+                    }),
+                }
+            }
+            out.nodes.push(OutlineNode {
+                identifier: n.identifier.clone(),
+                name: n.name.clone(),
+                enabled: n.enabled,
+                section,
+                header: head.map(|h| match h {
+                    Header::Main(_) => "main",
+                    Header::Sub(_) => "sub",
+                }),
+                tooltip: directives.tooltip.clone(),
+                badges: directives.badge.iter().cloned().collect(),
+                groups: directives.exclusive_group.iter().cloned().collect(),
+                directives,
+            });
+        }
+        out
+    }
+
+    /// The outline as JSON: every front end prints these bytes.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+impl Section {
+    fn new(title: &str, n: &PresetNode) -> Section {
+        Section {
+            title: title.to_string(),
+            identifier: n.identifier.clone(),
+            nodes: Vec::new(),
+            sections: Vec::new(),
+            enabled: 0,
+            total: 0,
+        }
+    }
+
+    fn count(&mut self, enabled: bool) {
+        self.total += 1;
+        self.enabled += usize::from(enabled);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_read_as_the_extension_reads_them() {
+        let cases = [
+            ("=== 📁 Core ===", Some(Header::Main("📁 Core"))),
+            ("⭐───── Style ─────⭐", Some(Header::Main("Style"))),
+            ("━📜 Story Primers", Some(Header::Main("📜 Story Primers"))),
+            ("━━━ X ━━━━", Some(Header::Main("X"))),
+            ("< Tone >", Some(Header::Sub("Tone"))),
+            ("<>", None),
+            ("⭐ Not a header", None),
+            ("Plain", None),
+        ];
+        for (name, want) in cases {
+            assert_eq!(header(name), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn directives_follow_the_extensions_quirks() {
+        let d = Directives::read(
+            "{{// @tooltip Hi {{user}}, welcome}}\n{{// @category a, b}}{{// @category c}}\
+             {{// @badge one}}{{// @badge two}}{{// @exclusive-with-category g}}\
+             {{// @requires x,y}}{{// @Tooltip ignored}}{{// @nonsense v}}\
+             {{// @conflicts-with\nz}}",
+        );
+        assert_eq!(d.tooltip.as_deref(), Some("Hi {{user"));
+        assert_eq!(d.categories, ["a", "b", "c"]);
+        assert_eq!(d.badge.as_deref(), Some("two"));
+        assert_eq!(d.exclusive_group.as_deref(), Some("g"));
+        assert_eq!(d.requires, ["x", "y"]);
+        assert!(d.conflicts_with.is_empty());
+        // A plain comment is the tooltip only when it opens the content.
+        assert_eq!(Directives::read("x{{// not a tooltip}}").tooltip, None);
+        assert_eq!(
+            Directives::read("{{// first}}{{// second}}")
+                .tooltip
+                .as_deref(),
+            Some("first")
+        );
+    }
+}
