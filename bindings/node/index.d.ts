@@ -487,12 +487,68 @@ export interface PresetNodeInfo {
   injection: { depth: number; order: number } | null;
 }
 
+/** The directives of a node (`{{// @NAME VALUE}}`; docs/presets.md). */
+export interface NodeDirectives {
+  tooltip: string | null;
+  badge: string | null;
+  color: string | null;
+  highlight: boolean;
+  categories: string[];
+  exclusive_group: string | null;
+  exclusive_with: string[];
+  exclusive_message: string | null;
+  requires: string[];
+  requires_message: string | null;
+  auto_enable_dependencies: boolean;
+  conflicts_with: string[];
+  conflicts_message: string | null;
+  max_one_per_category: string | null;
+  auto_disable: string[];
+  deprecated: string | null;
+}
+
+/** One node of `preset.outline()`, in display order. */
+export interface OutlineNode {
+  identifier: string;
+  name: string;
+  enabled: boolean;
+  /** The titles of the headers above it, main then sub (empty at the top level). */
+  section: string[];
+  /** `main` or `sub` for a header node. */
+  header: 'main' | 'sub' | null;
+  tooltip: string | null;
+  badges: string[];
+  /** The exclusive groups it belongs to. */
+  groups: string[];
+  directives: NodeDirectives;
+}
+
+/** A header and what is under it, with on/total counts (sub-sections included). */
+export interface OutlineSection {
+  title: string;
+  /** The header node's identifier: sections are told apart by it. */
+  identifier: string;
+  nodes: string[];
+  sections: OutlineSection[];
+  enabled: number;
+  total: number;
+}
+
+/** What `preset.outline()` returns. */
+export interface Outline {
+  nodes: OutlineNode[];
+  groups: { name: string; members: string[] }[];
+  sections: OutlineSection[];
+}
+
 export declare class Preset {
   static fromJson(text: string | Uint8Array): Preset;
   /** `toggles` switches nodes on or off by identifier first (unknown: `PresetError`, kind `UnknownNode`). */
   compile(toggles?: Record<string, boolean>): CompiledPreset;
   /** The nodes in walk order, as a prompt manager lists them. */
   nodes(): PresetNodeInfo[];
+  /** The nodes as the authors arranged them: sections, tooltips, badges, exclusive groups. */
+  outline(): Outline;
   audit(): Audit;
   /** The preset's settings (SPEC §14), after SillyTavern's migration. */
   readonly settings: PresetSettings;

@@ -613,6 +613,13 @@ class Preset {
     return JSON.parse(this._inner.nodesJson());
   }
   /**
+   * The nodes as the preset's authors arranged them (docs/presets.md, "Sections and
+   * directives"): `{ nodes, groups, sections }`, what a bot needs for a menu per section.
+   */
+  outline() {
+    return JSON.parse(this._inner.outlineJson());
+  }
+  /**
    * The preset's settings (SPEC §14): the keys the file has, after SillyTavern's migration;
    * ignored values are left out (see `audit()` for why).
    */

@@ -119,6 +119,12 @@ impl Preset {
         self.inner.nodes_json()
     }
 
+    /// The authors' sections, tooltips and exclusive groups (`Preset::outline`), as JSON.
+    #[napi]
+    pub fn outline_json(&self) -> String {
+        self.inner.outline().to_json()
+    }
+
     /// The preset's regex scripts (SPEC §13.1) as a JSON list: valid entries, each with its
     /// `position` in the file's list.
     #[napi]

@@ -248,3 +248,21 @@ test('firstMessage starts a chat as SillyTavern opens one', () => {
   chat.push(compiled.firstMessage(chat).item);
   assert.strictEqual(chat.length, 1);
 });
+
+test('outline() gives the authors\' sections, tooltips and exclusive groups', () => {
+  const p = s.Preset.fromJson(JSON.stringify({
+    prompts: [
+      { identifier: 'h', name: '=== Style ===', content: '' },
+      { identifier: 'a', name: 'Terse', content: '{{// @tooltip Short.}}{{// @badge LEN}}{{// @mutual-exclusive-group len}}Be terse.' },
+      { identifier: 'b', name: 'Lush', content: '{{// @mutual-exclusive-group len}}Be lush.' },
+    ],
+  }));
+  const o = p.outline();
+  assert.deepStrictEqual(o.groups, [{ name: 'len', members: ['a', 'b'] }]);
+  assert.strictEqual(o.sections[0].title, 'Style');
+  assert.deepStrictEqual([o.sections[0].enabled, o.sections[0].total], [2, 2]);
+  assert.deepStrictEqual(o.nodes[1].section, ['Style']);
+  assert.strictEqual(o.nodes[1].tooltip, 'Short.');
+  assert.deepStrictEqual(o.nodes[1].badges, ['LEN']);
+  assert.strictEqual(o.nodes[0].header, 'main');
+});

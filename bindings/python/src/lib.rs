@@ -183,6 +183,11 @@ impl Preset {
         self.inner.nodes_json()
     }
 
+    /// The authors' sections, tooltips and exclusive groups (`Preset::outline`), as JSON.
+    fn outline_json(&self) -> String {
+        self.inner.outline().to_json()
+    }
+
     /// The regex scripts as imported (SPEC §13.1), a JSON list.
     fn regex_scripts_json(&self) -> String {
         scripts_json(self.inner.regex_scripts())

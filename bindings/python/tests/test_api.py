@@ -298,3 +298,17 @@ def test_first_message_starts_a_chat_as_sillytavern_opens_one():
     chat = stpreset.Chat({"char": "Sera", "first_mes": "Hi."})
     chat.append(compiled.first_message(chat)["item"])
     assert len(chat) == 1
+
+
+def test_outline_gives_the_authors_sections_tooltips_and_groups():
+    p = stpreset.Preset.from_json(json.dumps({"prompts": [
+        {"identifier": "h", "name": "=== Style ===", "content": ""},
+        {"identifier": "a", "name": "Terse",
+         "content": "{{// @tooltip Short.}}{{// @badge LEN}}{{// @mutual-exclusive-group len}}Be terse."},
+        {"identifier": "b", "name": "Lush", "content": "{{// @mutual-exclusive-group len}}Be lush."},
+    ]}))
+    o = p.outline()
+    assert o["groups"] == [{"name": "len", "members": ["a", "b"]}]
+    assert (o["sections"][0]["title"], o["sections"][0]["enabled"], o["sections"][0]["total"]) == ("Style", 2, 2)
+    assert o["nodes"][1]["section"] == ["Style"]
+    assert (o["nodes"][1]["tooltip"], o["nodes"][1]["badges"], o["nodes"][0]["header"]) == ("Short.", ["LEN"], "main")

@@ -474,6 +474,12 @@ class Preset:
         "role", "enabled", "marker", "injection": None or {"depth", "order"}}]``."""
         return _json.loads(self._inner.nodes_json())
 
+    def outline(self) -> dict:
+        """The nodes as the preset's authors arranged them (docs/presets.md, "Sections and
+        directives"): ``{"nodes", "groups", "sections"}``, what a bot needs for a menu per
+        section."""
+        return _json.loads(self._inner.outline_json())
+
     @property
     def regex_scripts(self) -> list:
         """The preset's regex scripts as imported (SPEC §13.1): valid entries, each with its

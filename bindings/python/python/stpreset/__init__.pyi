@@ -63,6 +63,52 @@ class Lorebook(_LorebookBase, total=False):
 
     source: Literal["chat", "persona", "character", "global"]
 
+class NodeDirectives(TypedDict):
+    tooltip: Optional[str]
+    badge: Optional[str]
+    color: Optional[str]
+    highlight: bool
+    categories: List[str]
+    exclusive_group: Optional[str]
+    exclusive_with: List[str]
+    exclusive_message: Optional[str]
+    requires: List[str]
+    requires_message: Optional[str]
+    auto_enable_dependencies: bool
+    conflicts_with: List[str]
+    conflicts_message: Optional[str]
+    max_one_per_category: Optional[str]
+    auto_disable: List[str]
+    deprecated: Optional[str]
+
+class OutlineNode(TypedDict):
+    identifier: str
+    name: str
+    enabled: bool
+    section: List[str]  # the header titles above it, main then sub
+    header: Optional[Literal["main", "sub"]]
+    tooltip: Optional[str]
+    badges: List[str]
+    groups: List[str]
+    directives: NodeDirectives
+
+class OutlineGroup(TypedDict):
+    name: str
+    members: List[str]
+
+class OutlineSection(TypedDict):
+    title: str
+    identifier: str  # the header node: sections are told apart by it
+    nodes: List[str]
+    sections: List["OutlineSection"]
+    enabled: int
+    total: int
+
+class Outline(TypedDict):
+    nodes: List[OutlineNode]
+    groups: List[OutlineGroup]
+    sections: List[OutlineSection]
+
 class WiEffect(TypedDict):
     kind: Literal["sticky", "cooldown"]
     entry: str
@@ -349,6 +395,7 @@ class Preset:
     def from_json(cls, text: _Text) -> Preset: ...
     def compile(self, toggles: Optional[Dict[str, bool]] = ...) -> CompiledPreset: ...
     def nodes(self) -> List[Dict[str, Any]]: ...
+    def outline(self) -> Outline: ...
     def audit(self) -> Audit: ...
     @property
     def settings(self) -> Dict[str, Any]: ...
