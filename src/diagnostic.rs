@@ -77,6 +77,10 @@ pub enum DiagnosticKind {
     PresetSettingIgnored,
     /// Host items that no walked anchor places: they follow the chat history.
     UnanchoredItems,
+    /// A node's `{{// @…}}` directive or section header an admin's menu cannot honour: a
+    /// reference to no node, an exclusive group of one or with several members on, a header
+    /// with text of its own (issue 41).
+    DirectiveProblem,
     /// `{{user}}` or `{{char}}` expanded to nothing: the context leaves the name empty.
     EmptyName,
     /// A regex script entry ignored at import: not an object, or a field of the wrong type

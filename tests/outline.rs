@@ -113,6 +113,26 @@ fn the_corpus_presets_read_as_the_extension_reads_them() {
                 .collect();
             assert_eq!(g.members, named, "{}", g.name);
         }
+        // The audit's header findings: Lucid Loom's 23 headers that carry XML wrappers and two
+        // of NemoNet's; NemoEngine's and Magpie's headers are comments only.
+        let headers_with_text = preset
+            .audit()
+            .iter()
+            .filter(|d| {
+                d.kind == stpreset::DiagnosticKind::DirectiveProblem
+                    && d.message.starts_with("the header")
+            })
+            .count();
+        assert_eq!(
+            headers_with_text,
+            match want.file {
+                "lucidloom" => 23,
+                "NemoNet-2.0" => 2,
+                _ => 0,
+            },
+            "{}",
+            want.file
+        );
         // The JSON every front end prints carries the three parts.
         let json: serde_json::Value = serde_json::from_str(&o.to_json()).unwrap();
         assert_eq!(json["nodes"].as_array().map(Vec::len), Some(want.nodes));

@@ -129,6 +129,7 @@ impl Preset {
             }
         }
         self.audit_anchors(&mut out);
+        super::outline::audit(&self.nodes, &mut out);
         crate::passes::audit(&self.scripts, &mut out);
         out
     }

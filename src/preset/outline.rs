@@ -20,6 +20,8 @@
 use serde::Serialize;
 
 use super::PresetNode;
+use crate::diagnostic::{Diagnostic, DiagnosticKind, excerpt};
+use crate::span::Span;
 
 /// The directives of one node that say how to show it and what it may be switched on with.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -322,6 +324,130 @@ impl Section {
     }
 }
 
+/// Whether a directive's reference names `n`: its identifier exactly, or its identifier or
+/// name compared lowercased without leading emoji, punctuation and spaces (the extension's
+/// lookup).
+fn refers(r: &str, n: &PresetNode) -> bool {
+    let fold = |s: &str| {
+        s.trim_start_matches(|c: char| !c.is_alphanumeric())
+            .trim()
+            .to_lowercase()
+    };
+    let r2 = fold(r);
+    r == n.identifier || (!r2.is_empty() && (r2 == fold(&n.identifier) || r2 == fold(&n.name)))
+}
+
+/// The `{{// @…}}` directives of `content` that reference nodes: (offset, name, references).
+fn references(content: &str) -> impl Iterator<Item = (usize, &str, &str)> {
+    blocks(content).filter_map(|(at, block)| {
+        let line = block.trim();
+        let (name, value) = line.split_once(char::is_whitespace)?;
+        matches!(
+            name,
+            "@exclusive-with" | "@requires" | "@conflicts-with" | "@auto-disable"
+        )
+        .then_some((at, name, value))
+    })
+}
+
+/// The directive problems of a preset's nodes (`Preset::audit`): a reference that names no
+/// node, an exclusive group of one, a group shipped with several members on, a header node
+/// with text of its own (switching its section's header off drops that text, which often
+/// opens or closes an XML wrapper the section's nodes sit in).
+pub(crate) fn audit(nodes: &[PresetNode], out: &mut Vec<Diagnostic>) {
+    let at = |n: &PresetNode, offset: usize, len: usize, message: String| {
+        let before = &n.content[..offset];
+        let line = before.matches('\n').count() + 1;
+        let column = offset - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+        Diagnostic::new(
+            DiagnosticKind::DirectiveProblem,
+            Some(&n.identifier),
+            message,
+        )
+        .at(
+            Span::new(offset, offset + len),
+            (line as u32, column as u32),
+        )
+    };
+    // Group name -> (members, where the first names it).
+    let mut groups: Vec<(String, Vec<&PresetNode>, usize)> = Vec::new();
+    for n in nodes {
+        for (offset, name, value) in references(&n.content) {
+            for r in value.split(',').map(str::trim).filter(|r| !r.is_empty()) {
+                if !nodes.iter().any(|other| refers(r, other)) {
+                    out.push(at(
+                        n,
+                        offset,
+                        name.len() + 4,
+                        format!(
+                            "`{name}` names `{}`, which is no node of this preset",
+                            excerpt(r)
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Some(g) = Directives::read(&n.content).exclusive_group {
+            // The block that names it (the last one: the last scalar wins).
+            let offset = blocks(&n.content)
+                .filter(|(_, b)| {
+                    let b = b.trim_start();
+                    b.starts_with("@mutual-exclusive-group")
+                        || b.starts_with("@exclusive-with-category")
+                })
+                .last()
+                .map_or(0, |(at, _)| at);
+            match groups.iter_mut().find(|(name, ..)| *name == g) {
+                Some((_, members, _)) => members.push(n),
+                None => groups.push((g, vec![n], offset)),
+            }
+        }
+        // A header of comments only (NemoEngine's) sends nothing: only text counts.
+        if header(&n.name).is_some() && !n.content.trim().is_empty() && !n.is_comment_only() {
+            out.push(at(
+                n,
+                0,
+                0,
+                format!(
+                    "the header `{}` has text of its own: switching it off drops that text \
+                     from the prompt, whatever the section's nodes need of it",
+                    excerpt(&n.name)
+                ),
+            ));
+        }
+    }
+    for (name, members, offset) in &groups {
+        let on: Vec<&str> = members
+            .iter()
+            .filter(|m| m.enabled)
+            .map(|m| m.identifier.as_str())
+            .collect();
+        if members.len() == 1 {
+            out.push(at(
+                members[0],
+                *offset,
+                name.len(),
+                format!("the exclusive group `{}` has one member", excerpt(name)),
+            ));
+        } else if on.len() > 1 {
+            out.push(at(
+                members[0],
+                *offset,
+                name.len(),
+                format!(
+                    "the exclusive group `{}` is shipped with {} members on: {}",
+                    excerpt(name),
+                    on.len(),
+                    on.iter()
+                        .map(|m| format!("`{}`", excerpt(m)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -364,6 +490,72 @@ mod tests {
                 .tooltip
                 .as_deref(),
             Some("first")
+        );
+    }
+
+    #[test]
+    fn the_audit_names_what_a_menu_cannot_honour() {
+        let node = |id: &str, name: &str, content: &str, enabled: bool| PresetNode {
+            enabled,
+            name: name.into(),
+            ..PresetNode::custom(id.into(), content.into(), enabled)
+        };
+        let nodes = [
+            node("h", "━ Rules", "<rules>", true),
+            node(
+                "a",
+                "🎭 Terse Mode",
+                "{{// @mutual-exclusive-group len}}",
+                true,
+            ),
+            node(
+                "b",
+                "Lush",
+                "x\n{{// @mutual-exclusive-group len}}{{// @requires terse mode, ghost}}",
+                true,
+            ),
+            node(
+                "c",
+                "Solo",
+                "{{// @exclusive-group-typo x}}{{// @mutual-exclusive-group solo}}",
+                false,
+            ),
+        ];
+        let mut out = Vec::new();
+        audit(&nodes, &mut out);
+        type Found<'d> = (Option<&'d str>, Option<u32>, Option<u32>, &'d str);
+        let got: Vec<Found<'_>> = out
+            .iter()
+            .map(|d| (d.node.as_deref(), d.line, d.column, d.message.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    Some("h"),
+                    Some(1),
+                    Some(1),
+                    "the header `━ Rules` has text of its own: switching it off drops that text from the prompt, whatever the section's nodes need of it"
+                ),
+                (
+                    Some("b"),
+                    Some(2),
+                    Some(35),
+                    "`@requires` names `ghost`, which is no node of this preset"
+                ),
+                (
+                    Some("a"),
+                    Some(1),
+                    Some(1),
+                    "the exclusive group `len` is shipped with 2 members on: `a`, `b`"
+                ),
+                (
+                    Some("c"),
+                    Some(1),
+                    Some(31),
+                    "the exclusive group `solo` has one member"
+                ),
+            ]
         );
     }
 }
