@@ -491,6 +491,38 @@ fn imports(t: &mut Table) {
     t.row("import/depth-nodes", 5_000, |n| doc(json!({"prompts": (0..n).map(|i| json!({"identifier": format!("d{i}"),
         "content": "J {{user}}", "injection_position": 1, "injection_depth": i % 7, "injection_order": i % 3})).chain([json!({"identifier": "chatHistory", "marker": true})]).collect::<Vec<_>>()})), run);
     t.row("import/long-content", 200_000, |n| doc(json!({"prompts": [{"identifier": "a", "content": "Text {{user}} é ".repeat(n / 16)}]})), run);
+    // The authors' directives (issue 41), read by the audit and by `outline`: references
+    // to other nodes, exclusive groups, and a line of `{{//` without an end.
+    let directives = |n: usize| {
+        doc(
+            json!({"prompts": (0..n).map(|i| json!({"identifier": format!("n{i}"), "name": format!("< S{i} >"),
+            "content": format!("{{{{// @mutual-exclusive-group g{}}}}}{{{{// @requires n{},n{},ghost}}}}", i / 2, (i + 1) % n, (i + 7) % n)}))
+            .collect::<Vec<_>>()}),
+        )
+    };
+    t.row(
+        "import/directives-references-and-groups",
+        5_000,
+        directives,
+        run,
+    );
+    t.row(
+        "outline/directives-references-and-groups",
+        5_000,
+        |n| Preset::from_json_with(&directives(n), &roomy()).expect("preset"),
+        |p| {
+            black_box(p.outline());
+        },
+    );
+    t.row(
+        "import/directive-opened-never-closed",
+        200_000,
+        |n| {
+            doc(json!({"prompts": [
+        {"identifier": "a", "content": "{{//".repeat(n / 4)}]}))
+        },
+        run,
+    );
     // Every node switched off by its own toggle (the packages' `compile(toggles)`, the
     // previewer's switches).
     t.row(

@@ -33,18 +33,19 @@ pub(crate) fn run(args: NodesArgs) -> Result<(), Failure> {
 /// `# Title (on/total)` per main header, `## Title (on/total)` per sub-header, then each node
 /// as `[x] NAME  IDENTIFIER`, its groups and badge after it, its tooltip on the next line.
 fn write_text(out: &mut impl Write, o: &stpreset::outline::Outline) -> std::io::Result<()> {
-    let sections: Vec<&stpreset::outline::Section> = o
+    // By header node: one lookup per header, however many there are.
+    let sections: std::collections::HashMap<&str, &stpreset::outline::Section> = o
         .sections
         .iter()
         .flat_map(|s| std::iter::once(s).chain(&s.sections))
+        .map(|s| (s.identifier.as_str(), s))
         .collect();
     for n in &o.nodes {
         let name = terminal_line(&n.name);
         match n.header {
             Some(level) => {
                 let (title, on, total) = sections
-                    .iter()
-                    .find(|s| s.identifier == n.identifier)
+                    .get(n.identifier.as_str())
                     .map_or(("", 0, 0), |s| (s.title.as_str(), s.enabled, s.total));
                 let marks = if level == "main" { "#" } else { "##" };
                 writeln!(out, "{marks} {} ({on}/{total})", terminal_line(title))?;

@@ -117,22 +117,26 @@ impl Directives {
 
 /// Each `{{//…}}` block on one line, with its offset: the extension's lazy
 /// `/\{\{\/\/(.*?)\}\}/g` (`.` stops at a line break, the first `}}` ends the block).
+/// Linear: each step scans only to the first `}}` or line break, and a block without an end
+/// on its line means no later block on that line has one (the regex's retries one character
+/// on would scan the rest of the line again for each `{{//` in it).
 fn blocks(content: &str) -> impl Iterator<Item = (usize, &str)> {
     let mut from = 0;
     std::iter::from_fn(move || {
         loop {
             let at = from + content.get(from..)?.find("{{//")?;
             let body = &content[at + 4..];
-            let line = &body[..body
-                .find(['\n', '\r', '\u{2028}', '\u{2029}'])
-                .unwrap_or(body.len())];
-            match line.find("}}") {
-                Some(end) => {
+            let stop = body.char_indices().find(|&(i, c)| {
+                matches!(c, '\n' | '\r' | '\u{2028}' | '\u{2029}')
+                    || (c == '}' && body[i + 1..].starts_with('}'))
+            });
+            match stop {
+                Some((end, '}')) => {
                     from = at + 4 + end + 2;
-                    return Some((at, &line[..end]));
+                    return Some((at, &body[..end]));
                 }
-                // No end on this line: the regex tries again one character on.
-                None => from = at + 1,
+                Some((end, _)) => from = at + 4 + end,
+                None => return None,
             }
         }
     })
@@ -244,6 +248,8 @@ impl Outline {
             groups: Vec::new(),
             sections: Vec::new(),
         };
+        // Each group's place in `out.groups`: a preset may name thousands of groups.
+        let mut group_at: std::collections::HashMap<String, usize> = Default::default();
         for n in nodes {
             let directives = Directives::read(&n.content);
             let head = header(&n.name);
@@ -274,12 +280,15 @@ impl Outline {
                 }
             }
             if let Some(g) = &directives.exclusive_group {
-                match out.groups.iter_mut().find(|x| &x.name == g) {
-                    Some(x) => x.members.push(n.identifier.clone()),
-                    None => out.groups.push(ExclusiveGroup {
-                        name: g.clone(),
-                        members: vec![n.identifier.clone()],
-                    }),
+                match group_at.get(g) {
+                    Some(&i) => out.groups[i].members.push(n.identifier.clone()),
+                    None => {
+                        group_at.insert(g.clone(), out.groups.len());
+                        out.groups.push(ExclusiveGroup {
+                            name: g.clone(),
+                            members: vec![n.identifier.clone()],
+                        });
+                    }
                 }
             }
             out.nodes.push(OutlineNode {
@@ -324,17 +333,37 @@ impl Section {
     }
 }
 
-/// Whether a directive's reference names `n`: its identifier exactly, or its identifier or
-/// name compared lowercased without leading emoji, punctuation and spaces (the extension's
-/// lookup).
-fn refers(r: &str, n: &PresetNode) -> bool {
-    let fold = |s: &str| {
-        s.trim_start_matches(|c: char| !c.is_alphanumeric())
-            .trim()
-            .to_lowercase()
-    };
-    let r2 = fold(r);
-    r == n.identifier || (!r2.is_empty() && (r2 == fold(&n.identifier) || r2 == fold(&n.name)))
+/// A reference as the extension compares it with identifiers and names: lowercased, without
+/// leading emoji, punctuation and spaces.
+fn fold(s: &str) -> String {
+    s.trim_start_matches(|c: char| !c.is_alphanumeric())
+        .trim()
+        .to_lowercase()
+}
+
+/// What a directive's reference may name: an identifier exactly, or an identifier or name
+/// folded ([`fold`]). Built once, so each reference is one lookup (a preset of 2 MiB of
+/// references over thousands of nodes stays linear).
+struct Names<'n> {
+    exact: std::collections::HashSet<&'n str>,
+    folded: std::collections::HashSet<String>,
+}
+
+impl<'n> Names<'n> {
+    fn of(nodes: &'n [PresetNode]) -> Names<'n> {
+        Names {
+            exact: nodes.iter().map(|n| n.identifier.as_str()).collect(),
+            folded: nodes
+                .iter()
+                .flat_map(|n| [fold(&n.identifier), fold(&n.name)])
+                .filter(|f| !f.is_empty())
+                .collect(),
+        }
+    }
+
+    fn has(&self, r: &str) -> bool {
+        self.exact.contains(r) || self.folded.contains(&fold(r))
+    }
 }
 
 /// The `{{// @…}}` directives of `content` that reference nodes: (offset, name, references).
@@ -369,12 +398,14 @@ pub(crate) fn audit(nodes: &[PresetNode], out: &mut Vec<Diagnostic>) {
             (line as u32, column as u32),
         )
     };
-    // Group name -> (members, where the first names it).
+    let names = Names::of(nodes);
+    // Group name -> (members, where the first names it), and each group's place.
     let mut groups: Vec<(String, Vec<&PresetNode>, usize)> = Vec::new();
+    let mut group_at: std::collections::HashMap<String, usize> = Default::default();
     for n in nodes {
         for (offset, name, value) in references(&n.content) {
             for r in value.split(',').map(str::trim).filter(|r| !r.is_empty()) {
-                if !nodes.iter().any(|other| refers(r, other)) {
+                if !names.has(r) {
                     out.push(at(
                         n,
                         offset,
@@ -397,9 +428,12 @@ pub(crate) fn audit(nodes: &[PresetNode], out: &mut Vec<Diagnostic>) {
                 })
                 .last()
                 .map_or(0, |(at, _)| at);
-            match groups.iter_mut().find(|(name, ..)| *name == g) {
-                Some((_, members, _)) => members.push(n),
-                None => groups.push((g, vec![n], offset)),
+            match group_at.get(&g) {
+                Some(&i) => groups[i].1.push(n),
+                None => {
+                    group_at.insert(g.clone(), groups.len());
+                    groups.push((g, vec![n], offset));
+                }
             }
         }
         // A header of comments only (NemoEngine's) sends nothing: only text counts.
@@ -435,13 +469,19 @@ pub(crate) fn audit(nodes: &[PresetNode], out: &mut Vec<Diagnostic>) {
                 *offset,
                 name.len(),
                 format!(
-                    "the exclusive group `{}` is shipped with {} members on: {}",
+                    "the exclusive group `{}` is shipped with {} members on: {}{}",
                     excerpt(name),
                     on.len(),
+                    // A few named: the message stays bounded whatever the group's size.
                     on.iter()
+                        .take(5)
                         .map(|m| format!("`{}`", excerpt(m)))
                         .collect::<Vec<_>>()
-                        .join(", ")
+                        .join(", "),
+                    match on.len() {
+                        0..=5 => String::new(),
+                        n => format!(" and {} more", n - 5),
+                    }
                 ),
             ));
         }
@@ -490,6 +530,57 @@ mod tests {
                 .tooltip
                 .as_deref(),
             Some("first")
+        );
+        // A block without an end on its line is none; the next line starts afresh.
+        let found: Vec<(usize, &str)> = blocks("{{// a {{// b\n{{// c}} {{//d}}").collect();
+        assert_eq!(found, [(14, " c"), (23, "d")]);
+    }
+
+    /// Hostile shapes: a line of `{{//` without an end, thousands of groups and references, a
+    /// group with every member on (its message names five). Their growth is measured in
+    /// `benches/linear.rs` (`preset/outline-…`).
+    #[test]
+    fn hostile_directives_stay_linear_and_bounded() {
+        let line = "{{//".repeat(200_000);
+        assert_eq!(blocks(&line).count(), 0);
+        let many = "{{//x}}".repeat(100_000);
+        assert_eq!(blocks(&many).count(), 100_000);
+        let nodes: Vec<PresetNode> = (0..5_000)
+            .map(|i| {
+                let refs: Vec<String> = (0..20).map(|k| format!("n{}", (i + k) % 5_000)).collect();
+                PresetNode::custom(
+                    format!("n{i}"),
+                    format!(
+                        "{{{{// @mutual-exclusive-group g{}}}}}{{{{// @requires {}}}}}",
+                        i / 2,
+                        refs.join(",")
+                    ),
+                    true,
+                )
+            })
+            .chain((0..3_000).map(|i| {
+                PresetNode::custom(
+                    format!("m{i}"),
+                    "{{// @mutual-exclusive-group big}}".into(),
+                    true,
+                )
+            }))
+            .collect();
+        let o = Outline::of(&nodes);
+        let mut out = Vec::new();
+        audit(&nodes, &mut out);
+        assert_eq!(o.groups.len(), 2_501);
+        // Each pair group has both members on; the big one names five and counts the rest.
+        assert_eq!(out.len(), 2_501);
+        let big = out
+            .iter()
+            .find(|d| d.message.contains("`big`"))
+            .map(|d| d.message.as_str());
+        assert_eq!(
+            big,
+            Some(
+                "the exclusive group `big` is shipped with 3000 members on: `m0`, `m1`, `m2`, `m3`, `m4` and 2995 more"
+            )
         );
     }
 
