@@ -315,10 +315,19 @@ impl Outline {
     }
 }
 
+/// Longest section title kept, in bytes: every node under a header carries its title, so a
+/// megabyte-long header name over ten thousand nodes would make gigabytes (titles are for
+/// menus; a longer one is cut at a character boundary, with `…`).
+const MAX_TITLE: usize = 256;
+
 impl Section {
     fn new(title: &str, n: &PresetNode) -> Section {
+        let kept = crate::limits::fit(title, MAX_TITLE);
         Section {
-            title: title.to_string(),
+            title: match kept.len() == title.len() {
+                true => title.to_string(),
+                false => format!("{kept}…"),
+            },
             identifier: n.identifier.clone(),
             nodes: Vec::new(),
             sections: Vec::new(),
@@ -404,18 +413,33 @@ pub(crate) fn audit(nodes: &[PresetNode], out: &mut Vec<Diagnostic>) {
     let mut group_at: std::collections::HashMap<String, usize> = Default::default();
     for n in nodes {
         for (offset, name, value) in references(&n.content) {
-            for r in value.split(',').map(str::trim).filter(|r| !r.is_empty()) {
-                if !names.has(r) {
-                    out.push(at(
-                        n,
-                        offset,
-                        name.len() + 4,
-                        format!(
-                            "`{name}` names `{}`, which is no node of this preset",
-                            excerpt(r)
-                        ),
-                    ));
-                }
+            // One finding per directive, five references named: a directive of a hundred
+            // thousand references is one diagnostic, not a hundred thousand.
+            let missing: Vec<&str> = value
+                .split(',')
+                .map(str::trim)
+                .filter(|r| !r.is_empty() && !names.has(r))
+                .collect();
+            if !missing.is_empty() {
+                out.push(at(
+                    n,
+                    offset,
+                    name.len() + 4,
+                    format!(
+                        "`{name}` names {}{}, which {} no node of this preset",
+                        missing
+                            .iter()
+                            .take(5)
+                            .map(|r| format!("`{}`", excerpt(r)))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        match missing.len() {
+                            0..=5 => String::new(),
+                            k => format!(" and {} more", k - 5),
+                        },
+                        if missing.len() == 1 { "is" } else { "are" }
+                    ),
+                ));
             }
         }
         if let Some(g) = Directives::read(&n.content).exclusive_group {
@@ -534,6 +558,40 @@ mod tests {
         // A block without an end on its line is none; the next line starts afresh.
         let found: Vec<(usize, &str)> = blocks("{{// a {{// b\n{{// c}} {{//d}}").collect();
         assert_eq!(found, [(14, " c"), (23, "d")]);
+    }
+
+    /// A directive of many references naming nothing is one finding naming five.
+    #[test]
+    fn missing_references_are_one_finding_per_directive() {
+        let refs: Vec<String> = (0..10_000).map(|i| format!("ghost{i}")).collect();
+        let nodes = [PresetNode::custom(
+            "a".into(),
+            format!("{{{{// @requires {}}}}}", refs.join(",")),
+            true,
+        )];
+        let mut out = Vec::new();
+        audit(&nodes, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            out[0].message,
+            "`@requires` names `ghost0`, `ghost1`, `ghost2`, `ghost3`, `ghost4` and 9995 more, which are no node of this preset"
+        );
+    }
+
+    /// A long header name is cut in every node's section path (memory stays linear).
+    #[test]
+    fn long_titles_are_cut() {
+        let name = format!("= {}", "é".repeat(1_000));
+        let nodes = [
+            PresetNode {
+                name,
+                ..PresetNode::custom("h".into(), String::new(), true)
+            },
+            PresetNode::custom("a".into(), "x".into(), true),
+        ];
+        let o = Outline::of(&nodes);
+        assert_eq!(o.nodes[1].section, [format!("{}…", "é".repeat(128))]);
+        assert_eq!(o.sections[0].title, o.nodes[1].section[0]);
     }
 
     /// Hostile shapes: a line of `{{//` without an end, thousands of groups and references, a
