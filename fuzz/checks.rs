@@ -126,6 +126,14 @@ pub fn import(data: &[u8]) {
             n.identifier
         );
     }
+    // The authors' outline (issue 41): every node once, and JSON within a constant per node
+    // plus a constant per input byte (section titles are cut, values copied at most twice
+    // and escaped at most sixfold).
+    let outline = preset.outline();
+    assert_eq!(outline.nodes.len(), preset.nodes().len());
+    let json = outline.to_json();
+    let bound = 1024 * outline.nodes.len() + 16 * data.len() + 4096;
+    assert!(json.len() <= bound, "{} > {bound}", json.len());
     let _ = preset.compile();
 }
 
