@@ -368,7 +368,7 @@ pub(crate) fn excerpt(s: &str) -> Cow<'_, str> {
 }
 
 /// `s` cut to at most `max` bytes at a char boundary, with `…` when cut.
-fn fit_chars(s: &str, max: usize) -> Cow<'_, str> {
+pub(crate) fn fit_chars(s: &str, max: usize) -> Cow<'_, str> {
     if s.len() <= max {
         Cow::Borrowed(s)
     } else {

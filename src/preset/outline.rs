@@ -22,6 +22,7 @@ use serde::Serialize;
 use super::PresetNode;
 use crate::diagnostic::{Diagnostic, DiagnosticKind, excerpt};
 use crate::span::Span;
+use crate::syntax::LineIndex;
 
 /// The directives of one node that say how to show it and what it may be switched on with.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -60,6 +61,9 @@ pub struct Directives {
     pub auto_disable: Vec<String>,
     /// `@deprecated TEXT`.
     pub deprecated: Option<String>,
+    /// Where the block naming `exclusive_group` starts (the audit points there).
+    #[serde(skip)]
+    exclusive_group_at: usize,
 }
 
 impl Directives {
@@ -84,28 +88,35 @@ impl Directives {
             }
             let (name, value) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
             let value = value.trim();
-            let text = || Some(value.to_string());
-            let list = || value.split(',').map(|v| v.trim().to_string());
             match name {
-                "@tooltip" if !value.is_empty() => d.tooltip = text(),
-                "@badge" if !value.is_empty() => d.badge = text(),
-                "@color" if !value.is_empty() => d.color = text(),
                 "@highlight" => d.highlight = true,
-                "@category" if !value.is_empty() => d.categories.extend(list()),
-                "@mutual-exclusive-group" | "@exclusive-with-category" if !value.is_empty() => {
-                    d.exclusive_group = text()
-                }
-                "@exclusive-with" if !value.is_empty() => d.exclusive_with.extend(list()),
-                "@exclusive-with-message" if !value.is_empty() => d.exclusive_message = text(),
-                "@requires" if !value.is_empty() => d.requires.extend(list()),
-                "@requires-message" if !value.is_empty() => d.requires_message = text(),
                 "@auto-enable-dependencies" => d.auto_enable_dependencies = true,
-                "@conflicts-with" if !value.is_empty() => d.conflicts_with.extend(list()),
-                "@conflicts-message" if !value.is_empty() => d.conflicts_message = text(),
-                "@max-one-per-category" if !value.is_empty() => d.max_one_per_category = text(),
-                "@auto-disable" if !value.is_empty() => d.auto_disable.extend(list()),
-                "@deprecated" if !value.is_empty() => d.deprecated = text(),
-                _ => {}
+                // Every other directive needs a value.
+                _ if value.is_empty() => {}
+                _ => {
+                    let text = Some(value.to_string());
+                    let list = value.split(',').map(|v| v.trim().to_string());
+                    match name {
+                        "@tooltip" => d.tooltip = text,
+                        "@badge" => d.badge = text,
+                        "@color" => d.color = text,
+                        "@category" => d.categories.extend(list),
+                        "@mutual-exclusive-group" | "@exclusive-with-category" => {
+                            d.exclusive_group = text;
+                            d.exclusive_group_at = at;
+                        }
+                        "@exclusive-with" => d.exclusive_with.extend(list),
+                        "@exclusive-with-message" => d.exclusive_message = text,
+                        "@requires" => d.requires.extend(list),
+                        "@requires-message" => d.requires_message = text,
+                        "@conflicts-with" => d.conflicts_with.extend(list),
+                        "@conflicts-message" => d.conflicts_message = text,
+                        "@max-one-per-category" => d.max_one_per_category = text,
+                        "@auto-disable" => d.auto_disable.extend(list),
+                        "@deprecated" => d.deprecated = text,
+                        _ => {}
+                    }
+                }
             }
         }
         if d.tooltip.is_none() {
@@ -322,12 +333,8 @@ const MAX_TITLE: usize = 256;
 
 impl Section {
     fn new(title: &str, n: &PresetNode) -> Section {
-        let kept = crate::limits::fit(title, MAX_TITLE);
         Section {
-            title: match kept.len() == title.len() {
-                true => title.to_string(),
-                false => format!("{kept}…"),
-            },
+            title: crate::diagnostic::fit_chars(title, MAX_TITLE).into_owned(),
             identifier: n.identifier.clone(),
             nodes: Vec::new(),
             sections: Vec::new(),
@@ -393,10 +400,9 @@ fn references(content: &str) -> impl Iterator<Item = (usize, &str, &str)> {
 /// with text of its own (switching its section's header off drops that text, which often
 /// opens or closes an XML wrapper the section's nodes sit in).
 pub(crate) fn audit(nodes: &[PresetNode], out: &mut Vec<Diagnostic>) {
-    let at = |n: &PresetNode, offset: usize, len: usize, message: String| {
-        let before = &n.content[..offset];
-        let line = before.matches('\n').count() + 1;
-        let column = offset - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    // Line and column through the node's line index (built once per node that has a
+    // finding): counting line breaks before each of a node's findings would be quadratic.
+    let at = |n: &PresetNode, lines: &LineIndex, offset: usize, len: usize, message: String| {
         Diagnostic::new(
             DiagnosticKind::DirectiveProblem,
             Some(&n.identifier),
@@ -404,7 +410,7 @@ pub(crate) fn audit(nodes: &[PresetNode], out: &mut Vec<Diagnostic>) {
         )
         .at(
             Span::new(offset, offset + len),
-            (line as u32, column as u32),
+            lines.line_col(offset as u32),
         )
     };
     let names = Names::of(nodes);
@@ -412,6 +418,8 @@ pub(crate) fn audit(nodes: &[PresetNode], out: &mut Vec<Diagnostic>) {
     let mut groups: Vec<(String, Vec<&PresetNode>, usize)> = Vec::new();
     let mut group_at: std::collections::HashMap<String, usize> = Default::default();
     for n in nodes {
+        let lines = std::cell::OnceCell::new();
+        let lines = || lines.get_or_init(|| LineIndex::new(&n.content));
         for (offset, name, value) in references(&n.content) {
             // One finding per directive, five references named: a directive of a hundred
             // thousand references is one diagnostic, not a hundred thousand.
@@ -423,35 +431,19 @@ pub(crate) fn audit(nodes: &[PresetNode], out: &mut Vec<Diagnostic>) {
             if !missing.is_empty() {
                 out.push(at(
                     n,
+                    lines(),
                     offset,
                     name.len() + 4,
                     format!(
-                        "`{name}` names {}{}, which {} no node of this preset",
-                        missing
-                            .iter()
-                            .take(5)
-                            .map(|r| format!("`{}`", excerpt(r)))
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        match missing.len() {
-                            0..=5 => String::new(),
-                            k => format!(" and {} more", k - 5),
-                        },
+                        "`{name}` names {}, which {} no node of this preset",
+                        a_few(&missing),
                         if missing.len() == 1 { "is" } else { "are" }
                     ),
                 ));
             }
         }
-        if let Some(g) = Directives::read(&n.content).exclusive_group {
-            // The block that names it (the last one: the last scalar wins).
-            let offset = blocks(&n.content)
-                .filter(|(_, b)| {
-                    let b = b.trim_start();
-                    b.starts_with("@mutual-exclusive-group")
-                        || b.starts_with("@exclusive-with-category")
-                })
-                .last()
-                .map_or(0, |(at, _)| at);
+        let d = Directives::read(&n.content);
+        if let (Some(g), offset) = (d.exclusive_group, d.exclusive_group_at) {
             match group_at.get(&g) {
                 Some(&i) => groups[i].1.push(n),
                 None => {
@@ -464,6 +456,7 @@ pub(crate) fn audit(nodes: &[PresetNode], out: &mut Vec<Diagnostic>) {
         if header(&n.name).is_some() && !n.content.trim().is_empty() && !n.is_comment_only() {
             out.push(at(
                 n,
+                lines(),
                 0,
                 0,
                 format!(
@@ -475,6 +468,7 @@ pub(crate) fn audit(nodes: &[PresetNode], out: &mut Vec<Diagnostic>) {
         }
     }
     for (name, members, offset) in &groups {
+        let lines = LineIndex::new(&members[0].content);
         let on: Vec<&str> = members
             .iter()
             .filter(|m| m.enabled)
@@ -483,6 +477,7 @@ pub(crate) fn audit(nodes: &[PresetNode], out: &mut Vec<Diagnostic>) {
         if members.len() == 1 {
             out.push(at(
                 members[0],
+                &lines,
                 *offset,
                 name.len(),
                 format!("the exclusive group `{}` has one member", excerpt(name)),
@@ -490,26 +485,33 @@ pub(crate) fn audit(nodes: &[PresetNode], out: &mut Vec<Diagnostic>) {
         } else if on.len() > 1 {
             out.push(at(
                 members[0],
+                &lines,
                 *offset,
                 name.len(),
                 format!(
-                    "the exclusive group `{}` is shipped with {} members on: {}{}",
+                    "the exclusive group `{}` is shipped with {} members on: {}",
                     excerpt(name),
                     on.len(),
-                    // A few named: the message stays bounded whatever the group's size.
-                    on.iter()
-                        .take(5)
-                        .map(|m| format!("`{}`", excerpt(m)))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    match on.len() {
-                        0..=5 => String::new(),
-                        n => format!(" and {} more", n - 5),
-                    }
+                    a_few(&on)
                 ),
             ));
         }
     }
+}
+
+/// Five of `names` quoted, and how many more: a finding stays short whatever the preset's
+/// size.
+fn a_few(names: &[&str]) -> String {
+    let mut s = names
+        .iter()
+        .take(5)
+        .map(|n| format!("`{}`", excerpt(n)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > 5 {
+        s.push_str(&format!(" and {} more", names.len() - 5));
+    }
+    s
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ mod builder;
 pub(crate) mod catalog;
 pub(crate) mod lexer;
 mod lines;
+pub(crate) use lines::LineIndex;
 pub(crate) mod tree;
 
 pub(crate) use crate::span::Span;
