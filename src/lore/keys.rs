@@ -13,6 +13,8 @@ use crate::work::{Allowance, Stage};
 pub(crate) struct Segment {
     pub text: String,
     lower: OnceCell<String>,
+    /// ASCII-lowercased (the regex keys' case-folding prefilters search it).
+    ascii: OnceCell<String>,
     units: OnceCell<Vec<u16>>,
 }
 
@@ -21,12 +23,17 @@ impl Segment {
         Segment {
             text,
             lower: OnceCell::new(),
+            ascii: OnceCell::new(),
             units: OnceCell::new(),
         }
     }
 
     fn lower(&self) -> &str {
         self.lower.get_or_init(|| self.text.to_lowercase())
+    }
+
+    fn ascii(&self) -> &str {
+        self.ascii.get_or_init(|| self.text.to_ascii_lowercase())
     }
 
     fn units(&self) -> &[u16] {
@@ -249,7 +256,10 @@ pub(crate) fn test(key: &Key, seg: &Segment, steps: &mut Steps) -> Result<bool, 
     let found = match (budget > l, *sticky) {
         (false, _) => Err(regress::StepLimit),
         (true, true) => pattern.regex.match_at_utf16_bounded(units, 0, &mut left),
-        (true, false) => pattern.find_at(&seg.text, units, 0, &mut left),
+        (true, false) => {
+            let hay = pattern.haystack_kept(&seg.text, || seg.ascii());
+            pattern.find_at(&hay, units, 0, &mut left)
+        }
     };
     steps.regex.spend(budget - left);
     match found {

@@ -354,13 +354,31 @@ impl Pattern {
     /// `text` as the prefilters search it: a copy only when they fold case (and have
     /// something to search for).
     pub fn haystack<'t>(&self, text: &'t str) -> Haystack<'t> {
-        let searched = self.required.is_some() || self.prefixes.is_some();
         Haystack(
-            match self.fold && searched && text.bytes().any(|b| b.is_ascii_uppercase()) {
+            match self.folds() && text.bytes().any(|b| b.is_ascii_uppercase()) {
                 true => std::borrow::Cow::Owned(text.to_ascii_lowercase()),
                 false => std::borrow::Cow::Borrowed(text),
             },
         )
+    }
+
+    /// [`haystack`](Self::haystack) of a text whose ASCII-lowercased form the caller keeps
+    /// (`lowered`, asked for only when the prefilters fold case): a World Info segment is
+    /// tested by every regex key of a call, and copied once, not once per key.
+    pub fn haystack_kept<'t>(
+        &self,
+        text: &'t str,
+        lowered: impl FnOnce() -> &'t str,
+    ) -> Haystack<'t> {
+        Haystack(std::borrow::Cow::Borrowed(match self.folds() {
+            true => lowered(),
+            false => text,
+        }))
+    }
+
+    /// Whether the prefilters search ASCII-lowercased text.
+    fn folds(&self) -> bool {
+        self.fold && (self.required.is_some() || self.prefixes.is_some())
     }
 
     /// The first position at or after unit `pos` where a match can start (an occurrence of a
@@ -382,13 +400,12 @@ impl Pattern {
     /// `regex.find_at_utf16_bounded` would, in fewer steps.
     pub fn find_at(
         &self,
-        text: &str,
+        hay: &Haystack<'_>,
         units: &[u16],
         pos: usize,
         steps: &mut u64,
     ) -> Result<Option<regress::Match>, regress::StepLimit> {
-        let hay = self.haystack(text);
-        let Some(last) = self.last_start(&hay) else {
+        let Some(last) = self.last_start(hay) else {
             return Ok(None);
         };
         if !self.has_starts() {
@@ -399,7 +416,7 @@ impl Pattern {
         }
         let mut cursor = Cursor::default();
         let mut at = pos;
-        while let Some(start) = self.next_start(&hay, &mut cursor, at) {
+        while let Some(start) = self.next_start(hay, &mut cursor, at) {
             if start > last {
                 break;
             }
@@ -482,7 +499,7 @@ mod tests {
                         .unwrap()
                         .map(|m| m.range());
                     let got = p
-                        .find_at(text, &units, pos, &mut u64::MAX.clone())
+                        .find_at(&p.haystack(text), &units, pos, &mut u64::MAX.clone())
                         .unwrap()
                         .map(|m| m.range());
                     assert_eq!(got, want, "{f} in {text:?} from {pos}");
