@@ -523,6 +523,39 @@ fn imports(t: &mut Table) {
         },
         run,
     );
+    // Switching under the authors' constraints (issue 41): one node of a group whose other
+    // members are all on, and all exclude it by a shared name, switched on with resolution
+    // (every other member goes off); and half the nodes asked on, each warning of a soft
+    // conflict with every node on.
+    let group = |n: usize| {
+        let content = "{{// @mutual-exclusive-group g}}{{// @exclusive-with same}}{{// @conflicts-with same}}";
+        let bytes = doc(
+            json!({"prompts": (0..n).map(|i| json!({"identifier": format!("n{i}"),
+            "name": "same", "content": content, "enabled": i > 0})).collect::<Vec<_>>()}),
+        );
+        Preset::from_json_with(&bytes, &roomy()).expect("preset")
+    };
+    t.row("switch/one-against-a-group", 5_000, group, |p| {
+        black_box(
+            p.plan_switch(&[("n0", true)], stpreset::switch::Resolve::Resolve)
+                .ok(),
+        );
+    });
+    t.row(
+        "switch/half-asked-on-with-soft-conflicts",
+        5_000,
+        |n| {
+            let bytes = doc(json!({"prompts": (0..n).map(|i| json!({"identifier": format!("n{i}"),
+                "name": "same", "content": "{{// @conflicts-with same}}", "enabled": i % 2 == 0})).collect::<Vec<_>>()}));
+            let p = Preset::from_json_with(&bytes, &roomy()).expect("preset");
+            let ids: Vec<String> = (0..n).filter(|i| i % 2 == 1).map(|i| format!("n{i}")).collect();
+            (p, ids)
+        },
+        |(p, ids)| {
+            let asked: Vec<(&str, bool)> = ids.iter().map(|id| (id.as_str(), true)).collect();
+            black_box(p.plan_switch(&asked, stpreset::switch::Resolve::Refuse).ok());
+        },
+    );
     // Every node switched off by its own toggle (the packages' `compile(toggles)`, the
     // previewer's switches).
     t.row(

@@ -134,6 +134,27 @@ pub fn import(data: &[u8]) {
     let json = outline.to_json();
     let bound = 1024 * outline.nodes.len() + 16 * data.len() + 4096;
     assert!(json.len() <= bound, "{} > {bound}", json.len());
+    // Switching under the authors' constraints (issue 41): every node asked on, refused or
+    // resolved; what comes back stays within a constant per node plus one per input byte.
+    let asked: Vec<(&str, bool)> = preset
+        .nodes()
+        .iter()
+        .map(|n| (n.identifier.as_str(), true))
+        .collect();
+    for how in [
+        stpreset::switch::Resolve::Refuse,
+        stpreset::switch::Resolve::Resolve,
+    ] {
+        let shown = match preset.plan_switch(&asked, how) {
+            Ok(done) => {
+                assert!(done.changes.len() <= asked.len());
+                done.to_json()
+            }
+            Err(e) => e.to_string(),
+        };
+        let bound = 64 * 1024 * (asked.len() + 1) + 16 * data.len();
+        assert!(shown.len() <= bound, "{} > {bound}", shown.len());
+    }
     let _ = preset.compile();
 }
 

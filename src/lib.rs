@@ -76,6 +76,7 @@ pub use lore::{Card, Lorebook};
 pub use options::RenderOptions;
 /// Sections, tooltips and exclusive groups a preset's author wrote for its nodes (issue 41).
 pub use preset::outline;
+pub use preset::switch;
 pub use preset::{CompiledPreset, Preset, PresetError, PresetNode};
 pub use provider::{ProviderOptions, Shape};
 pub use render::{Expansion, Rendered, request_options};

@@ -170,3 +170,65 @@ fn the_cli_lists_nodes_by_section() {
         serde_json::json!(["Style", "Length"])
     );
 }
+
+/// `stpreset store toggle`: a switch that breaks an exclusive group is refused with the nodes
+/// on and the author's message, and nothing changes; `--resolve` switches the other member off
+/// and prints it; `store nodes --sections` shows the outline of the stored preset.
+#[test]
+fn the_store_toggles_under_the_authors_constraints() {
+    let preset = br#"{"prompts": [
+        {"identifier": "h", "name": "=== Style ===", "content": ""},
+        {"identifier": "a", "name": "Terse", "content": "{{// @mutual-exclusive-group len}}Be terse."},
+        {"identifier": "b", "name": "Lush", "content": "{{// @mutual-exclusive-group len}}{{// @exclusive-with-message One length only.}}{{// @deprecated use Terse}}Be lush.", "enabled": false}]}"#;
+    let path = support::temp("outline-store.json", preset);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.sqlite");
+    let store = |args: &[&str]| {
+        let mut all = vec!["store", "--db", support::arg(&db), "--server", "5"];
+        all.extend_from_slice(args);
+        support::stpreset(&all, None)
+    };
+    assert!(store(&["import", support::arg(&path)]).status.success());
+    let out = store(&["toggle", "1", "b=on"]);
+    assert!(!out.status.success());
+    let err = support::text(&out.stderr);
+    assert!(
+        err.contains("on now: \"Terse\"")
+            && err.contains("One length only.")
+            && err.contains("--resolve"),
+        "{err}"
+    );
+    let out = store(&["nodes", "1", "--sections"]);
+    assert_eq!(
+        support::text(&out.stdout),
+        "# Style (1/2)\n  [x] Terse  a  (one of: len)\n  [ ] Lush  b  (one of: len)\n"
+    );
+    let out = store(&["toggle", "1", "b=on", "--resolve"]);
+    assert!(out.status.success(), "{}", support::text(&out.stderr));
+    assert!(
+        support::text(&out.stdout).starts_with("a=off\t"),
+        "{}",
+        support::text(&out.stdout)
+    );
+    assert_eq!(
+        support::text(&out.stderr),
+        "warning: \"Lush\" is deprecated\n"
+    );
+    let out = store(&["nodes", "1", "--sections", "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let on: Vec<bool> = json["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["enabled"].as_bool().unwrap())
+        .collect();
+    assert_eq!(on, [true, false, true]);
+    // JSON: every switch, what was resolved, the warnings with the author's words.
+    let out = store(&["toggle", "1", "a=on", "--resolve", "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        json["changes"][1],
+        serde_json::json!({"identifier": "b", "enabled": false})
+    );
+    assert_eq!(json["resolved"][0]["kind"], "mutual-exclusive-group");
+}

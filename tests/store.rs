@@ -1887,3 +1887,174 @@ fn toggles_reach_the_sillytavern_layout() {
         assert_eq!(st_texts(&store, 1), ["Main", "[Start a new Chat]"]);
     }
 }
+
+// ---- Toggles under the authors' constraints (issue 41) ----
+
+const STYLES: &[u8] = br#"{"prompts": [
+    {"identifier": "main", "content": "Hi"},
+    {"identifier": "terse", "name": "Terse", "content": "{{// @mutual-exclusive-group len}}T"},
+    {"identifier": "lush", "name": "Lush", "content": "{{// @mutual-exclusive-group len}}{{// @exclusive-with-message Pick one length.}}L", "enabled": false},
+    {"identifier": "plain", "name": "Plain", "content": "{{// @mutual-exclusive-group len}}P", "enabled": false}]}"#;
+
+fn enabled(store: &PresetStore, server: i64, id: i64) -> Vec<String> {
+    store
+        .get(server, id)
+        .unwrap()
+        .nodes()
+        .iter()
+        .filter(|n| n.enabled)
+        .map(|n| n.identifier.clone())
+        .collect()
+}
+
+#[test]
+fn toggles_refuse_what_breaks_a_constraint_and_resolve_when_asked() {
+    use stpreset::switch::{IssueKind, Resolve};
+    for db in backends() {
+        let store = db.open();
+        let id = store.import(1, "styles", STYLES).unwrap();
+        match store.set_enabled(1, id, &[("lush", true)]) {
+            Err(StoreError::Refused { node, issues, .. }) => {
+                assert_eq!(node, "lush");
+                assert_eq!(issues[0].kind, IssueKind::Group);
+                assert_eq!(issues[0].others, ["terse"]);
+                assert_eq!(issues[0].author.as_deref(), Some("Pick one length."));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(enabled(&store, 1, id), ["main", "terse"], "nothing written");
+        // Turning off never refuses; an unknown node still fails the whole call.
+        store.set_enabled(1, id, &[("terse", false)]).unwrap();
+        assert!(matches!(
+            store.set_enabled(1, id, &[("lush", true), ("nope", true)]),
+            Err(StoreError::UnknownNode { .. })
+        ));
+        store.set_enabled(1, id, &[("lush", true)]).unwrap();
+        let done = store
+            .switch(1, id, &[("plain", true)], Resolve::Resolve)
+            .unwrap();
+        assert_eq!(done.resolved[0].others, ["lush"]);
+        assert_eq!(enabled(&store, 1, id), ["main", "plain"]);
+        // The cache saw the write.
+        assert_eq!(texts(&store, 1).unwrap(), ["Hi", "P"]);
+        // Other servers cannot switch it.
+        assert!(matches!(
+            store.switch(2, id, &[("lush", true)], Resolve::Resolve),
+            Err(StoreError::NotFound { .. })
+        ));
+    }
+}
+
+#[test]
+fn two_admins_switching_one_group_at_once_never_leave_two_members_on() {
+    for db in backends() {
+        let first = Arc::new(db.open());
+        let id = first.import(1, "styles", STYLES).unwrap();
+        first.set_enabled(1, id, &[("terse", false)]).unwrap();
+        for _ in 0..20 {
+            let second = Arc::new(db.open());
+            let racers: Vec<_> = [(first.clone(), "lush"), (second, "plain")]
+                .into_iter()
+                .map(|(store, node)| {
+                    std::thread::spawn(move || store.set_enabled(1, id, &[(node, true)]).is_ok())
+                })
+                .collect();
+            let won: Vec<bool> = racers.into_iter().map(|r| r.join().unwrap()).collect();
+            assert_eq!(won.iter().filter(|w| **w).count(), 1, "{won:?}");
+            let on = enabled(&first, 1, id);
+            assert_eq!(on.len(), 2, "main and one style: {on:?}");
+            first
+                .set_enabled(1, id, &[("lush", false), ("plain", false)])
+                .unwrap();
+        }
+    }
+}
+
+/// Every exclusive group of the corpus's directive presets, switched through the store: an
+/// off member is refused while another is on, and resolving leaves exactly it on.
+#[test]
+fn the_corpus_groups_switch_one_member_at_a_time() {
+    use stpreset::switch::Resolve;
+    let Some(corpus) = support_corpus() else {
+        return;
+    };
+    let db = tempfile::tempdir().unwrap();
+    let store = open(&db);
+    let (mut checked, mut resolved) = (0, 0);
+    for (file, preset) in corpus {
+        let bytes = std::fs::read(&file).unwrap();
+        let id = store.import(1, &file.to_string_lossy(), &bytes).unwrap();
+        let outline = preset.outline();
+        if outline.groups.is_empty() {
+            // No directives (Lucid Loom, Marinara, ST's Default): every switch is accepted.
+            let all: Vec<(&str, bool)> = preset
+                .nodes()
+                .iter()
+                .map(|n| (n.identifier.as_str(), true))
+                .collect();
+            let done = store.switch(1, id, &all, Resolve::Refuse).unwrap();
+            assert!(done.resolved.is_empty(), "{}", file.display());
+            continue;
+        }
+        for g in outline.groups.iter().filter(|g| g.members.len() > 1) {
+            let on_now = |store: &PresetStore| -> Vec<String> {
+                let on = enabled(store, 1, id);
+                g.members
+                    .iter()
+                    .filter(|m| on.contains(m))
+                    .cloned()
+                    .collect()
+            };
+            let pick = g
+                .members
+                .iter()
+                .find(|m| !on_now(&store).contains(m))
+                .unwrap();
+            let before = on_now(&store);
+            let plain = store.set_enabled(1, id, &[(pick.as_str(), true)]);
+            assert_eq!(
+                plain.is_err(),
+                !before.is_empty(),
+                "{} group {}: {plain:?}",
+                file.display(),
+                g.name
+            );
+            match store.switch(1, id, &[(pick.as_str(), true)], Resolve::Resolve) {
+                Ok(_) => {
+                    assert_eq!(on_now(&store), std::slice::from_ref(pick), "{}", g.name);
+                    resolved += 1;
+                }
+                // A member that requires a node another constraint excludes: refused whole.
+                Err(StoreError::Refused { issues, .. }) => {
+                    eprintln!("{}: {issues:?}", g.name);
+                    assert_eq!(on_now(&store), before, "{}: {issues:?}", g.name)
+                }
+                Err(e) => panic!("{e}"),
+            }
+            checked += 1;
+        }
+    }
+    // NemoEngine 11.5.2's 32 groups of two or more, NemoNet 2.0's 17, Magpie's 7, ...
+    assert_eq!((checked, resolved), (58, 58));
+}
+
+/// The corpus presets' files, by path (the store imports bytes).
+fn support_corpus() -> Option<Vec<(std::path::PathBuf, stpreset::Preset)>> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/presets");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        eprintln!(
+            "SKIPPED: {} not found (../shared is not beside this checkout)",
+            dir.display()
+        );
+        return None;
+    };
+    let mut out: Vec<_> = entries
+        .flatten()
+        .filter_map(|e| {
+            let preset = stpreset::Preset::from_json(&std::fs::read(e.path()).ok()?).ok()?;
+            Some((e.path(), preset))
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Some(out)
+}

@@ -337,7 +337,35 @@ export declare class ContextError extends StpresetError {}
 export declare class TemplateError extends StpresetError {}
 /** A character card that cannot be read (kind `CardPngInvalid`, `CardNoMetadata`, `CardJsonInvalid`, `CardNotACard`, `CardTooLarge`). */
 export declare class CardError extends StpresetError {}
-export declare class StoreError extends StpresetError {}
+export declare class StoreError extends StpresetError {
+  /** For kind `Refused`: the node that could not be switched on. */
+  readonly node?: string;
+  /** For kind `Refused`: the constraints in the way. */
+  readonly issues?: SwitchIssue[];
+}
+
+/** A constraint a switch meets (kinds as the NemoPresetExt extension names them). */
+export interface SwitchIssue {
+  kind: 'exclusive' | 'mutual-exclusive-group' | 'category-limit' | 'missing-dependency' | 'soft-conflict' | 'deprecated' | 'unresolvable';
+  /** The node being switched on. */
+  node: string;
+  /** The nodes in the way (on) or needed (off), identifiers. */
+  others: string[];
+  /** What is wrong, naming the nodes. */
+  message: string;
+  /** The author's message, when the preset has one. */
+  author: string | null;
+}
+
+/** What `store.setEnabled` did. */
+export interface Switched {
+  /** Every identifier switched: the asked ones, then the resolutions'. */
+  changes: { identifier: string; enabled: boolean }[];
+  /** The errors resolved (by `resolve: true` or the author's own directives). */
+  resolved: SwitchIssue[];
+  /** Soft conflicts, deprecated nodes, unmet requirements switched on anyway. */
+  warnings: SwitchIssue[];
+}
 
 /** A server or preset id: BigInt, a safe integer, or decimal text (Discord ids are past 2^53). */
 export type StoreId = bigint | number | string;
@@ -359,9 +387,11 @@ export declare class PresetStore {
   list(server: StoreId): PresetSummary[];
   /** A stored preset's nodes in walk order, with the switches the store keeps. */
   nodes(server: StoreId, preset: StoreId): PresetNodeInfo[];
+  /** A stored preset's nodes under their sections, with the stored switches. */
+  outline(server: StoreId, preset: StoreId): Outline;
   activate(server: StoreId, preset: StoreId): void;
   deactivate(server: StoreId): void;
-  setEnabled(server: StoreId, preset: StoreId, toggles: Record<string, boolean>): void;
+  setEnabled(server: StoreId, preset: StoreId, toggles: Record<string, boolean>, options?: { resolve?: boolean }): Switched;
   allowRegex(server: StoreId, preset: StoreId, allowed: boolean): void;
   delete(server: StoreId, preset: StoreId): void;
   active(server: StoreId): CompiledPreset | null;

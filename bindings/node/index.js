@@ -36,7 +36,10 @@ function rethrow(e) {
   }
   const Class = classes[info && info.class];
   if (!Class) throw e;
-  throw new Class(info.kind, info.message);
+  const err = new Class(info.kind, info.message);
+  // A refused toggle names the node and the constraints in the way.
+  if (info.issues) Object.assign(err, { node: info.node, issues: info.issues });
+  throw err;
 }
 
 function call(f) {
@@ -712,6 +715,10 @@ class PresetStore {
   nodes(server, preset) {
     return JSON.parse(call(() => this._inner.nodesJson(storeId(server, 'server'), storeId(preset, 'preset'))));
   }
+  /** A stored preset's nodes under their sections, with the stored switches (as `preset.outline()`). */
+  outline(server, preset) {
+    return JSON.parse(call(() => this._inner.outlineJson(storeId(server, 'server'), storeId(preset, 'preset'))));
+  }
   activate(server, preset) {
     call(() => this._inner.activate(storeId(server, 'server'), storeId(preset, 'preset')));
   }
@@ -719,9 +726,18 @@ class PresetStore {
     call(() => this._inner.deactivate(storeId(server, 'server')));
   }
   /** Switches nodes on or off: `{ identifier: boolean }`; an unknown one fails the whole call. */
-  setEnabled(server, preset, toggles) {
+  /**
+   * Switches nodes under their author's constraints (exclusive groups, `@exclusive-with`,
+   * `@requires`...): a switch that breaks one throws a `StoreError` of kind `Refused` with
+   * `node` and `issues`, and nothing changes; `{ resolve: true }` switches the conflicting
+   * nodes off and the required ones on instead. Returns `{ changes, resolved, warnings }`.
+   */
+  setEnabled(server, preset, toggles, options) {
     if (!isPlainObject(toggles)) throw new TypeError('setEnabled takes an object of identifier: boolean');
-    call(() => this._inner.setEnabled(storeId(server, 'server'), storeId(preset, 'preset'), togglesJson(toggles)));
+    if (options !== undefined && !isPlainObject(options)) throw new TypeError('setEnabled options must be an object like { resolve: true }');
+    const resolve = options !== undefined && options.resolve !== undefined ? options.resolve : false;
+    if (typeof resolve !== 'boolean') throw new TypeError('resolve must be true or false');
+    return JSON.parse(call(() => this._inner.setEnabled(storeId(server, 'server'), storeId(preset, 'preset'), togglesJson(toggles), resolve)));
   }
   /** Lets (or stops) the preset's regex scripts run for this server (SPEC §13.6). */
   allowRegex(server, preset, allowed) {

@@ -32,7 +32,10 @@ pub(crate) fn run(args: NodesArgs) -> Result<(), Failure> {
 
 /// `# Title (on/total)` per main header, `## Title (on/total)` per sub-header, then each node
 /// as `[x] NAME  IDENTIFIER`, its groups and badge after it, its tooltip on the next line.
-fn write_text(out: &mut impl Write, o: &stpreset::outline::Outline) -> std::io::Result<()> {
+pub(crate) fn write_text(
+    out: &mut impl Write,
+    o: &stpreset::outline::Outline,
+) -> std::io::Result<()> {
     // By header node: one lookup per header, however many there are.
     let sections: std::collections::HashMap<&str, &stpreset::outline::Section> = o
         .sections

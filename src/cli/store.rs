@@ -8,6 +8,9 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use serde_json::json;
 use stpreset::PresetStore;
+use stpreset::diagnostic::terminal_line;
+use stpreset::store::StoreError;
+use stpreset::switch::{Resolve, Switched};
 
 use super::{ContextArgs, Failure, Format, read};
 
@@ -52,6 +55,10 @@ enum StoreCommand {
         /// "marker", "name", "role"}]`, as the packages' `preset.nodes()`.
         #[arg(long, value_enum, default_value_t)]
         format: Format,
+        /// Print the nodes under their sections with tooltips, badges and exclusive groups,
+        /// as `stpreset nodes` does (JSON: `{"nodes", "groups", "sections"}`).
+        #[arg(long)]
+        sections: bool,
     },
     /// Make a preset the server's active one.
     Activate {
@@ -73,7 +80,10 @@ enum StoreCommand {
         #[arg(value_name = "PRESET_ID")]
         id: i64,
     },
-    /// Enable or disable nodes: `IDENT=on` / `IDENT=off`.
+    /// Enable or disable nodes: `IDENT=on` / `IDENT=off`, under the author's constraints
+    /// (exclusive groups, `@exclusive-with`, `@requires`...): a switch that breaks one is
+    /// refused, naming the nodes in the way and the author's message, and nothing changes.
+    /// Prints each switch made besides the asked ones; warnings go to standard error.
     Toggle {
         /// The preset's id.
         #[arg(value_name = "PRESET_ID")]
@@ -81,6 +91,14 @@ enum StoreCommand {
         /// Node changes, `IDENT=on` or `IDENT=off` (an identifier from the preset's prompts).
         #[arg(required = true, value_parser = parse_toggle, value_name = "IDENT=on|off")]
         changes: Vec<(String, bool)>,
+        /// Switch the conflicting nodes off and the required ones on instead of refusing.
+        #[arg(long)]
+        resolve: bool,
+        /// `text`: `IDENT=on|off` per switch made besides the asked ones, with why; `json`:
+        /// `{"changes", "resolved", "warnings"}` (every switch, the errors resolved, the
+        /// warnings).
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
     },
     /// Delete a preset (the newest survivor becomes active if it was).
     Delete {
@@ -141,6 +159,39 @@ fn printable(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The switches made besides the asked ones (`IDENT=off  <- why`), then the warnings on
+/// standard error.
+fn print_switched(
+    out: &mut impl Write,
+    done: &Switched,
+    asked: &[(&str, bool)],
+) -> std::io::Result<()> {
+    let why: std::collections::HashMap<&str, &str> = done
+        .resolved
+        .iter()
+        .flat_map(|r| r.others.iter().map(|o| (o.as_str(), r.message.as_str())))
+        .collect();
+    let asked: std::collections::HashSet<&str> = asked.iter().map(|(id, _)| *id).collect();
+    for c in done
+        .changes
+        .iter()
+        .filter(|c| !asked.contains(c.identifier.as_str()))
+    {
+        writeln!(
+            out,
+            "{}={}\t{}",
+            printable(&c.identifier),
+            if c.enabled { "on" } else { "off" },
+            terminal_line(why.get(c.identifier.as_str()).copied().unwrap_or_default())
+        )?;
+    }
+    let mut err = super::stderr();
+    for w in &done.warnings {
+        writeln!(err, "warning: {}", terminal_line(&w.message))?;
+    }
+    err.flush()
+}
+
 fn failed(e: impl std::fmt::Display) -> Failure {
     Failure(e.to_string())
 }
@@ -184,9 +235,17 @@ pub(crate) fn run(args: StoreArgs) -> Result<(), Failure> {
                 }),
             }
         }
-        StoreCommand::Nodes { id, format } => {
+        StoreCommand::Nodes {
+            id,
+            format,
+            sections,
+        } => {
             let preset = store.get(server, id).map_err(failed)?;
             match format {
+                _ if sections => match format {
+                    Format::Json => writeln!(out, "{}", preset.outline().to_json()),
+                    Format::Text => super::nodes::write_text(&mut out, &preset.outline()),
+                },
                 Format::Json => writeln!(out, "{}", preset.nodes_json()),
                 Format::Text => preset.nodes().iter().try_for_each(|n| {
                     let state = if n.enabled { "on" } else { "off" };
@@ -215,11 +274,32 @@ pub(crate) fn run(args: StoreArgs) -> Result<(), Failure> {
             store.allow_regex(server, id, false).map_err(failed)?;
             Ok(())
         }
-        StoreCommand::Toggle { id, changes } => {
+        StoreCommand::Toggle {
+            id,
+            changes,
+            resolve,
+            format,
+        } => {
             let changes: Vec<(&str, bool)> =
                 changes.iter().map(|(s, on)| (s.as_str(), *on)).collect();
-            store.set_enabled(server, id, &changes).map_err(failed)?;
-            Ok(())
+            let how = if resolve {
+                Resolve::Resolve
+            } else {
+                Resolve::Refuse
+            };
+            let done = store
+                .switch(server, id, &changes, how)
+                .map_err(|e| match e {
+                    StoreError::Refused { .. } if !resolve => Failure(format!(
+                        "{e}; nothing changed (--resolve switches the conflicting nodes off \
+                         and the required ones on)"
+                    )),
+                    e => failed(e),
+                })?;
+            match format {
+                Format::Json => writeln!(out, "{}", done.to_json()),
+                Format::Text => print_switched(&mut out, &done, &changes),
+            }
         }
         StoreCommand::Delete { id } => {
             store.delete(server, id).map_err(failed)?;

@@ -7,6 +7,7 @@ mod fields;
 mod legacy;
 pub mod outline;
 mod raw;
+pub mod switch;
 
 use std::collections::{HashMap, HashSet};
 
@@ -332,6 +333,45 @@ impl Preset {
     /// ```
     pub fn outline(&self) -> outline::Outline {
         outline::Outline::of(&self.nodes)
+    }
+
+    /// What switching these nodes would do under their author's constraints
+    /// ([`switch`](crate::switch)), without switching anything: the store checks a toggle
+    /// this way inside its transaction.
+    ///
+    /// ```
+    /// use stpreset::switch::{Resolve, SwitchError};
+    /// let p = stpreset::Preset::from_json(br#"{"prompts": [
+    ///     {"identifier": "a", "content": "{{// @mutual-exclusive-group len}}Be terse."},
+    ///     {"identifier": "b", "content": "{{// @mutual-exclusive-group len}}Be lush.", "enabled": false}]}"#).unwrap();
+    /// assert!(matches!(p.plan_switch(&[("b", true)], Resolve::Refuse), Err(SwitchError::Refused { .. })));
+    /// let done = p.plan_switch(&[("b", true)], Resolve::Resolve).unwrap();
+    /// assert_eq!(done.changes[1].identifier, "a");
+    /// assert!(!done.changes[1].enabled);
+    /// ```
+    pub fn plan_switch(
+        &self,
+        changes: &[(&str, bool)],
+        how: switch::Resolve,
+    ) -> Result<switch::Switched, switch::SwitchError> {
+        switch::plan(&self.nodes, changes, how)
+    }
+
+    /// Switches nodes under their author's constraints ([`plan_switch`](Self::plan_switch)),
+    /// all or none; [`set_enabled_all`](Self::set_enabled_all) switches without checking.
+    pub fn switch(
+        &mut self,
+        changes: &[(&str, bool)],
+        how: switch::Resolve,
+    ) -> Result<switch::Switched, switch::SwitchError> {
+        let done = self.plan_switch(changes, how)?;
+        self.set_enabled_all(
+            done.changes
+                .iter()
+                .map(|c| (c.identifier.as_str(), c.enabled)),
+        )
+        .map_err(|id| switch::SwitchError::UnknownNode(id.to_string()))?;
+        Ok(done)
     }
 
     /// Switches the nodes with this identifier on or off (before compiling); returns whether

@@ -349,11 +349,14 @@ impl Section {
     }
 }
 
-/// A reference as the extension compares it with identifiers and names: lowercased, without
-/// leading emoji, punctuation and spaces.
-fn fold(s: &str) -> String {
+/// A reference as the extension compares it with identifiers and names
+/// (`normalizePromptReference`): lowercased, without leading emoji, punctuation and spaces,
+/// each run of white space one space.
+pub(super) fn fold(s: &str) -> String {
     s.trim_start_matches(|c: char| !c.is_alphanumeric())
-        .trim()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
         .to_lowercase()
 }
 

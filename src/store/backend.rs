@@ -7,6 +7,7 @@
 
 use crate::limits::Limits;
 use crate::preset::Preset;
+use crate::preset::switch::{Resolve, Switched};
 
 use super::{PresetSummary, StoreError};
 
@@ -51,9 +52,16 @@ pub(super) trait Backend: Send + Sync {
     fn activate(&self, server: i64, id: i64) -> Result<(), StoreError>;
     fn allow_regex(&self, server: i64, id: i64, allowed: bool) -> Result<(), StoreError>;
     fn deactivate(&self, server: i64) -> Result<(), StoreError>;
-    /// All changes or none: an unknown identifier is `UnknownNode` and nothing is written.
-    fn set_enabled(&self, server: i64, id: i64, changes: &[(&str, bool)])
-    -> Result<(), StoreError>;
+    /// All changes or none, planned by [`super::plan_switch`] on the stored states inside
+    /// the write: an unknown identifier is `UnknownNode`, a broken constraint `Refused`, and
+    /// nothing is written.
+    fn switch(
+        &self,
+        server: i64,
+        id: i64,
+        changes: &[(&str, bool)],
+        how: Resolve,
+    ) -> Result<Switched, StoreError>;
     /// Deleting the active preset promotes the most recently created survivor.
     fn delete(&self, server: i64, id: i64) -> Result<(), StoreError>;
     fn load_active(&self, server: i64) -> Result<Option<ActivePreset>, StoreError>;

@@ -19,6 +19,7 @@ use std::time::Duration;
 use thiserror::Error;
 
 use crate::context::Context;
+use crate::preset::switch::{Resolve, SwitchError, Switched};
 use crate::preset::{CompiledPreset, Preset, PresetError};
 use crate::render::Rendered;
 
@@ -72,12 +73,37 @@ pub enum StoreError {
         /// The identifier asked for.
         identifier: String,
     },
+    /// Switching a node on breaks its author's constraints ([`crate::switch`]); nothing was
+    /// switched.
+    #[error("preset {id}: {}", crate::preset::switch::refusal(.node, .issues))]
+    Refused {
+        /// The preset.
+        id: i64,
+        /// The node that could not be switched on.
+        node: String,
+        /// The constraints it breaks, with the nodes they name and the author's messages.
+        issues: Vec<crate::preset::switch::Issue>,
+    },
     /// The preset file was refused.
     #[error(transparent)]
     Preset(#[from] PresetError),
     /// Any other database failure.
     #[error("database error: {0}")]
     Database(String),
+}
+
+/// What switching `changes` on stored preset `id` does (backends call it inside the write,
+/// on the states they read there), or the store's refusal.
+fn plan_switch(
+    preset: &Preset,
+    id: i64,
+    changes: &[(&str, bool)],
+    how: Resolve,
+) -> Result<Switched, StoreError> {
+    preset.plan_switch(changes, how).map_err(|e| match e {
+        SwitchError::UnknownNode(identifier) => StoreError::UnknownNode { id, identifier },
+        SwitchError::Refused { node, issues } => StoreError::Refused { id, node, issues },
+    })
 }
 
 impl StoreError {
@@ -393,14 +419,43 @@ impl PresetStore {
         self.changed(server, self.backend.deactivate(server))
     }
 
-    /// Sets nodes' enabled states (markers too). An unknown identifier fails the whole call.
+    /// Sets nodes' enabled states (markers too) under their author's constraints, refusing
+    /// what breaks one ([`switch`](Self::switch) with [`Resolve::Refuse`]). An unknown
+    /// identifier fails the whole call.
     pub fn set_enabled(
         &self,
         server: i64,
         id: i64,
         changes: &[(&str, bool)],
     ) -> Result<(), StoreError> {
-        self.changed(server, self.backend.set_enabled(server, id, changes))
+        self.switch(server, id, changes, Resolve::Refuse)
+            .map(|_| ())
+    }
+
+    /// Switches nodes under their author's constraints ([`crate::switch`]): checked against
+    /// the stored states inside the write, so two admins switching members of one exclusive
+    /// group at once cannot both win; all or nothing. Returns what was switched (resolutions
+    /// included) and the warnings.
+    ///
+    /// ```
+    /// use stpreset::{PresetStore, store::StoreError, switch::Resolve};
+    /// let store = PresetStore::open_in_memory().unwrap();
+    /// let id = store.import(7, "styles", br#"{"prompts": [
+    ///     {"identifier": "terse", "content": "{{// @mutual-exclusive-group len}}Be terse."},
+    ///     {"identifier": "lush", "content": "{{// @mutual-exclusive-group len}}Be lush.", "enabled": false}]}"#).unwrap();
+    /// let refused = store.switch(7, id, &[("lush", true)], Resolve::Refuse).unwrap_err();
+    /// assert!(matches!(refused, StoreError::Refused { .. }));
+    /// let done = store.switch(7, id, &[("lush", true)], Resolve::Resolve).unwrap();
+    /// assert_eq!(done.changes.len(), 2, "terse went off");
+    /// ```
+    pub fn switch(
+        &self,
+        server: i64,
+        id: i64,
+        changes: &[(&str, bool)],
+        how: Resolve,
+    ) -> Result<Switched, StoreError> {
+        self.changed(server, self.backend.switch(server, id, changes, how))
     }
 
     /// Deletes a preset; if it was active, the most recently created survivor becomes active.

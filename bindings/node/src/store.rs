@@ -13,6 +13,12 @@ use crate::{CompiledPreset, error};
 fn store_error(e: stpreset::store::StoreError) -> napi::Error {
     match &e {
         stpreset::store::StoreError::Preset(p) => error("PresetError", p.kind(), p),
+        // The nodes in the way and the author's messages, for a bot to show or resolve.
+        stpreset::store::StoreError::Refused { node, issues, .. } => {
+            let info = serde_json::json!({"class": "StoreError", "kind": e.kind(),
+                "message": e.to_string(), "node": node, "issues": issues});
+            napi::Error::new(napi::Status::InvalidArg, info.to_string())
+        }
         _ => error("StoreError", e.kind(), e),
     }
 }
@@ -74,6 +80,16 @@ impl PresetStore {
             .map_err(store_error)
     }
 
+    /// A stored preset's outline with its stored switches, as JSON (`Preset.outline()`;
+    /// `stpreset store nodes ID --sections --format json`).
+    #[napi]
+    pub fn outline_json(&self, server: String, preset: String) -> Result<String> {
+        self.inner
+            .get(id(&server)?, id(&preset)?)
+            .map(|p| p.outline().to_json())
+            .map_err(store_error)
+    }
+
     /// The server's presets as JSON: `[{"active", "id", "name", "nodes", "regex_allowed"}]`,
     /// each id as decimal text (as `import_preset` returns it; JS numbers stop at 2^53).
     #[napi]
@@ -104,14 +120,28 @@ impl PresetStore {
         self.inner.deactivate(id(&server)?).map_err(store_error)
     }
 
-    /// Switches nodes on or off: `{"identifier": bool}` as JSON; an unknown one fails the call.
+    /// Switches nodes on or off under their author's constraints: `{"identifier": bool}` as
+    /// JSON; an unknown one fails the call, a broken constraint is refused unless `resolve`.
+    /// Returns `{changes, resolved, warnings}` as JSON.
     #[napi]
-    pub fn set_enabled(&self, server: String, preset: String, toggles_json: String) -> Result<()> {
+    pub fn set_enabled(
+        &self,
+        server: String,
+        preset: String,
+        toggles_json: String,
+        resolve: bool,
+    ) -> Result<String> {
         let toggles: std::collections::BTreeMap<String, bool> =
             serde_json::from_str(&toggles_json).map_err(|e| error("StoreError", "Toggles", e))?;
         let changes: Vec<(&str, bool)> = toggles.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        let how = if resolve {
+            stpreset::switch::Resolve::Resolve
+        } else {
+            stpreset::switch::Resolve::Refuse
+        };
         self.inner
-            .set_enabled(id(&server)?, id(&preset)?, &changes)
+            .switch(id(&server)?, id(&preset)?, &changes, how)
+            .map(|done| done.to_json())
             .map_err(store_error)
     }
 

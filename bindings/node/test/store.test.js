@@ -100,3 +100,22 @@ test('a PostgreSQL connection string opens the same store, shared between instan
     assert.throws(() => s.PresetStore.open('postgresql://nobody@127.0.0.1:1/x?connect_timeout=1'),
       (e) => e instanceof s.StoreError && e.kind === 'Open');
   });
+
+test('toggles keep the author\'s exclusive groups: refused with the nodes in the way, or resolved', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stpreset-store-'));
+  const store = s.PresetStore.open(path.join(dir, 'presets.db'));
+  const id = store.importPreset(7n, 'styles', JSON.stringify({ prompts: [
+    { identifier: 'h', name: '=== Style ===', content: '' },
+    { identifier: 'terse', name: 'Terse', content: '{{// @mutual-exclusive-group len}}T' },
+    { identifier: 'lush', name: 'Lush', content: '{{// @mutual-exclusive-group len}}{{// @exclusive-with-message One length.}}L', enabled: false },
+  ] }));
+  assert.throws(() => store.setEnabled(7n, id, { lush: true }), (e) => e instanceof s.StoreError && e.kind === 'Refused'
+    && e.node === 'lush' && e.issues[0].kind === 'mutual-exclusive-group'
+    && e.issues[0].others.join() === 'terse' && e.issues[0].author === 'One length.');
+  assert.deepStrictEqual(store.outline(7n, id).sections[0].enabled, 1, 'nothing changed');
+  const done = store.setEnabled(7n, id, { lush: true }, { resolve: true });
+  assert.deepStrictEqual(done.changes, [{ identifier: 'lush', enabled: true }, { identifier: 'terse', enabled: false }]);
+  const outline = store.outline(7n, id);
+  assert.deepStrictEqual(outline.nodes.map((n) => [n.identifier, n.enabled]), [['h', true], ['terse', false], ['lush', true]]);
+  assert.throws(() => store.setEnabled(7n, id, { lush: true }, { resolve: 'yes' }), TypeError);
+});

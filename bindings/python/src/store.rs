@@ -13,6 +13,16 @@ use crate::{CompiledPreset, Text, error};
 fn store_error(e: stpreset::store::StoreError) -> PyErr {
     match &e {
         stpreset::store::StoreError::Preset(p) => error("PresetError", p.kind(), p),
+        // The nodes in the way and the author's messages, for a bot to show or resolve.
+        stpreset::store::StoreError::Refused { node, issues, .. } => {
+            let details = serde_json::json!({"node": node, "issues": issues}).to_string();
+            pyo3::exceptions::PyValueError::new_err((
+                "StoreError".to_string(),
+                e.kind().to_string(),
+                e.to_string(),
+                details,
+            ))
+        }
         _ => error("StoreError", e.kind(), e),
     }
 }
@@ -65,16 +75,33 @@ impl PresetStore {
             .map_err(store_error)
     }
 
+    /// `{changes, resolved, warnings}` as JSON.
     fn set_enabled(
         &self,
         py: Python<'_>,
         server: i64,
         preset: i64,
         toggles: BTreeMap<String, bool>,
-    ) -> PyResult<()> {
+        resolve: bool,
+    ) -> PyResult<String> {
         let changes: Vec<(&str, bool)> = toggles.iter().map(|(k, v)| (k.as_str(), *v)).collect();
-        py.detach(|| self.inner.set_enabled(server, preset, &changes))
+        let how = if resolve {
+            stpreset::switch::Resolve::Resolve
+        } else {
+            stpreset::switch::Resolve::Refuse
+        };
+        py.detach(|| self.inner.switch(server, preset, &changes, how))
+            .map(|done| done.to_json())
             .map_err(store_error)
+    }
+
+    fn outline_json(&self, py: Python<'_>, server: i64, preset: i64) -> PyResult<String> {
+        py.detach(|| {
+            self.inner
+                .get(server, preset)
+                .map(|p| p.outline().to_json())
+        })
+        .map_err(store_error)
     }
 
     fn allow_regex(&self, py: Python<'_>, server: i64, preset: i64, allowed: bool) -> PyResult<()> {

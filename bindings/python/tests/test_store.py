@@ -113,3 +113,26 @@ def test_a_postgresql_connection_string_opens_the_same_store_shared_between_inst
     with pytest.raises(stpreset.StoreError) as e:
         stpreset.PresetStore.open("postgresql://nobody@127.0.0.1:1/x?connect_timeout=1")
     assert e.value.kind == "Open"
+
+
+def test_toggles_keep_the_authors_exclusive_groups(tmp_path):
+    store = stpreset.PresetStore(str(tmp_path / "styles.db"))
+    pid = store.import_preset(7, "styles", json.dumps({"prompts": [
+        {"identifier": "h", "name": "=== Style ===", "content": ""},
+        {"identifier": "terse", "name": "Terse", "content": "{{// @mutual-exclusive-group len}}T"},
+        {"identifier": "lush", "name": "Lush", "enabled": False,
+         "content": "{{// @mutual-exclusive-group len}}{{// @exclusive-with-message One length.}}L"},
+    ]}))
+    with pytest.raises(stpreset.StoreError) as refused:
+        store.set_enabled(7, pid, {"lush": True})
+    e = refused.value
+    assert (e.kind, e.node) == ("Refused", "lush")
+    assert e.issues[0]["kind"] == "mutual-exclusive-group"
+    assert (e.issues[0]["others"], e.issues[0]["author"]) == (["terse"], "One length.")
+    assert store.outline(7, pid)["sections"][0]["enabled"] == 1, "nothing changed"
+    done = store.set_enabled(7, pid, {"lush": True}, resolve=True)
+    assert done["changes"] == [{"identifier": "lush", "enabled": True}, {"identifier": "terse", "enabled": False}]
+    on = [(n["identifier"], n["enabled"]) for n in store.outline(7, pid)["nodes"]]
+    assert on == [("h", True), ("terse", False), ("lush", True)]
+    with pytest.raises(TypeError):
+        store.set_enabled(7, pid, {"lush": True}, resolve="yes")

@@ -20,7 +20,8 @@ use postgres::{Config, IsolationLevel, Transaction};
 use super::backend::{
     ActivePreset, Backend, Freshness, NewPreset, StoredSize, check_stored, two_active,
 };
-use super::{PresetSummary, StoreError, now, postgres_shown};
+use super::{PresetSummary, StoreError, now, plan_switch, postgres_shown};
+use crate::preset::switch::{Resolve, Switched};
 use crate::preset::{Preset, PresetNode};
 
 use listener::Listener;
@@ -350,40 +351,42 @@ impl Backend for Postgres {
         })
     }
 
-    fn set_enabled(
+    fn switch(
         &self,
         server: i64,
         id: i64,
         changes: &[(&str, bool)],
-    ) -> Result<(), StoreError> {
+        how: Resolve,
+    ) -> Result<Switched, StoreError> {
         let changes: Vec<(String, bool)> = changes
             .iter()
             .map(|(identifier, on)| (identifier.to_string(), *on))
             .collect();
         self.write(server, move |tx| {
             let (_, escaped) = owned(tx, server, id)?;
+            // The plan reads the states this transaction sees: the server's advisory lock
+            // keeps every other write of the server out until it commits.
+            let asked: Vec<(&str, bool)> =
+                changes.iter().map(|(s, on)| (s.as_str(), *on)).collect();
+            let done = plan_switch(&load(tx, server, id)?, id, &asked, how)?;
             let update = tx.prepare(
                 "UPDATE stpreset.st_preset_nodes SET enabled = $3 \
                  WHERE preset_id = $1 AND identifier = $2",
             )?;
-            for (identifier, on) in changes {
+            for c in &done.changes {
+                // Identifiers come from the loaded preset, so an unescaped table holds them.
                 let stored = if escaped {
-                    escape(&identifier)
-                } else if identifier.contains('\0') {
-                    // Unescaped rows cannot hold U+0000, so no node has this identifier.
-                    return Err(StoreError::UnknownNode { id, identifier });
+                    escape(&c.identifier)
                 } else {
-                    identifier.clone()
+                    c.identifier.clone()
                 };
-                if tx.execute(&update, &[&id, &stored, &on])? == 0 {
-                    return Err(StoreError::UnknownNode { id, identifier });
-                }
+                tx.execute(&update, &[&id, &stored, &c.enabled])?;
             }
             tx.execute(
                 "UPDATE stpreset.st_presets SET updated_at = $2 WHERE id = $1",
                 &[&id, &now()],
             )?;
-            Ok(())
+            Ok(done)
         })
     }
 

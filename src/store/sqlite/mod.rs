@@ -15,7 +15,8 @@ use rusqlite::{
 use super::backend::{
     ActivePreset, Backend, Freshness, NewPreset, StoredSize, check_stored, two_active,
 };
-use super::{PresetSummary, StoreError, now};
+use super::{PresetSummary, StoreError, now, plan_switch};
+use crate::preset::switch::{Resolve, Switched};
 use crate::preset::{Preset, PresetNode};
 
 pub(super) use schema::latest as schema_version;
@@ -301,30 +302,26 @@ impl Backend for Sqlite {
         })
     }
 
-    fn set_enabled(
+    fn switch(
         &self,
         server: i64,
         id: i64,
         changes: &[(&str, bool)],
-    ) -> Result<(), StoreError> {
+        how: Resolve,
+    ) -> Result<Switched, StoreError> {
         self.write(|tx| {
-            owned(tx, server, id)?;
+            let done = plan_switch(&load(tx, server, id)?, id, changes, how)?;
             let mut update = tx.prepare_cached(
                 "UPDATE st_preset_nodes SET enabled = ?3 WHERE preset_id = ?1 AND identifier = ?2",
             )?;
-            for (identifier, on) in changes {
-                if update.execute(params![id, identifier, on])? == 0 {
-                    return Err(StoreError::UnknownNode {
-                        id,
-                        identifier: identifier.to_string(),
-                    });
-                }
+            for c in &done.changes {
+                update.execute(params![id, c.identifier, c.enabled])?;
             }
             tx.execute(
                 "UPDATE st_presets SET updated_at = ?2 WHERE id = ?1",
                 params![id, now()],
             )?;
-            Ok(())
+            Ok(done)
         })
     }
 

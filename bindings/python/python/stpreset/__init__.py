@@ -112,7 +112,14 @@ class CardError(StpresetError):
 
 
 class StoreError(StpresetError):
-    """A store call that failed (``Open``, ``Locked``, ``NotFound``, ``UnknownNode``, ...); nothing was written."""
+    """A store call that failed (``Open``, ``Locked``, ``NotFound``, ``UnknownNode``,
+    ``Refused``, ...); nothing was written. A ``Refused`` toggle has ``node`` (the node that
+    could not be switched on) and ``issues`` (the constraints in the way); others have None."""
+
+    def __init__(self, kind: str, message: str, node=None, issues=None) -> None:
+        super().__init__(kind, message)
+        self.node = node
+        self.issues = issues
 
 
 _CLASSES = {
@@ -131,6 +138,9 @@ def _call(f, *args):
     except ValueError as e:
         if len(e.args) == 3 and e.args[0] in _CLASSES:
             raise _CLASSES[e.args[0]](e.args[1], e.args[2]) from None
+        if len(e.args) == 4 and e.args[0] in _CLASSES:
+            details = _json.loads(e.args[3])
+            raise _CLASSES[e.args[0]](e.args[1], e.args[2], details["node"], details["issues"]) from None
         raise
 
 
@@ -589,9 +599,23 @@ class PresetStore:
     def deactivate(self, server: int) -> None:
         _call(self._inner.deactivate, _store_id(server, "server"))
 
-    def set_enabled(self, server: int, preset: int, toggles: dict) -> None:
-        """Switches nodes on or off: ``{identifier: bool}``; an unknown one fails the whole call."""
-        _call(self._inner.set_enabled, _store_id(server, "server"), _store_id(preset, "preset"), _toggles(toggles))
+    def set_enabled(self, server: int, preset: int, toggles: dict, resolve: bool = False) -> dict:
+        """Switches nodes on or off: ``{identifier: bool}``, under their author's constraints
+        (exclusive groups, ``@exclusive-with``, ``@requires``...). An unknown identifier fails
+        the whole call; a switch that breaks a constraint raises ``StoreError`` of kind
+        ``Refused`` (with ``node`` and ``issues``) and nothing changes, unless ``resolve``:
+        then the conflicting nodes go off and the required ones on. Returns ``{"changes",
+        "resolved", "warnings"}``."""
+        if not isinstance(resolve, bool):
+            raise TypeError("resolve takes True or False")
+        return _json.loads(
+            _call(self._inner.set_enabled, _store_id(server, "server"), _store_id(preset, "preset"), _toggles(toggles), resolve)
+        )
+
+    def outline(self, server: int, preset: int) -> dict:
+        """A stored preset's nodes under their sections, with the stored switches (as
+        ``Preset.outline()``)."""
+        return _json.loads(_call(self._inner.outline_json, _store_id(server, "server"), _store_id(preset, "preset")))
 
     def allow_regex(self, server: int, preset: int, allowed: bool) -> None:
         """Lets (or stops) the preset's regex scripts run for this server (SPEC §13.6)."""
