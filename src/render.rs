@@ -45,6 +45,8 @@ pub struct Rendered<'c> {
     pub(crate) effective: EffectiveOptions,
     /// The World Info state after the render's activation (SPEC §15.9), when it had lore.
     pub(crate) wi_state: Option<crate::lore::WiState>,
+    /// The World Info entries the render's activation gave (`BOOK.UID`), in activation order.
+    pub(crate) activated: Box<[String]>,
     /// What the SillyTavern layout's request needs beside the messages (SPEC §17); `None` in
     /// the seed layout.
     pub(crate) st: Option<Box<crate::sillytavern::StExtra>>,
@@ -246,6 +248,7 @@ fn with_lore(parts: &PresetParts<'_>, res: Resolution<'_>, ctx: &Context) -> Ren
         render_preset(parts, res, &placed.ctx, Some((placed.regexed, early)), None).into_owned();
     // A render with a card's depth prompt but no lore has no state to keep.
     out.wi_state = ctx.lore.is_some().then_some(placed.state);
+    out.activated = placed.activated.into();
     out
 }
 
@@ -377,6 +380,7 @@ fn render_preset<'c>(
         preset_options: res.preset,
         effective: res.effective,
         wi_state: None,
+        activated: Box::default(),
         st: None,
         names,
     }
@@ -464,6 +468,7 @@ fn finish_layout<'c>(
         preset_options: resolved.preset,
         effective: resolved.effective,
         wi_state: out.wi_state,
+        activated: out.activated.into(),
         st: Some(Box::new(out.extra)),
         names: None,
     }
@@ -554,6 +559,7 @@ impl Rendered<'_> {
             preset_options: self.preset_options,
             effective: self.effective,
             wi_state: self.wi_state,
+            activated: self.activated,
             st: self.st,
             names: self.names,
         }
@@ -563,6 +569,12 @@ impl Rendered<'_> {
     /// had no lore.
     pub fn wi_state(&self) -> Option<&crate::lore::WiState> {
         self.wi_state.as_ref()
+    }
+
+    /// The World Info entries this render activated, as `BOOK.UID` in activation order (what
+    /// `stpreset lore` lists as `activated`); empty when the context had no lore.
+    pub fn activated_lore(&self) -> &[String] {
+        &self.activated
     }
 
     /// The prompt's tokens under the history budget (SPEC §12.4): 3 + the cost of every

@@ -31,6 +31,8 @@ pub(crate) struct Placed {
     /// The prompt pass's results for `ctx.items` (lore items carry their final text).
     pub regexed: Vec<Option<ItemText>>,
     pub state: WiState,
+    /// The entries activated (`BOOK.UID`), in activation order.
+    pub activated: Vec<String>,
 }
 
 /// Activates `lore` for `ctx` and places the result.
@@ -161,6 +163,7 @@ pub(crate) fn place(
 ) -> Placed {
     let mut result = activate_for(ctx, lore, regexed, scripts, available, diagnostics);
     let state = std::mem::take(&mut result.state);
+    let activated = std::mem::take(&mut result.activated);
     let item = |tag: Tag, text: String, depth: Option<i64>| {
         let mut it = ContextItem::new(Some(tag), Role::System, text);
         it.depth = depth;
@@ -247,6 +250,7 @@ pub(crate) fn place(
         ctx: placed,
         regexed: all,
         state,
+        activated,
     }
 }
 

@@ -14,8 +14,11 @@
 //! paid for from the call's step totals.
 
 mod call;
+mod entries;
 mod groups;
 pub(crate) mod items;
+
+pub use entries::{ActivatedEntry, activated_entries};
 
 use std::collections::BTreeMap;
 

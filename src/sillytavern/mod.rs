@@ -69,6 +69,8 @@ pub(crate) struct Output<'c> {
     /// Claude's prefill as rendered for this generation type (`None`: none).
     pub prefill: Option<String>,
     pub wi_state: Option<crate::lore::WiState>,
+    /// The World Info entries activated (`BOOK.UID`), in activation order.
+    pub activated: Vec<String>,
 }
 
 /// ST's fresh-install value of a template setting the preset lacks (`default_settings`).
@@ -1256,6 +1258,10 @@ pub(crate) fn render<'c>(
         )),
         None => {}
     }
+    let (wi_state, wi_activated) = match wi {
+        Some(w) => (Some(w.state), w.activated),
+        None => (None, Vec::new()),
+    };
     Output {
         messages,
         extra: StExtra { names },
@@ -1263,7 +1269,8 @@ pub(crate) fn render<'c>(
         variables: ev.variables,
         globals: ev.globals,
         prefill: prefill.map(|_| slot_text(Slot::Prefill)),
-        wi_state: wi.map(|w| w.state),
+        activated: wi_activated,
+        wi_state,
     }
 }
 

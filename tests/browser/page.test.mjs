@@ -299,7 +299,7 @@ test("the keyboard reaches the switches and the tabs", async () => {
   assert.equal(await page.isVisible("#panel-audit"), true);
   assert.equal(await page.evaluate(() => document.activeElement.id), "tab-audit");
   await page.keyboard.press("End");
-  assert.equal(await page.isVisible("#panel-regex"), true);
+  assert.equal(await page.isVisible("#panel-lore"), true);
   assert.equal(await page.isVisible("#panel-audit"), false);
   await page.close();
 });
@@ -433,6 +433,123 @@ test("the turn picker shows each generation type's prompt, as the CLI builds it"
   await after_(page, () => page.selectOption("#generation", "continue"));
   const shown = await shownMessages(page);
   assert.match(shown.at(-1).parts.join(""), /^\[Continue your last message/);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+// ---- Sections, exclusive groups, search, download, lore entries (issue 41) ----
+
+const STYLES = {
+  prompts: [
+    { identifier: "main", name: "Main", content: "Main text" },
+    { identifier: "h", name: "=== Style ===", content: "" },
+    { identifier: "sub", name: "< Length >", content: "" },
+    { identifier: "terse", name: "Terse", content: "{{// @tooltip Short replies.}}{{// @badge LEN}}{{// @mutual-exclusive-group len}}Be terse." },
+    { identifier: "lush", name: "Lush", content: "{{// @mutual-exclusive-group len}}{{// @exclusive-with-message One length only.}}Be lush." },
+    { identifier: "chatHistory", name: "Chat History", marker: true },
+  ],
+  prompt_order: [{ character_id: 100001, order: [
+    { identifier: "main", enabled: true }, { identifier: "h", enabled: true }, { identifier: "sub", enabled: true },
+    { identifier: "terse", enabled: true }, { identifier: "lush", enabled: false }, { identifier: "chatHistory", enabled: true }] }],
+};
+
+test("sections fold with their counts, tooltips and groups show, an exclusive group offers to switch the other off", async () => {
+  const preset = join(scratch, "styles.json");
+  writeFileSync(preset, JSON.stringify(STYLES));
+  const page = await open(await serve(preset, "--context", context));
+  const summary = () => page.$$eval("#nodes li.section > details > summary", (s) => s.map((x) => x.textContent));
+  assert.deepEqual(await summary(), ["Style 2/3", "Length 2/3"]);
+  assert.equal(await page.getAttribute('#nodes li.node[data-identifier=terse] label', "title"), "Short replies.");
+  assert.match(await page.textContent("#nodes li.node[data-identifier=lush]"), /one of: len/);
+  // Switching Lush on is refused while Terse is on: the page says why, with the author's words.
+  await page.click("#nodes input[data-identifier=lush]");
+  await page.waitForSelector("#nodes .offer");
+  const offer = await page.textContent("#nodes .offer");
+  assert.match(offer, /on now: "Terse"/);
+  assert.match(offer, /One length only\./);
+  assert.equal(await page.isChecked("#nodes input[data-identifier=lush]"), false);
+  // Cancel leaves everything as it was.
+  await page.click("#nodes .offer [data-action=cancel]");
+  assert.equal(await page.locator("#nodes .offer").count(), 0);
+  await page.click("#nodes input[data-identifier=lush]");
+  await page.waitForSelector("#nodes .offer");
+  await after_(page, () => page.click("#nodes .offer [data-action=resolve]"));
+  assert.equal(await page.isChecked("#nodes input[data-identifier=lush]"), true);
+  assert.equal(await page.isChecked("#nodes input[data-identifier=terse]"), false);
+  assert.deepEqual(await summary(), ["Style 2/3", "Length 2/3"]);
+  const texts = (await shownMessages(page)).map((m) => m.parts.join(""));
+  assert.ok(texts.includes("Be lush.") && !texts.includes("Be terse."), JSON.stringify(texts));
+  // Switching off is never refused; "anyway" switches on past the rule.
+  await after_(page, () => page.click("#nodes input[data-identifier=lush]"));
+  await page.click("#nodes input[data-identifier=terse]");
+  await page.waitForFunction(() => document.querySelector("#nodes input[data-identifier=terse]").checked);
+  await page.click("#nodes input[data-identifier=lush]");
+  await page.waitForSelector("#nodes .offer");
+  await after_(page, () => page.click("#nodes .offer [data-action=anyway]"));
+  assert.equal(await page.isChecked("#nodes input[data-identifier=lush]"), true);
+  assert.equal(await page.isChecked("#nodes input[data-identifier=terse]"), true);
+  // The download is the preset file with these switches, as the CLI reads it.
+  const [file] = await Promise.all([page.waitForEvent("download"), page.click("#download")]);
+  const saved = join(scratch, "styles-saved.json");
+  await file.saveAs(saved);
+  const nodes = cli("nodes", saved, "--format", "json").nodes.map((n) => [n.identifier, n.enabled]);
+  assert.deepEqual(nodes, [["main", true], ["h", true], ["sub", true], ["terse", true], ["lush", true], ["chatHistory", true]]);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test("the search shows the nodes it finds, in their sections, and an empty search shows all", async () => {
+  const preset = join(scratch, "styles-search.json");
+  writeFileSync(preset, JSON.stringify(STYLES));
+  const page = await open(await serve(preset, "--context", context));
+  const visible = () => page.$$eval("#nodes li.node", (l) => l.filter((x) => x.offsetParent !== null).map((x) => x.dataset.identifier));
+  await page.fill("#node-search", "LUSH");
+  assert.deepEqual(await visible(), ["lush"]);
+  await page.fill("#node-search", "ter");
+  assert.deepEqual(await visible(), ["terse"]);
+  await page.fill("#node-search", "");
+  assert.deepEqual(await visible(), ["main", "h", "sub", "terse", "lush", "chatHistory"]);
+  await page.close();
+});
+
+test("the lore tab lists the activated entries one by one, as the CLI activates them", async () => {
+  const ctx = join(scratch, "lore-context.json");
+  const book = { name: "w", entries: {
+    0: { uid: 0, key: ["rain"], comment: "Rain", content: "It rains." },
+    1: { uid: 1, key: ["snow"], comment: "Snow", content: "It snows.", position: 4, depth: 2 },
+    2: { uid: 2, key: ["sun"], comment: "Sun", content: "Sunny." } } };
+  writeFileSync(ctx, JSON.stringify({ items: [{ tag: "DIALOGUE_HISTORY", role: "user", text: "rain then snow" }], lorebooks: [book] }));
+  const preset = join(scratch, "lore-preset.json");
+  writeFileSync(preset, JSON.stringify({ prompts: [{ identifier: "worldInfoBefore", marker: true }, { identifier: "chatHistory", marker: true }] }));
+  const page = await open(await serve(preset, "--context", ctx));
+  await page.click("#tab-lore");
+  const shownEntries = await page.$$eval("#lore > li", (l) => l.map((x) => x.dataset.entry));
+  assert.deepEqual(shownEntries, cli("lore", "--context", ctx).activated);
+  assert.equal(shownEntries.length, 2);
+  await page.click("#lore > li[data-entry='w.1'] summary");
+  assert.match(await page.textContent("#lore > li[data-entry='w.1']"), /at depth 2[\s\S]*It snows\./);
+  await page.close();
+});
+
+test("NemoEngine 11.5.2: 49 sections with the CLI's counts, its narration group switched to another style", { skip: !haveCorpus }, async () => {
+  const preset = join(corpus, "nemo__NemoEngine-11.5.2-General-RP.json");
+  const outline = cli("nodes", preset, "--format", "json");
+  const page = await open(await serve(preset, "--context", context), { width: 1400, height: 1000 });
+  const flat = [];
+  const walk = (list) => { for (const s of list) { flat.push(`${s.identifier} ${s.enabled}/${s.total}`); walk(s.sections); } };
+  walk(outline.sections);
+  const shownSections = await page.$$eval("#nodes li.section", (l) => l.map((x) =>
+    `${x.dataset.section} ${x.querySelector(":scope > details > summary .count").textContent}`));
+  assert.equal(shownSections.length, 49);
+  assert.deepEqual(shownSections.sort(), flat.sort());
+  await page.screenshot({ path: join(shots, "serve-nemo-sections.png") });
+  await page.fill("#node-search", "narration");
+  await page.click("#nodes input[data-identifier=v11-020-default-narration]");
+  await page.waitForSelector("#nodes .offer");
+  await page.screenshot({ path: join(shots, "serve-nemo-exclusive-group.png") });
+  await after_(page, () => page.click("#nodes .offer [data-action=resolve]"));
+  assert.equal(await page.isChecked("#nodes input[data-identifier=v11-020-default-narration]"), true);
+  assert.equal(await page.isChecked("#nodes input[data-identifier=v11-030-narration-omega]"), false);
   assert.deepEqual(page.errors, []);
   await page.close();
 });

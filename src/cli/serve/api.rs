@@ -87,6 +87,10 @@ struct Request<'a> {
     /// per script, so only when asked: the page asks while its Regex tab is open).
     #[serde(default)]
     regex_by_script: bool,
+    /// `/api/switch` only: the switches to check against the author's constraints, after
+    /// `toggles` (`stpreset::switch`).
+    #[serde(default)]
+    switch: BTreeMap<String, bool>,
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -115,6 +119,8 @@ pub(crate) enum Endpoint {
     Request,
     /// Everything the page shows, in one answer.
     Preview,
+    /// What switching `switch` does under the author's constraints (`stpreset::switch`).
+    Switch,
 }
 
 /// A request read and applied: the preset (toggled), the context, the provider options.
@@ -123,6 +129,7 @@ struct Loaded {
     ctx: Context,
     provider: stpreset::ProviderOptions,
     regex_by_script: bool,
+    switch: BTreeMap<String, bool>,
 }
 
 fn load(body: &[u8]) -> Result<Loaded, Answer> {
@@ -175,6 +182,7 @@ fn load(body: &[u8]) -> Result<Loaded, Answer> {
         ctx,
         provider,
         regex_by_script: request.regex_by_script,
+        switch: request.switch,
     })
 }
 
@@ -207,6 +215,7 @@ pub(crate) fn answer(endpoint: Endpoint, body: &[u8]) -> Answer {
         ctx,
         provider,
         regex_by_script,
+        switch,
     } = match load(body) {
         Ok(loaded) => loaded,
         Err(refused) => return refused,
@@ -214,6 +223,7 @@ pub(crate) fn answer(endpoint: Endpoint, body: &[u8]) -> Answer {
     match endpoint {
         // The audit reads the preset alone: nothing to render.
         Endpoint::Audit => return Answer::ok(preset.audit_json()),
+        Endpoint::Switch => return switched(&preset, &switch),
         Endpoint::Request if provider.shape.is_none() => {
             return Answer::error(
                 422,
@@ -237,9 +247,32 @@ pub(crate) fn answer(endpoint: Endpoint, body: &[u8]) -> Answer {
             };
             preview(&shown, rendered)
         }
-        // (The audit was answered above.)
-        Endpoint::Render | Endpoint::Audit => rendered.to_json(),
+        // (The audit and the switch were answered above.)
+        Endpoint::Render | Endpoint::Audit | Endpoint::Switch => rendered.to_json(),
     })
+}
+
+/// `{"switched", "refused", "resolution"}`: the switches checked as the store checks a
+/// toggle. Allowed: `switched` is what to apply (the asked switches and what the author's
+/// directives resolve), with its warnings. Refused: `refused` is `{node, issues}`, and
+/// `resolution` what resolving would switch (`null` when even that is refused), for the page
+/// to offer.
+fn switched(preset: &Preset, switch: &BTreeMap<String, bool>) -> Answer {
+    use stpreset::switch::{Resolve, SwitchError};
+    let asked: Vec<(&str, bool)> = switch.iter().map(|(id, on)| (id.as_str(), *on)).collect();
+    let doc = match preset.plan_switch(&asked, Resolve::Refuse) {
+        Ok(done) => serde_json::json!({"switched": done, "refused": null, "resolution": null}),
+        Err(SwitchError::Refused { node, issues }) => {
+            let resolution = preset.plan_switch(&asked, Resolve::Resolve).ok();
+            serde_json::json!({"switched": null, "refused": {"node": node, "issues": issues},
+                "resolution": resolution})
+        }
+        Err(e) => {
+            let shown = stpreset::diagnostic::terminal_line(&e.to_string()).into_owned();
+            return Answer::error(422, "switch", &format!("switch: {shown}"));
+        }
+    };
+    Answer::ok(doc.to_string())
 }
 
 /// What a preview is made from.
@@ -286,8 +319,10 @@ fn preview(shown: &Shown<'_>, mut rendered: Rendered<'_>) -> String {
     let mut out = String::with_capacity(4096);
     let _ = write!(
         out,
-        r#"{{"audit":{audit_doc},"nodes":{},"omitted":{{"audit":{omitted_audit},"render":{omitted_render}}},"regex":{},"render":{},"request":{},"settings":{},"sources":{sources},"tokens":{}}}"#,
+        r#"{{"audit":{audit_doc},"lore":{},"nodes":{},"omitted":{{"audit":{omitted_audit},"render":{omitted_render}}},"outline":{},"regex":{},"render":{},"request":{},"settings":{},"sources":{sources},"tokens":{}}}"#,
+        lore(rendered, ctx),
         preset.nodes_json(),
+        preset.outline().to_json(),
         regex(preset, compiled, ctx, regex_by_script),
         rendered.to_json(),
         request.as_deref().unwrap_or("null"),
@@ -295,6 +330,40 @@ fn preview(shown: &Shown<'_>, mut rendered: Rendered<'_>) -> String {
         tokens(rendered, ctx),
     );
     out
+}
+
+/// Most activated lore entries a preview lists, and the characters of each text it carries.
+const MAX_LORE_ENTRIES: usize = 500;
+const MAX_LORE_TEXT: usize = 2000;
+
+/// `{"entries": [{"name", "book", "comment", "keys", "position", "depth", "order", "content",
+/// "content_omitted"}], "omitted"}`: the render's activated World Info entries one by one, in
+/// activation order, each text cut to its start (a 230 KB book section is hundreds of
+/// entries, not one text).
+fn lore(rendered: &Rendered<'_>, ctx: &Context) -> String {
+    let books = ctx.lore.as_ref().map_or(&[][..], |l| &l.books[..]);
+    let all = stpreset::activation::activated_entries(books, rendered.activated_lore());
+    let omitted = all.len().saturating_sub(MAX_LORE_ENTRIES);
+    let entries: Vec<serde_json::Value> = all
+        .into_iter()
+        .take(MAX_LORE_ENTRIES)
+        .map(|e| {
+            let (content, content_omitted) = cut(e.content, MAX_LORE_TEXT);
+            let keys: Vec<&str> = e.keys.iter().take(50).copied().collect();
+            serde_json::json!({"name": e.name, "book": e.book, "comment": cut(e.comment, 200).0,
+                "keys": keys, "position": e.position, "depth": e.depth, "order": e.order,
+                "content": content, "content_omitted": content_omitted})
+        })
+        .collect();
+    serde_json::json!({"entries": entries, "omitted": omitted}).to_string()
+}
+
+/// The first `max` characters of `text`, and how many are left out.
+fn cut(text: &str, max: usize) -> (&str, usize) {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => (&text[..at], text[at..].chars().count()),
+        None => (text, 0),
+    }
 }
 
 /// The content of every node a diagnostic points into (the first node of an identifier, as
@@ -412,10 +481,10 @@ fn regex(preset: &Preset, compiled: &CompiledPreset, ctx: &Context, by_script: b
         .zip(&by)
         .take(MAX_REGEX_MESSAGES)
         .map(|((n, depth, after), by)| {
-            let (before, before_omitted) = head(&ctx.items[*n].text);
+            let (before, before_omitted) = cut(&ctx.items[*n].text, MAX_REGEX_TEXT);
             let (after, after_omitted) = match after {
                 Some(t) => {
-                    let (t, omitted) = head(t);
+                    let (t, omitted) = cut(t, MAX_REGEX_TEXT);
                     (Some(t), omitted)
                 }
                 None => (None, 0),
@@ -436,14 +505,6 @@ fn regex(preset: &Preset, compiled: &CompiledPreset, ctx: &Context, by_script: b
         r#"{{"allowed":{allowed},"attributed":{attributed},"messages":{},"omitted":{omitted},"scripts":{scripts_json}}}"#,
         serde_json::to_string(&messages).unwrap_or_else(|_| "[]".into())
     )
-}
-
-/// The first [`MAX_REGEX_TEXT`] characters of `text`, and how many more there are.
-fn head(text: &str) -> (&str, usize) {
-    match text.char_indices().nth(MAX_REGEX_TEXT) {
-        Some((at, _)) => (&text[..at], text[at..].chars().count()),
-        None => (text, 0),
-    }
 }
 
 /// The prompt pass's items with the scripts after position `k` switched off: a preset of the
@@ -704,6 +765,82 @@ mod tests {
             (a.status, json(&a)["error"]["kind"].as_str()),
             (422, Some("toggles"))
         );
+    }
+
+    #[test]
+    fn switches_are_checked_as_the_store_checks_them() {
+        const STYLES: &str = r#"{"prompts": [
+            {"identifier": "h", "name": "=== Style ===", "content": ""},
+            {"identifier": "terse", "name": "Terse", "content": "{{// @mutual-exclusive-group len}}T"},
+            {"identifier": "lush", "name": "Lush", "content": "{{// @mutual-exclusive-group len}}L", "enabled": false}]}"#;
+        let v = json(&answer(
+            Endpoint::Switch,
+            &body(STYLES, r#", "switch": {"lush": true}"#),
+        ));
+        assert_eq!(v["refused"]["node"], "lush");
+        assert_eq!(
+            v["refused"]["issues"][0]["others"],
+            serde_json::json!(["terse"])
+        );
+        assert_eq!(
+            v["resolution"]["changes"][1],
+            serde_json::json!({"identifier": "terse", "enabled": false})
+        );
+        // After the page's own toggles: with `terse` off, `lush` goes on freely.
+        let v = json(&answer(
+            Endpoint::Switch,
+            &body(
+                STYLES,
+                r#", "toggles": {"terse": false}, "switch": {"lush": true}"#,
+            ),
+        ));
+        assert_eq!(v["refused"], serde_json::Value::Null);
+        assert_eq!(v["switched"]["changes"][0]["identifier"], "lush");
+        let a = answer(
+            Endpoint::Switch,
+            &body(STYLES, r#", "switch": {"nope": true}"#),
+        );
+        assert_eq!(
+            (a.status, json(&a)["error"]["kind"].as_str()),
+            (422, Some("switch"))
+        );
+        // The preview carries the outline with the toggles applied.
+        let v = json(&answer(
+            Endpoint::Preview,
+            &body(STYLES, r#", "toggles": {"terse": false}"#),
+        ));
+        assert_eq!(v["outline"]["sections"][0]["title"], "Style");
+        assert_eq!(v["outline"]["sections"][0]["enabled"], 0);
+    }
+
+    #[test]
+    fn the_preview_lists_activated_lore_entries_one_by_one() {
+        let ctx = r#", "context": {"items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "rain and snow"}],
+            "lorebooks": [{"name": "w", "entries": {
+                "0": {"uid": 0, "key": ["rain"], "comment": "Rain", "content": "It rains.", "order": 2},
+                "1": {"uid": 1, "key": ["snow"], "comment": "Snow", "content": "It snows.", "position": 4, "depth": 2},
+                "2": {"uid": 2, "key": ["sun"], "content": "Sunny."}}}]}"#;
+        let preset = r#"{"prompts": [{"identifier": "worldInfoBefore", "marker": true}, {"identifier": "chatHistory", "marker": true}]}"#;
+        for layout in ["seed", "sillytavern"] {
+            let extra = format!(r#"{ctx}, "layout": "{layout}""#);
+            let v = json(&answer(Endpoint::Preview, &body(preset, &extra)));
+            let entries = v["lore"]["entries"].as_array().unwrap();
+            let names: Vec<&str> = entries
+                .iter()
+                .map(|e| e["comment"].as_str().unwrap())
+                .collect();
+            assert_eq!(names.len(), 2, "{layout}: {v}");
+            assert!(
+                names.contains(&"Rain") && names.contains(&"Snow"),
+                "{layout}"
+            );
+            let snow = entries.iter().find(|e| e["comment"] == "Snow").unwrap();
+            assert_eq!(
+                (snow["position"].as_i64(), snow["depth"].as_u64()),
+                (Some(4), Some(2))
+            );
+            assert_eq!(snow["content"], "It snows.");
+        }
     }
 
     #[test]

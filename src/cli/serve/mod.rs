@@ -210,6 +210,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/api/render", post(render))
         .route("/api/audit", post(audit))
         .route("/api/request", post(request))
+        .route("/api/switch", post(switch))
         .fallback(|| async { json(Answer::error(404, "not_found", "no such page")) })
         .method_not_allowed_fallback(|| async {
             json(Answer::error(405, "method", "method not allowed here"))
@@ -317,6 +318,10 @@ async fn audit(state: State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Res
 
 async fn request(state: State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
     work(state, headers, body, Endpoint::Request).await
+}
+
+async fn switch(state: State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
+    work(state, headers, body, Endpoint::Switch).await
 }
 
 /// Admits the request, reads its body within the cap and [`PATIENCE`], waits for a worker,

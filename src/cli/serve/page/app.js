@@ -19,6 +19,8 @@ const state = {
   seq: 0,
   inflight: null,
   names: new Map(), // node identifier → name, for the messages' labels
+  open: new Map(), // header node identifier → whether its section is open
+  search: "",
   startErrors: "", // about the files on the command line: shown until another file is opened
 };
 
@@ -106,6 +108,7 @@ async function takeFiles(files, as) {
       if (kind === "preset") {
         state.preset = { name: f.name, text: f.text };
         state.toggles = Object.create(null);
+        state.open = new Map();
       } else {
         state.context = { name: f.name, text: f.text };
       }
@@ -119,7 +122,7 @@ async function takeFiles(files, as) {
 
 // --- Talking to the server -------------------------------------------------------------
 
-function body() {
+function body(extra = "") {
   // The files' own text goes in as it is: the server imports those bytes, as the CLI would.
   const ctx = state.context.text || state.sample;
   // Scripts are named only while the Regex tab is open: each costs the server one more pass.
@@ -128,7 +131,7 @@ function body() {
     `"shape":${JSON.stringify(state.shape || null)},"layout":${JSON.stringify(state.layout || null)},` +
     `"generation":${JSON.stringify(state.generation || null)},` +
     `"allow_regex":${state.allowRegex},` +
-    `"regex_by_script":${byScript}}`;
+    `"regex_by_script":${byScript}${extra}}`;
 }
 
 async function refresh() {
@@ -175,7 +178,8 @@ function soon() {
 
 function show(a) {
   const render = a.render;
-  showNodes(a.nodes);
+  showNodes(a.nodes, a.outline);
+  showLore(a.lore);
   showMessages(render.messages, a.tokens);
   showDiagnostics($("diagnostics"), render.diagnostics, a.sources);
   showDiagnostics($("audit"), a.audit.diagnostics, a.sources);
@@ -194,30 +198,205 @@ function show(a) {
     `${plural(render.messages.length, "message")} · ${ctx}`);
 }
 
-function showNodes(nodes) {
+// The prompt manager: the nodes under the sections their author's header nodes open (the
+// library's outline, `stpreset nodes`), each with its switch, badges and tooltip. Large
+// presets open with their sections closed; a section keeps its state across renders.
+function showNodes(nodes, outline) {
   state.names = new Map();
   for (const n of nodes) if (!state.names.has(n.identifier)) state.names.set(n.identifier, n.name);
-  const list = document.createDocumentFragment();
-  nodes.forEach((n, i) => {
-    const box = el("input", { type: "checkbox", id: `node-${i}`, checked: n.enabled });
-    box.dataset.identifier = n.identifier;
-    box.addEventListener("change", () => {
-      state.toggles[n.identifier] = box.checked;
-      soon();
-    });
-    // Most nodes speak as system: only the others say so.
-    const badges = n.role === "system" ? [] : [el("span", { class: "badge" }, n.role)];
-    if (n.marker) badges.push(el("span", { class: "badge marker" }, "marker"));
-    if (n.injection) {
-      badges.push(el("span", { class: "badge inject" },
-        `@ depth ${n.injection.depth}, order ${n.injection.order}`));
+  const counts = new Map();
+  const walk = (sections) => {
+    for (const s of sections) {
+      counts.set(s.identifier, s);
+      walk(s.sections);
     }
-    const label = el("label", { for: `node-${i}` }, box,
-      el("span", { class: "about" }, el("span", { class: "name" }, shown(n.name)), " ", ...badges,
-        el("span", { class: "id", title: shown(n.identifier) }, shown(n.identifier))));
-    list.append(el("li", { class: n.enabled ? "" : "off", "data-identifier": n.identifier }, label));
+  };
+  walk(outline.sections);
+  const openByDefault = nodes.length <= 60;
+  const top = document.createDocumentFragment();
+  let main = null;
+  let sub = null;
+  nodes.forEach((n, i) => {
+    const o = outline.nodes[i] || {};
+    const row = nodeRow(n, o, i);
+    if (o.header) {
+      const s = counts.get(n.identifier) || { title: n.name, enabled: 0, total: 0 };
+      const open = state.open.has(n.identifier) ? state.open.get(n.identifier) : openByDefault;
+      const list = el("ol", {});
+      const details = el("details", { open },
+        el("summary", {}, el("span", { class: "title" }, shown(s.title)), " ",
+          el("span", { class: "count", title: "nodes on, of the nodes under this header" }, `${s.enabled}/${s.total}`)),
+        list);
+      details.addEventListener("toggle", () => {
+        // The search opens sections to show its hits: that is not the reader's choice.
+        if (!state.search) state.open.set(n.identifier, details.open);
+      });
+      const item = el("li", { class: `section ${o.header}`, "data-section": n.identifier }, details);
+      list.append(row);
+      if (o.header === "sub" && main) {
+        main.append(item);
+        sub = list;
+      } else {
+        // A sub-header before any main header stands alone, as a main one.
+        top.append(item);
+        main = list;
+        sub = null;
+      }
+      return;
+    }
+    (sub || main || top).append(row);
   });
-  $("nodes").replaceChildren(list);
+  $("nodes").replaceChildren(top);
+  filterNodes();
+}
+
+function nodeRow(n, o, i) {
+  const box = el("input", { type: "checkbox", id: `node-${i}`, checked: n.enabled });
+  box.dataset.identifier = n.identifier;
+  box.addEventListener("change", () => {
+    if (box.checked) switchOn(n.identifier, box);
+    else {
+      state.toggles[n.identifier] = false;
+      clearOffers();
+      soon();
+    }
+  });
+  // Most nodes speak as system: only the others say so.
+  const badges = n.role === "system" ? [] : [el("span", { class: "badge" }, n.role)];
+  if (n.marker) badges.push(el("span", { class: "badge marker" }, "marker"));
+  if (n.injection) {
+    badges.push(el("span", { class: "badge inject" },
+      `@ depth ${n.injection.depth}, order ${n.injection.order}`));
+  }
+  if (o.header) badges.push(el("span", { class: "badge" }, "header"));
+  for (const b of o.badges || []) badges.push(el("span", { class: "badge author" }, shown(b)));
+  for (const g of o.groups || []) {
+    badges.push(el("span", { class: "badge group", title: "at most one node of this group on" }, `one of: ${shown(g)}`));
+  }
+  const label = el("label", { for: `node-${i}`, title: o.tooltip ? shown(o.tooltip) : null }, box,
+    el("span", { class: "about" }, el("span", { class: "name" }, shown(n.name)), " ", ...badges,
+      el("span", { class: "id", title: shown(n.identifier) }, shown(n.identifier))));
+  const li = el("li", { class: n.enabled ? "node" : "node off", "data-identifier": n.identifier }, label);
+  li.dataset.search = `${n.name}\n${n.identifier}`.toLowerCase();
+  return li;
+}
+
+// Shows the nodes whose name or identifier holds the search text, with the sections they
+// are in opened; an empty search shows everything as the reader left it.
+function filterNodes() {
+  const q = state.search.trim().toLowerCase();
+  const list = $("nodes");
+  for (const li of list.querySelectorAll("li.node")) li.hidden = q !== "" && !li.dataset.search.includes(q);
+  // Inner sections first, so an outer one sees whether any of its sub-sections has a hit.
+  for (const sec of [...list.querySelectorAll("li.section")].reverse()) {
+    const details = sec.firstElementChild;
+    if (q === "") {
+      sec.hidden = false;
+      const id = sec.dataset.section;
+      if (state.open.has(id)) details.open = state.open.get(id);
+      continue;
+    }
+    const hit = sec.querySelector("li.node:not([hidden])") !== null;
+    sec.hidden = !hit;
+    details.open = hit;
+  }
+}
+
+// Switching a node on asks the server whether the author's constraints allow it (the
+// library's check, as the store's toggle makes it). Allowed: the switches it makes are
+// applied (with what the author's own directives resolve). Refused: the page offers to
+// switch the nodes in the way off (or the required ones on), or to switch it on anyway.
+async function switchOn(identifier, box) {
+  clearOffers();
+  let answer;
+  try {
+    const r = await fetch("/api/switch", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: body(`,"switch":${JSON.stringify({ [identifier]: true })}`),
+    });
+    answer = await r.json();
+    if (!r.ok) throw new Error(answer?.error?.message || `the server answered ${r.status}`);
+  } catch (e) {
+    showError(e.message);
+    box.checked = false;
+    return;
+  }
+  if (answer.switched) {
+    apply(answer.switched);
+    return;
+  }
+  box.checked = false;
+  const { node, issues } = answer.refused;
+  const offer = el("div", { class: "offer", role: "group", "aria-label": "This switch breaks the preset's rules" });
+  for (const i of issues) {
+    offer.append(el("p", {}, shown(i.message), i.author ? el("span", { class: "author" }, ` — “${shown(i.author)}”`) : ""));
+  }
+  const buttons = el("div", { class: "actions" });
+  const fix = answer.resolution;
+  if (fix) {
+    const others = fix.changes.filter((c) => c.identifier !== node);
+    const off = others.filter((c) => !c.enabled).length;
+    const on = others.length - off;
+    const what = [off ? `switch ${plural(off, "other")} off` : "", on ? `switch ${plural(on, "required node")} on` : ""]
+      .filter(Boolean).join(" and ");
+    const b = el("button", { type: "button", class: "primary", "data-action": "resolve" }, `Turn it on and ${what}`);
+    b.addEventListener("click", () => {
+      clearOffers();
+      apply(fix);
+    });
+    buttons.append(b);
+  }
+  const anyway = el("button", { type: "button", "data-action": "anyway" }, "Turn it on anyway");
+  anyway.addEventListener("click", () => {
+    clearOffers();
+    state.toggles[identifier] = true;
+    soon();
+  });
+  const cancel = el("button", { type: "button", "data-action": "cancel" }, "Cancel");
+  cancel.addEventListener("click", () => {
+    clearOffers();
+    box.focus();
+  });
+  buttons.append(anyway, cancel);
+  offer.append(buttons);
+  box.closest("li").append(offer);
+  offer.querySelector("button").focus();
+}
+
+function clearOffers() {
+  for (const o of document.querySelectorAll("#nodes .offer")) o.remove();
+}
+
+function apply(done) {
+  for (const c of done.changes) state.toggles[c.identifier] = c.enabled;
+  const notes = [...done.resolved, ...done.warnings].map((w) => shown(w.message) + (w.author ? ` — “${shown(w.author)}”` : ""));
+  $("switch-note").textContent = notes.join("\n");
+  refresh();
+}
+
+// The preset file with the page's switches, as the library reads a file's switches: the
+// order list of `character_id` 100001, else 100000; without one, the prompts' own `enabled`.
+function switchedPreset() {
+  const doc = JSON.parse(state.preset.text);
+  const lists = Array.isArray(doc.prompt_order) ? doc.prompt_order : [];
+  const has = (id) => lists.find((e) => e && e.character_id === id && Array.isArray(e.order));
+  const order = has(100001) || has(100000);
+  for (const [id, on] of Object.entries(state.toggles)) {
+    const entries = order ? order.order : (Array.isArray(doc.prompts) ? doc.prompts : []);
+    for (const e of entries) if (e && e.identifier === id) e.enabled = on;
+  }
+  return JSON.stringify(doc, null, 4);
+}
+
+function download() {
+  if (!state.preset) return;
+  const url = URL.createObjectURL(new Blob([switchedPreset()], { type: "application/json" }));
+  const a = el("a", { href: url, download: state.preset.name || "preset.json", hidden: true });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
 // `injection` is, in the seed layout, the list of sources joined into one message and, in
@@ -455,6 +634,32 @@ function showRegex(r) {
   $("regex-messages").replaceChildren(changes);
 }
 
+const WHERE = { 0: "before the character", 1: "after the character", 2: "Author's Note, top",
+  3: "Author's Note, bottom", 5: "before the examples", 6: "after the examples", 7: "outlet" };
+
+// The World Info entries this render activated, one by one (the prompt carries them joined).
+function showLore(lore) {
+  const total = lore.entries.length + lore.omitted;
+  $("lore-count").textContent = total ? `(${total.toLocaleString()})` : "";
+  $("lore-hint").textContent = total === 0
+    ? "No World Info entry fired in this render. A context with lorebooks (or `stpreset serve --card/--book`) brings them."
+    : `${total.toLocaleString()} ${total === 1 ? "entry" : "entries"} fired, in activation order.` +
+      (lore.omitted ? ` The first ${lore.entries.length.toLocaleString()} are listed.` : "");
+  const list = document.createDocumentFragment();
+  for (const e of lore.entries) {
+    const where = e.position === 4 ? `at depth ${e.depth}` : WHERE[e.position] || `position ${e.position}`;
+    const text = el("pre", { class: "text" });
+    text.textContent = e.content + more(e.content_omitted);
+    list.append(el("li", { "data-entry": e.name },
+      el("details", {},
+        el("summary", {}, el("strong", {}, shown(e.comment || e.name)), " ",
+          el("span", { class: "hint" }, `${where} · order ${e.order}` +
+            (e.keys.length ? ` · keys: ${e.keys.map(shown).join(", ")}` : " · constant"))),
+        text)));
+  }
+  $("lore").replaceChildren(list);
+}
+
 // --- Tabs ------------------------------------------------------------------------------
 
 function selectTab(tab) {
@@ -507,6 +712,11 @@ function setUpInputs() {
     state.generation = e.target.value;
     soon();
   });
+  $("node-search").addEventListener("input", (e) => {
+    state.search = e.target.value;
+    filterNodes();
+  });
+  $("download").addEventListener("click", download);
   $("allow-regex").addEventListener("change", (e) => {
     state.allowRegex = e.target.checked;
     soon();
