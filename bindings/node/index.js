@@ -737,7 +737,9 @@ class PresetStore {
     if (options !== undefined && !isPlainObject(options)) throw new TypeError('setEnabled options must be an object like { resolve: true }');
     const resolve = options !== undefined && options.resolve !== undefined ? options.resolve : false;
     if (typeof resolve !== 'boolean') throw new TypeError('resolve must be true or false');
-    return JSON.parse(call(() => this._inner.setEnabled(storeId(server, 'server'), storeId(preset, 'preset'), togglesJson(toggles), resolve)));
+    // As pairs: the caller's order is the order the switches are checked in.
+    const pairs = JSON.stringify(Object.entries(JSON.parse(togglesJson(toggles))));
+    return JSON.parse(call(() => this._inner.setEnabled(storeId(server, 'server'), storeId(preset, 'preset'), pairs, resolve)));
   }
   /** Lets (or stops) the preset's regex scripts run for this server (SPEC §13.6). */
   allowRegex(server, preset, allowed) {

@@ -476,6 +476,7 @@ test("sections fold with their counts, tooltips and groups show, an exclusive gr
   await after_(page, () => page.click("#nodes .offer [data-action=resolve]"));
   assert.equal(await page.isChecked("#nodes input[data-identifier=lush]"), true);
   assert.equal(await page.isChecked("#nodes input[data-identifier=terse]"), false);
+  assert.equal(await page.textContent("#switch-note"), "Switched off: Terse (for Lush)");
   assert.deepEqual(await summary(), ["Style 2/3", "Length 2/3"]);
   const texts = (await shownMessages(page)).map((m) => m.parts.join(""));
   assert.ok(texts.includes("Be lush.") && !texts.includes("Be terse."), JSON.stringify(texts));

@@ -120,9 +120,10 @@ impl PresetStore {
         self.inner.deactivate(id(&server)?).map_err(store_error)
     }
 
-    /// Switches nodes on or off under their author's constraints: `{"identifier": bool}` as
-    /// JSON; an unknown one fails the call, a broken constraint is refused unless `resolve`.
-    /// Returns `{changes, resolved, warnings}` as JSON.
+    /// Switches nodes on or off under their author's constraints: `[["identifier", bool]]` as
+    /// JSON, in the caller's order (the ons are checked in it); an unknown one fails the call,
+    /// a broken constraint is refused unless `resolve`. Returns `{changes, resolved, warnings}`
+    /// as JSON.
     #[napi]
     pub fn set_enabled(
         &self,
@@ -131,7 +132,7 @@ impl PresetStore {
         toggles_json: String,
         resolve: bool,
     ) -> Result<String> {
-        let toggles: std::collections::BTreeMap<String, bool> =
+        let toggles: Vec<(String, bool)> =
             serde_json::from_str(&toggles_json).map_err(|e| error("StoreError", "Toggles", e))?;
         let changes: Vec<(&str, bool)> = toggles.iter().map(|(k, v)| (k.as_str(), *v)).collect();
         let how = if resolve {

@@ -118,4 +118,8 @@ test('toggles keep the author\'s exclusive groups: refused with the nodes in the
   const outline = store.outline(7n, id);
   assert.deepStrictEqual(outline.nodes.map((n) => [n.identifier, n.enabled]), [['h', true], ['terse', false], ['lush', true]]);
   assert.throws(() => store.setEnabled(7n, id, { lush: true }, { resolve: 'yes' }), TypeError);
+  // The switches are checked in the caller's order: the second one asked meets the first.
+  store.setEnabled(7n, id, { lush: false });
+  assert.throws(() => store.setEnabled(7n, id, { terse: true, lush: true }, { resolve: true }),
+    (e) => e.kind === 'Refused' && e.node === 'lush' && e.issues[0].kind === 'unresolvable');
 });

@@ -2,8 +2,6 @@
 //! activate, toggle and the active preset compiled through the store's cache. Calls release
 //! the GIL (the store serializes its own connection).
 
-use std::collections::BTreeMap;
-
 use pyo3::prelude::*;
 
 use crate::{CompiledPreset, Text, error};
@@ -81,7 +79,7 @@ impl PresetStore {
         py: Python<'_>,
         server: i64,
         preset: i64,
-        toggles: BTreeMap<String, bool>,
+        toggles: Vec<(String, bool)>,
         resolve: bool,
     ) -> PyResult<String> {
         let changes: Vec<(&str, bool)> = toggles.iter().map(|(k, v)| (k.as_str(), *v)).collect();

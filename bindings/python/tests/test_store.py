@@ -136,3 +136,8 @@ def test_toggles_keep_the_authors_exclusive_groups(tmp_path):
     assert on == [("h", True), ("terse", False), ("lush", True)]
     with pytest.raises(TypeError):
         store.set_enabled(7, pid, {"lush": True}, resolve="yes")
+    # The switches are checked in the caller's order: the second one asked meets the first.
+    store.set_enabled(7, pid, {"lush": False})
+    with pytest.raises(stpreset.StoreError) as refused:
+        store.set_enabled(7, pid, {"terse": True, "lush": True}, resolve=True)
+    assert (refused.value.node, refused.value.issues[0]["kind"]) == ("lush", "unresolvable")

@@ -609,7 +609,8 @@ class PresetStore:
         if not isinstance(resolve, bool):
             raise TypeError("resolve takes True or False")
         return _json.loads(
-            _call(self._inner.set_enabled, _store_id(server, "server"), _store_id(preset, "preset"), _toggles(toggles), resolve)
+            # As pairs: the caller's order is the order the switches are checked in.
+            _call(self._inner.set_enabled, _store_id(server, "server"), _store_id(preset, "preset"), list(_toggles(toggles).items()), resolve)
         )
 
     def outline(self, server: int, preset: int) -> dict:

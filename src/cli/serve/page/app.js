@@ -370,7 +370,11 @@ function clearOffers() {
 
 function apply(done) {
   for (const c of done.changes) state.toggles[c.identifier] = c.enabled;
-  const notes = [...done.resolved, ...done.warnings].map((w) => shown(w.message) + (w.author ? ` — “${shown(w.author)}”` : ""));
+  // What was resolved is said as what was switched (the rule's text read like an error).
+  const name = (id) => shown(state.names.get(id) || id);
+  const notes = done.resolved.map((r) => `${r.kind === "missing-dependency" ? "Switched on" : "Switched off"}: ` +
+    `${r.others.map(name).join(", ")} (for ${name(r.node)})`);
+  for (const w of done.warnings) notes.push(shown(w.message) + (w.author ? ` — “${shown(w.author)}”` : ""));
   $("switch-note").textContent = notes.join("\n");
   refresh();
 }
