@@ -554,3 +554,32 @@ test("NemoEngine 11.5.2: 49 sections with the CLI's counts, its narration group 
   assert.deepEqual(page.errors, []);
   await page.close();
 });
+
+test("a stored preset previews with its stored switches and saves them back through the checked toggle", async () => {
+  const db = join(scratch, "stored.sqlite");
+  const file = join(scratch, "stored-styles.json");
+  writeFileSync(file, JSON.stringify(STYLES));
+  const id = execFileSync(bin, ["store", "--db", db, "--server", "9", "import", file]).toString().trim();
+  execFileSync(bin, ["store", "--db", db, "--server", "9", "toggle", id, "terse=off"]);
+  const stored = () => cli("store", "--db", db, "--server", "9", "nodes", id, "--format", "json")
+    .map((n) => [n.identifier, n.enabled]).filter(([i]) => i === "terse" || i === "lush");
+  const page = await open(await serve("--db", db, "--server", "9", "--context", context));
+  assert.equal(await page.isChecked("#nodes input[data-identifier=terse]"), false, "the stored switch, not the file's");
+  assert.equal(await page.isVisible("#save"), true);
+  await after_(page, () => page.click("#nodes input[data-identifier=lush]"));
+  await page.click("#save");
+  await page.waitForFunction(() => document.querySelector("#switch-note").textContent.startsWith("Saved"));
+  assert.deepEqual(stored(), [["terse", false], ["lush", true]]);
+  // Past the rule in the page ("anyway"), the store still refuses, and nothing is written.
+  await page.click("#nodes input[data-identifier=terse]");
+  await page.waitForSelector("#nodes .offer");
+  await after_(page, () => page.click("#nodes .offer [data-action=anyway]"));
+  await page.click("#save");
+  await page.waitForFunction(() => !document.querySelector("#error").hidden);
+  assert.match(await page.textContent("#error"), /not saved: .*switching `terse` on/);
+  assert.deepEqual(stored(), [["terse", false], ["lush", true]]);
+  // A file opened in the page is not the stored preset: no saving it there.
+  await after_(page, () => page.setInputFiles("#preset-file", file));
+  assert.equal(await page.isVisible("#save"), false);
+  await page.close();
+});

@@ -5,6 +5,7 @@
 
 mod api;
 mod http;
+mod stored;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -41,8 +42,30 @@ pub(crate) struct ServeArgs {
     /// Port; by default 8080, or the next free one up to 8179. `0` lets the system choose.
     #[arg(long)]
     port: Option<u16>,
+    /// Preview a preset of the store instead of a file: the SQLite file or PostgreSQL
+    /// connection string, as `stpreset store --db`. The page gets "Save to store", which
+    /// writes its switches through the store's checked toggle.
+    #[arg(
+        long,
+        value_name = "FILE|CONNINFO",
+        requires = "server",
+        conflicts_with = "preset"
+    )]
+    db: Option<PathBuf>,
+    /// The server whose preset `--db` previews.
+    #[arg(
+        long,
+        value_name = "SERVER_ID",
+        requires = "db",
+        allow_negative_numbers = true
+    )]
+    server: Option<i64>,
+    /// The stored preset's id (default: the server's active preset).
+    #[arg(long, value_name = "PRESET_ID", requires = "db")]
+    stored: Option<i64>,
     /// Address to listen on. Anything but a loopback address lets other machines reach the
-    /// page: only do that on a network you trust.
+    /// page (and, with `--db`, change the stored switches): only do that on a network you
+    /// trust.
     #[arg(long, value_name = "ADDR", default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
     bind: IpAddr,
 }
@@ -71,6 +94,7 @@ const STARTS: usize = 4;
 
 struct Shared {
     preset: Option<PathBuf>,
+    store: Option<Arc<stored::Stored>>,
     context: Option<PathBuf>,
     card: Option<PathBuf>,
     books: Vec<String>,
@@ -98,12 +122,26 @@ pub(crate) fn run(args: ServeArgs) -> Result<(), Failure> {
     for spec in &args.books {
         super::lore::book_bytes(super::lore::book_spec(spec).1)?;
     }
+    let store = match (args.db, args.server) {
+        (Some(db), Some(server)) => {
+            let target = stored::Stored {
+                db,
+                server,
+                id: args.stored,
+            };
+            // Opened once now so a wrong path or id fails at start, not on the page.
+            target.start().map_err(Failure)?;
+            Some(Arc::new(target))
+        }
+        _ => None,
+    };
     let listener = bind(args.bind, args.port)?;
     let addr = listener
         .local_addr()
         .map_err(|e| Failure(format!("cannot serve: {e}")))?;
     let shared = Arc::new(Shared {
         preset: args.preset,
+        store,
         context: args.context,
         card: args.card,
         books: args.books,
@@ -211,6 +249,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/api/audit", post(audit))
         .route("/api/request", post(request))
         .route("/api/switch", post(switch))
+        .route("/api/store/save", post(save))
         .fallback(|| async { json(Answer::error(404, "not_found", "no such page")) })
         .method_not_allowed_fallback(|| async {
             json(Answer::error(405, "method", "method not allowed here"))
@@ -324,13 +363,36 @@ async fn switch(state: State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Re
     work(state, headers, body, Endpoint::Switch).await
 }
 
-/// Admits the request, reads its body within the cap and [`PATIENCE`], waits for a worker,
-/// and answers on a blocking thread (a render is CPU work).
+async fn save(state: State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
+    let Some(store) = state.store.clone() else {
+        return json(Answer::error(
+            404,
+            "not_found",
+            "this page previews a file: start `stpreset serve --db … --server …` to save to a store",
+        ));
+    };
+    admit(state, headers, body, move |bytes| store.save(bytes)).await
+}
+
 async fn work(
-    State(shared): State<Arc<Shared>>,
+    state: State<Arc<Shared>>,
     headers: HeaderMap,
     body: Body,
     endpoint: Endpoint,
+) -> Response {
+    admit(state, headers, body, move |bytes| {
+        api::answer(endpoint, bytes)
+    })
+    .await
+}
+
+/// Admits the request, reads its body within the cap and [`PATIENCE`], waits for a worker,
+/// and answers with `answer` on a blocking thread (a render is CPU work).
+async fn admit(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Body,
+    answer: impl FnOnce(&[u8]) -> Answer + Send + 'static,
 ) -> Response {
     // One `Content-Type`, JSON; no `Content-Encoding` but `identity`, and at most one.
     let is_json = one(&headers, header::CONTENT_TYPE)
@@ -372,7 +434,7 @@ async fn work(
     // render still runs. The worker is free once the answer is made; the admission stays with
     // the answer until it is sent.
     let task = tokio::task::spawn_blocking(move || {
-        let answer = api::answer(endpoint, &bytes);
+        let answer = answer(&bytes);
         drop(worker);
         (answer, vec![admitted])
     });
@@ -428,6 +490,7 @@ async fn start(State(shared): State<Arc<Shared>>) -> Response {
     let read = tokio::task::spawn_blocking(move || {
         start_doc(
             shared.preset.as_deref(),
+            shared.store.as_deref(),
             shared.context.as_deref(),
             shared.card.as_deref(),
             &shared.books,
@@ -442,6 +505,7 @@ async fn start(State(shared): State<Arc<Shared>>) -> Response {
 
 fn start_doc(
     preset: Option<&Path>,
+    store: Option<&stored::Stored>,
     context: Option<&Path>,
     card: Option<&Path>,
     books: &[String],
@@ -476,10 +540,20 @@ fn start_doc(
             }
         }
     };
-    let preset = preset.and_then(|p| file(p, "preset"));
+    let mut preset = preset.and_then(|p| file(p, "preset"));
     let mut context = context
         .and_then(|p| file(p, "context"))
         .unwrap_or_else(|| serde_json::json!({"name": "", "text": SAMPLE_CONTEXT}));
+    let mut stored = serde_json::Value::Null;
+    if let Some(store) = store {
+        match store.start() {
+            Ok((file, info)) => {
+                preset = Some(file);
+                stored = info;
+            }
+            Err(e) => errors.push(e),
+        }
+    }
     if card.is_some() || !books.is_empty() {
         let text = context["text"].as_str().unwrap_or_default();
         match with_card_and_books(text, card, books) {
@@ -487,7 +561,8 @@ fn start_doc(
             Err(e) => errors.push(e),
         }
     }
-    serde_json::json!({"context": context, "errors": errors, "preset": preset}).to_string()
+    serde_json::json!({"context": context, "errors": errors, "preset": preset, "store": stored})
+        .to_string()
 }
 
 /// The page's context text with `--card` and `--book` merged in (issue 39), as a host merges

@@ -20,6 +20,7 @@ const state = {
   inflight: null,
   names: new Map(), // node identifier → name, for the messages' labels
   open: new Map(), // header node identifier → whether its section is open
+  store: null, // {server, id}: the stored preset the page previews (`serve --db`)
   search: "",
   startErrors: "", // about the files on the command line: shown until another file is opened
 };
@@ -109,6 +110,9 @@ async function takeFiles(files, as) {
         state.preset = { name: f.name, text: f.text };
         state.toggles = Object.create(null);
         state.open = new Map();
+        // Another file is not the stored preset: nothing to save it to.
+        state.store = null;
+        $("save").hidden = true;
       } else {
         state.context = { name: f.name, text: f.text };
       }
@@ -391,6 +395,25 @@ function switchedPreset() {
     for (const e of entries) if (e && e.identifier === id) e.enabled = on;
   }
   return JSON.stringify(doc, null, 4);
+}
+
+// Writes the page's switches to the stored preset, through the store's checked toggle: a
+// switch the author's constraints refuse is refused there too, and nothing is written.
+async function save() {
+  if (!state.store) return;
+  try {
+    const r = await fetch("/api/store/save", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ toggles: state.toggles }),
+    });
+    const answer = await r.json();
+    if (!r.ok) throw new Error(answer?.error?.message || `the server answered ${r.status}`);
+    showError("");
+    $("switch-note").textContent = `Saved to the store (preset ${state.store.id}, server ${state.store.server}).`;
+  } catch (e) {
+    showError(`not saved: ${e.message}`);
+  }
 }
 
 function download() {
@@ -721,6 +744,7 @@ function setUpInputs() {
     filterNodes();
   });
   $("download").addEventListener("click", download);
+  $("save").addEventListener("click", save);
   $("allow-regex").addEventListener("change", (e) => {
     state.allowRegex = e.target.checked;
     soon();
@@ -756,6 +780,12 @@ async function start() {
     if (s.context.name) state.context = s.context;
     else state.sample = s.context.text;
     if (s.preset) state.preset = s.preset;
+    if (s.store) {
+      // The stored switches, over the file's.
+      state.store = { server: s.store.server, id: s.store.id };
+      state.toggles = Object.assign(Object.create(null), s.store.toggles);
+      $("save").hidden = false;
+    }
     // The files were read as the CLI reads them; one that is not JSON is said here, not as
     // a broken request body.
     for (const f of [state.preset, s.context]) {
