@@ -123,3 +123,24 @@ test('toggles keep the author\'s exclusive groups: refused with the nodes in the
   assert.throws(() => store.setEnabled(7n, id, { terse: true, lush: true }, { resolve: true }),
     (e) => e.kind === 'Refused' && e.node === 'lush' && e.issues[0].kind === 'unresolvable');
 });
+
+const corpus = path.join(__dirname, '..', '..', '..', '..', 'shared', 'corpus', 'presets');
+test('corpus directive presets: every exclusive group switched to another member leaves that one on', {
+  skip: fs.existsSync(corpus) ? false : `SKIPPED: ${corpus} not found`,
+}, () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stpreset-store-'));
+  const store = s.PresetStore.open(path.join(dir, 'presets.db'));
+  let groups = 0;
+  for (const file of ['nemo__NemoEngine-11.5.2-General-RP.json', 'nemo__NemoNet-2.0.json', 'nemo__Magpie-v1-Beta-2.1.json']) {
+    const id = store.importPreset(5n, file, fs.readFileSync(path.join(corpus, file), 'utf8'));
+    for (const g of store.outline(5n, id).groups.filter((x) => x.members.length > 1)) {
+      const on = () => new Set(store.outline(5n, id).nodes.filter((n) => n.enabled).map((n) => n.identifier));
+      const pick = g.members.find((m) => !on().has(m));
+      store.setEnabled(5n, id, { [pick]: true }, { resolve: true });
+      const now = on();
+      assert.deepStrictEqual(g.members.filter((m) => now.has(m)), [pick], `${file} ${g.name}`);
+      groups += 1;
+    }
+  }
+  assert.strictEqual(groups, 58);
+});
