@@ -403,40 +403,35 @@ impl<'p> Net<'p> {
             );
             issue(IssueKind::Exclusive, all, message, author);
         }
-        if let Some(g) = &d.exclusive_group {
-            let on: Vec<usize> = self
-                .group_on
-                .get(g.as_str())
-                .into_iter()
-                .flatten()
-                .copied()
-                .filter(other)
-                .collect();
+        // One member on at a time: of the exclusive group, of the category with a limit.
+        let limits = [
+            (
+                IssueKind::Group,
+                "only one of the group",
+                d.exclusive_group
+                    .as_ref()
+                    .map(|g| (g, self.group_on.get(g.as_str()))),
+                d.exclusive_message.as_ref(),
+            ),
+            (
+                IssueKind::Category,
+                "only one node of the category",
+                d.max_one_per_category
+                    .as_ref()
+                    .map(|c| (c, self.category_on.get(c.as_str()))),
+                None,
+            ),
+        ];
+        for (kind, what, set, author) in limits {
+            let Some((name, set)) = set else { continue };
+            let on: Vec<usize> = set.into_iter().flatten().copied().filter(other).collect();
             if !on.is_empty() {
                 let message = format!(
-                    "only one of the group \"{}\" may be on; on now: {}",
-                    fit_chars(g, NAME_CHARS),
+                    "{what} \"{}\" may be on; on now: {}",
+                    fit_chars(name, NAME_CHARS),
                     self.names(&on)
                 );
-                issue(IssueKind::Group, on, message, d.exclusive_message.as_ref());
-            }
-        }
-        if let Some(c) = &d.max_one_per_category {
-            let on: Vec<usize> = self
-                .category_on
-                .get(c.as_str())
-                .into_iter()
-                .flatten()
-                .copied()
-                .filter(other)
-                .collect();
-            if !on.is_empty() {
-                let message = format!(
-                    "only one node of the category \"{}\" may be on; on now: {}",
-                    fit_chars(c, NAME_CHARS),
-                    self.names(&on)
-                );
-                issue(IssueKind::Category, on, message, None);
+                issue(kind, on, message, author);
             }
         }
         let mut needed = BTreeSet::new();

@@ -599,10 +599,11 @@ mod properties {
                 format!(
                     r#"{{"preset": {{"prompts": [{}], "extensions": {{"regex_scripts": [{}]}}}},
                         "context": {{"items": [{}]}}, "toggles": {{{}}}, "shape": {shape},
-                        "allow_regex": {allow}, "regex_by_script": {by}}}"#,
+                        "allow_regex": {allow}, "regex_by_script": {by}, "switch": {{{}}}}}"#,
                     nodes.join(","),
                     scripts.join(","),
                     items.join(","),
+                    toggles.join(","),
                     toggles.join(","),
                 )
             })
@@ -612,8 +613,9 @@ mod properties {
         #![proptest_config(ProptestConfig::with_cases(150))]
 
         #[test]
-        fn every_body_gets_one_json_answer(body in body(), endpoint in 0..4usize) {
-            let endpoint = [Endpoint::Render, Endpoint::Audit, Endpoint::Request, Endpoint::Preview][endpoint];
+        fn every_body_gets_one_json_answer(body in body(), endpoint in 0..5usize) {
+            let endpoint = [Endpoint::Render, Endpoint::Audit, Endpoint::Request, Endpoint::Preview,
+                Endpoint::Switch][endpoint];
             let a = answer(endpoint, body.as_bytes());
             // The bodies are well-formed: only the library may refuse them.
             prop_assert!([200, 422].contains(&a.status), "{} {}", a.status, a.body);
