@@ -93,14 +93,19 @@ pub enum StoreError {
 }
 
 /// What switching `changes` on stored preset `id` does (backends call it inside the write,
-/// on the states they read there), or the store's refusal.
+/// on the states they read there), or the store's refusal. `load` reads the preset only when
+/// something is switched on: switching off never refuses, and a toggle of offs stays one
+/// `UPDATE` per identifier (the backends still refuse an identifier without a node).
 fn plan_switch(
-    preset: &Preset,
+    load: impl FnOnce() -> Result<Vec<crate::preset::PresetNode>, StoreError>,
     id: i64,
     changes: &[(&str, bool)],
     how: Resolve,
 ) -> Result<Switched, StoreError> {
-    preset.plan_switch(changes, how).map_err(|e| match e {
+    if let Some(done) = crate::preset::switch::offs_only(changes) {
+        return Ok(done);
+    }
+    crate::preset::switch::plan(&load()?, changes, how).map_err(|e| match e {
         SwitchError::UnknownNode(identifier) => StoreError::UnknownNode { id, identifier },
         SwitchError::Refused { node, issues } => StoreError::Refused { id, node, issues },
     })

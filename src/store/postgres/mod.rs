@@ -368,19 +368,29 @@ impl Backend for Postgres {
             // keeps every other write of the server out until it commits.
             let asked: Vec<(&str, bool)> =
                 changes.iter().map(|(s, on)| (s.as_str(), *on)).collect();
-            let done = plan_switch(&load(tx, server, id)?, id, &asked, how)?;
+            let done = plan_switch(|| load_nodes(tx, server, id), id, &asked, how)?;
             let update = tx.prepare(
                 "UPDATE stpreset.st_preset_nodes SET enabled = $3 \
                  WHERE preset_id = $1 AND identifier = $2",
             )?;
             for c in &done.changes {
-                // Identifiers come from the loaded preset, so an unescaped table holds them.
                 let stored = if escaped {
                     escape(&c.identifier)
+                } else if c.identifier.contains('\0') {
+                    // Unescaped rows cannot hold U+0000, so no node has this identifier.
+                    return Err(StoreError::UnknownNode {
+                        id,
+                        identifier: c.identifier.clone(),
+                    });
                 } else {
                     c.identifier.clone()
                 };
-                tx.execute(&update, &[&id, &stored, &c.enabled])?;
+                if tx.execute(&update, &[&id, &stored, &c.enabled])? == 0 {
+                    return Err(StoreError::UnknownNode {
+                        id,
+                        identifier: c.identifier.clone(),
+                    });
+                }
             }
             tx.execute(
                 "UPDATE stpreset.st_presets SET updated_at = $2 WHERE id = $1",
@@ -475,6 +485,29 @@ fn owned(tx: &mut Transaction<'_>, server: i64, id: i64) -> Result<(bool, bool),
 
 /// Reads one preset in the caller's snapshot, after checking its size in the database.
 fn load(tx: &mut Transaction<'_>, server: i64, id: i64) -> Result<Preset, StoreError> {
+    let nodes = load_nodes(tx, server, id)?;
+    let row = tx.query_one(
+        "SELECT raw_json, lone_surrogates, nul_escaped FROM stpreset.st_presets WHERE id = $1",
+        &[&id],
+    )?;
+    let escaped: bool = row.try_get(2)?;
+    let raw: String = row.try_get(0)?;
+    let raw = if escaped { unescape(raw) } else { raw };
+    let lone: i64 = row.try_get(1)?;
+    Ok(Preset::from_stored(
+        nodes,
+        raw.into_bytes().into_boxed_slice(),
+        usize::try_from(lone).unwrap_or(0),
+    ))
+}
+
+/// One preset's nodes in order in the caller's snapshot, after checking its size in the
+/// database (a toggle's check needs no more than these).
+fn load_nodes(
+    tx: &mut Transaction<'_>,
+    server: i64,
+    id: i64,
+) -> Result<Vec<PresetNode>, StoreError> {
     let row = tx
         .query_opt(
             "SELECT octet_length(p.raw_json)::int8, \
@@ -500,39 +533,27 @@ fn load(tx: &mut Transaction<'_>, server: i64, id: i64) -> Result<Preset, StoreE
         },
     )?;
     let text = |s: String| if escaped { unescape(s) } else { s };
-    let row = tx.query_one(
-        "SELECT raw_json, lone_surrogates FROM stpreset.st_presets WHERE id = $1",
-        &[&id],
-    )?;
-    let raw = text(row.try_get(0)?);
-    let lone: i64 = row.try_get(1)?;
-    let nodes = tx
-        .query(
-            "SELECT identifier, name, role, content, marker, enabled, injection_position, \
+    tx.query(
+        "SELECT identifier, name, role, content, marker, enabled, injection_position, \
                     injection_depth, injection_order \
              FROM stpreset.st_preset_nodes WHERE preset_id = $1 ORDER BY order_index",
-            &[&id],
-        )?
-        .iter()
-        .map(|r| {
-            Ok(PresetNode {
-                identifier: text(r.try_get(0)?),
-                name: text(r.try_get(1)?),
-                role: text(r.try_get(2)?),
-                content: text(r.try_get(3)?),
-                marker: r.try_get(4)?,
-                enabled: r.try_get(5)?,
-                injection_position: r.try_get(6)?,
-                injection_depth: r.try_get(7)?,
-                injection_order: r.try_get(8)?,
-            })
+        &[&id],
+    )?
+    .iter()
+    .map(|r| {
+        Ok(PresetNode {
+            identifier: text(r.try_get(0)?),
+            name: text(r.try_get(1)?),
+            role: text(r.try_get(2)?),
+            content: text(r.try_get(3)?),
+            marker: r.try_get(4)?,
+            enabled: r.try_get(5)?,
+            injection_position: r.try_get(6)?,
+            injection_depth: r.try_get(7)?,
+            injection_order: r.try_get(8)?,
         })
-        .collect::<Result<Vec<_>, StoreError>>()?;
-    Ok(Preset::from_stored(
-        nodes,
-        raw.into_bytes().into_boxed_slice(),
-        usize::try_from(lone).unwrap_or(0),
-    ))
+    })
+    .collect::<Result<Vec<_>, StoreError>>()
 }
 
 #[cfg(test)]

@@ -310,12 +310,18 @@ impl Backend for Sqlite {
         how: Resolve,
     ) -> Result<Switched, StoreError> {
         self.write(|tx| {
-            let done = plan_switch(&load(tx, server, id)?, id, changes, how)?;
+            owned(tx, server, id)?;
+            let done = plan_switch(|| load_nodes(tx, server, id), id, changes, how)?;
             let mut update = tx.prepare_cached(
                 "UPDATE st_preset_nodes SET enabled = ?3 WHERE preset_id = ?1 AND identifier = ?2",
             )?;
             for c in &done.changes {
-                update.execute(params![id, c.identifier, c.enabled])?;
+                if update.execute(params![id, c.identifier, c.enabled])? == 0 {
+                    return Err(StoreError::UnknownNode {
+                        id,
+                        identifier: c.identifier.clone(),
+                    });
+                }
             }
             tx.execute(
                 "UPDATE st_presets SET updated_at = ?2 WHERE id = ?1",
@@ -404,6 +410,22 @@ fn owned(conn: &Connection, server: i64, id: i64) -> Result<bool, StoreError> {
 /// Reads one preset; the caller runs it inside a transaction so that the preset row and its
 /// nodes come from one snapshot.
 fn load(conn: &Connection, server: i64, id: i64) -> Result<Preset, StoreError> {
+    let nodes = load_nodes(conn, server, id)?;
+    let (raw, lone): (String, i64) = conn.query_row(
+        "SELECT raw_json, lone_surrogates FROM st_presets WHERE id = ?1",
+        params![id],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    Ok(Preset::from_stored(
+        nodes,
+        raw.into_bytes().into_boxed_slice(),
+        usize::try_from(lone).unwrap_or(0),
+    ))
+}
+
+/// One preset's nodes in order, after checking its size in the database (a toggle's check
+/// needs no more than these).
+fn load_nodes(conn: &Connection, server: i64, id: i64) -> Result<Vec<PresetNode>, StoreError> {
     let size = conn
         .prepare_cached(
             "SELECT LENGTH(CAST(p.raw_json AS BLOB)), \
@@ -423,11 +445,6 @@ fn load(conn: &Connection, server: i64, id: i64) -> Result<Preset, StoreError> {
         .optional()?
         .ok_or(StoreError::NotFound { server, id })?;
     check_stored(id, size)?;
-    let (raw, lone): (String, i64) = conn.query_row(
-        "SELECT raw_json, lone_surrogates FROM st_presets WHERE id = ?1",
-        params![id],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {PRESET_NODE_COLUMNS} FROM st_preset_nodes WHERE preset_id = ?1 ORDER BY order_index"
     ))?;
@@ -446,9 +463,5 @@ fn load(conn: &Connection, server: i64, id: i64) -> Result<Preset, StoreError> {
             })
         })?
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Preset::from_stored(
-        nodes,
-        raw.into_bytes().into_boxed_slice(),
-        usize::try_from(lone).unwrap_or(0),
-    ))
+    Ok(nodes)
 }
