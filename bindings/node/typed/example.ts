@@ -1,7 +1,8 @@
 // A bot's turn, typed: `tsc -p typed` runs in CI (`npm test`), so index.d.ts keeps catching
 // mistakes (a misspelt tag or role is an error; see mistakes.ts).
 import { Chat, Preset, type Context, type ContextItem, lore } from '..';
-import type { WiState, WiResult, FirstMessage } from '..';
+import type { WiState, WiResult, FirstMessage, Switched } from '..';
+import { PresetStore, StoreError } from '..';
 
 const PRESET = '{"prompts": [{"identifier": "main", "content": "Hi {{user}}"}, {"identifier": "chatHistory", "marker": true}]}';
 
@@ -40,3 +41,19 @@ if (first !== null) greeted.push(first.item);
 const saved: string = JSON.stringify(greeted);
 const restored = new Chat(JSON.parse(saved) as Context);
 console.log(restored.length, first?.swipes.length, compiled.request({ provider_options: { shape: 'gemini' } }));
+
+// A bot's menu switching a node on: the author's exclusive groups refuse it, then the bot asks
+// the admin and resolves (issue 41).
+function switchOn(store: PresetStore, guild: bigint, preset: string, node: string): string[] {
+  let done: Switched;
+  try {
+    done = store.setEnabled(guild, preset, { [node]: true });
+  } catch (e) {
+    if (!(e instanceof StoreError) || e.kind !== 'Refused' || !e.issues) throw e;
+    console.log(e.issues.map((i) => i.message + (i.author ? ` ("${i.author}")` : '')).join('; '));
+    done = store.setEnabled(guild, preset, { [node]: true }, { resolve: true });
+  }
+  console.log(store.outline(guild, preset).sections.map((s) => `${s.title} ${s.enabled}/${s.total}`));
+  return done.changes.filter((c) => !c.enabled).map((c) => c.identifier);
+}
+void switchOn;

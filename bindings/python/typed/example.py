@@ -10,6 +10,22 @@ from stpreset import Chat, Context, ContextItem, FirstMessage, WiResult, WiState
 PRESET = '{"prompts": [{"identifier": "main", "content": "Hi {{user}}"}, {"identifier": "chatHistory", "marker": true}]}'
 
 
+def switch_on(store: stpreset.PresetStore, guild: int, preset: int, node: str) -> list[str]:
+    """A bot's menu switching a node on: the author's exclusive groups refuse it, then the bot
+    asks the admin and resolves (issue 41)."""
+    try:
+        done = store.set_enabled(guild, preset, {node: True})
+    except stpreset.StoreError as e:
+        if e.kind != "Refused" or e.issues is None:
+            raise
+        reasons = [i["message"] + (f' ("{i["author"]}")' if i["author"] else "") for i in e.issues]
+        print("; ".join(reasons))
+        done = store.set_enabled(guild, preset, {node: True}, resolve=True)
+    sections = store.outline(guild, preset)["sections"]
+    print([f'{s["title"]} {s["enabled"]}/{s["total"]}' for s in sections])
+    return [c["identifier"] for c in done["changes"] if not c["enabled"]]
+
+
 def main() -> None:
     # A public bot sets its render budget: about 400 ms, 50 of them for chat text.
     ctx: Context = {"user": "Alice", "char": "Tomori", "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "hi"}],
