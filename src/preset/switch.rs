@@ -519,28 +519,6 @@ impl<'p> Net<'p> {
     }
 }
 
-/// What a request of switches off only does: exactly them (switching off never refuses nor
-/// cascades), each identifier's last wish in order of first mention. The store writes these
-/// without reading the preset; an identifier it has no node of is still refused there.
-pub(crate) fn offs_only(changes: &[(&str, bool)]) -> Option<Switched> {
-    if changes.iter().any(|&(_, on)| on) {
-        return None;
-    }
-    let mut seen = std::collections::HashSet::new();
-    let changes = changes
-        .iter()
-        .filter(|(id, _)| seen.insert(*id))
-        .map(|(id, _)| Change {
-            identifier: id.to_string(),
-            enabled: false,
-        })
-        .collect();
-    Some(Switched {
-        changes,
-        ..Switched::default()
-    })
-}
-
 /// Plans switching `changes` on `nodes` under their author's constraints; nothing is
 /// switched here ([`Preset::switch`](crate::Preset::switch) applies the plan, the store
 /// writes it in one transaction).

@@ -92,6 +92,28 @@ pub enum StoreError {
     Database(String),
 }
 
+/// What a request of switches off only does: exactly them (switching off never refuses nor
+/// cascades), each identifier's last wish in order of first mention. The store writes these
+/// without reading the preset; an identifier it has no node of is still refused there.
+fn offs_only(changes: &[(&str, bool)]) -> Option<Switched> {
+    if changes.iter().any(|&(_, on)| on) {
+        return None;
+    }
+    let mut seen = std::collections::HashSet::new();
+    let changes = changes
+        .iter()
+        .filter(|(id, _)| seen.insert(*id))
+        .map(|(id, _)| crate::preset::switch::Change {
+            identifier: id.to_string(),
+            enabled: false,
+        })
+        .collect();
+    Some(Switched {
+        changes,
+        ..Switched::default()
+    })
+}
+
 /// What switching `changes` on stored preset `id` does (backends call it inside the write,
 /// on the states they read there), or the store's refusal. `load` reads the preset only when
 /// something is switched on: switching off never refuses, and a toggle of offs stays one
@@ -102,7 +124,7 @@ fn plan_switch(
     changes: &[(&str, bool)],
     how: Resolve,
 ) -> Result<Switched, StoreError> {
-    if let Some(done) = crate::preset::switch::offs_only(changes) {
+    if let Some(done) = offs_only(changes) {
         return Ok(done);
     }
     crate::preset::switch::plan(&load()?, changes, how).map_err(|e| match e {
