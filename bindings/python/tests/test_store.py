@@ -2,6 +2,7 @@
 
 import json
 import os
+import pathlib
 import time
 
 import pytest
@@ -141,3 +142,23 @@ def test_toggles_keep_the_authors_exclusive_groups(tmp_path):
     with pytest.raises(stpreset.StoreError) as refused:
         store.set_enabled(7, pid, {"terse": True, "lush": True}, resolve=True)
     assert (refused.value.node, refused.value.issues[0]["kind"]) == ("lush", "unresolvable")
+
+
+CORPUS = pathlib.Path(__file__).resolve().parents[4] / "shared" / "corpus" / "presets"
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason=f"SKIPPED: {CORPUS} not found")
+def test_every_corpus_exclusive_group_switches_to_another_member(tmp_path):
+    store = stpreset.PresetStore(str(tmp_path / "corpus.db"))
+    groups = 0
+    for name in ["nemo__NemoEngine-11.5.2-General-RP.json", "nemo__NemoNet-2.0.json", "nemo__Magpie-v1-Beta-2.1.json"]:
+        pid = store.import_preset(5, name, (CORPUS / name).read_text())
+        for g in [g for g in store.outline(5, pid)["groups"] if len(g["members"]) > 1]:
+            def on() -> set:
+                return {n["identifier"] for n in store.outline(5, pid)["nodes"] if n["enabled"]}
+            pick = next(m for m in g["members"] if m not in on())
+            store.set_enabled(5, pid, {pick: True}, resolve=True)
+            now = on()
+            assert [m for m in g["members"] if m in now] == [pick], (name, g["name"])
+            groups += 1
+    assert groups == 58
