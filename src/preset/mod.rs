@@ -359,6 +359,17 @@ impl Preset {
 
     /// Switches nodes under their author's constraints ([`plan_switch`](Self::plan_switch)),
     /// all or none; [`set_enabled_all`](Self::set_enabled_all) switches without checking.
+    ///
+    /// ```
+    /// use stpreset::switch::Resolve;
+    /// let mut p = stpreset::Preset::from_json(br#"{"prompts": [
+    ///     {"identifier": "a", "content": "{{// @mutual-exclusive-group len}}Be terse."},
+    ///     {"identifier": "b", "content": "{{// @mutual-exclusive-group len}}Be lush.", "enabled": false}]}"#).unwrap();
+    /// assert!(p.switch(&[("b", true)], Resolve::Refuse).is_err());
+    /// assert!(p.nodes()[0].enabled, "nothing switched");
+    /// p.switch(&[("b", true)], Resolve::Resolve).unwrap();
+    /// assert_eq!((p.nodes()[0].enabled, p.nodes()[1].enabled), (false, true));
+    /// ```
     pub fn switch(
         &mut self,
         changes: &[(&str, bool)],

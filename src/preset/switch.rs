@@ -77,6 +77,11 @@ pub enum IssueKind {
 
 impl IssueKind {
     /// Whether it refuses a switch (else it is a warning).
+    ///
+    /// ```
+    /// use stpreset::switch::IssueKind;
+    /// assert!(IssueKind::Group.is_error() && !IssueKind::Conflicts.is_error());
+    /// ```
     pub fn is_error(self) -> bool {
         !matches!(self, IssueKind::Conflicts | IssueKind::Deprecated)
     }
@@ -124,6 +129,12 @@ pub struct Switched {
 
 impl Switched {
     /// As JSON: every front end prints these bytes.
+    ///
+    /// ```
+    /// let p = stpreset::Preset::from_json(br#"{"prompts": [{"identifier": "a", "content": "A", "enabled": false}]}"#).unwrap();
+    /// let done = p.plan_switch(&[("a", true)], stpreset::switch::Resolve::Refuse).unwrap();
+    /// assert_eq!(done.to_json(), r#"{"changes":[{"identifier":"a","enabled":true}],"resolved":[],"warnings":[]}"#);
+    /// ```
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }
