@@ -664,13 +664,16 @@ class Template {
 
 // Node toggles as JSON: identifiers read as the engine reads them (a lone surrogate is U+FFFD,
 // as it became in the imported preset).
-function togglesJson(toggles) {
-  const out = {};
-  for (const [id, on] of Object.entries(toggles)) {
+// Toggles as `[identifier, on]` pairs in the caller's order, identifiers as the engine reads them.
+function togglePairs(toggles) {
+  return Object.entries(toggles).map(([id, on]) => {
     if (typeof on !== 'boolean') throw new TypeError(`toggle ${JSON.stringify(id)}: expected true or false`);
-    out[wellFormed(id)] = on;
-  }
-  return JSON.stringify(out);
+    return [wellFormed(id), on];
+  });
+}
+
+function togglesJson(toggles) {
+  return JSON.stringify(Object.fromEntries(togglePairs(toggles)));
 }
 
 // A server or preset id as decimal text: Discord's ids are past 2^53, so BigInt and strings are
@@ -738,7 +741,7 @@ class PresetStore {
     const resolve = options !== undefined && options.resolve !== undefined ? options.resolve : false;
     if (typeof resolve !== 'boolean') throw new TypeError('resolve must be true or false');
     // As pairs: the caller's order is the order the switches are checked in.
-    const pairs = JSON.stringify(Object.entries(JSON.parse(togglesJson(toggles))));
+    const pairs = JSON.stringify(togglePairs(toggles));
     return JSON.parse(call(() => this._inner.setEnabled(storeId(server, 'server'), storeId(preset, 'preset'), pairs, resolve)));
   }
   /** Lets (or stops) the preset's regex scripts run for this server (SPEC §13.6). */

@@ -442,6 +442,18 @@ impl Preset {
         Ok(())
     }
 
+    /// The switches made since the file was read, in order: the `set_enabled` calls, and for a
+    /// preset the store gives back, where its stored states differ from its file's.
+    ///
+    /// ```
+    /// let mut p = stpreset::Preset::from_json(br#"{"prompts": [{"identifier": "main", "content": "Hi"}]}"#).unwrap();
+    /// p.set_enabled("main", false);
+    /// assert_eq!(p.toggles(), [("main".to_string(), false)]);
+    /// ```
+    pub fn toggles(&self) -> &[(String, bool)] {
+        &self.toggles
+    }
+
     /// Mutable access to the nodes (to toggle `enabled`, say) before compiling.
     pub fn nodes_mut(&mut self) -> &mut [PresetNode] {
         &mut self.nodes

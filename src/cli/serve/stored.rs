@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::Deserialize;
+use stpreset::PresetStore;
 use stpreset::store::StoreError;
 use stpreset::switch::Resolve;
-use stpreset::{Preset, PresetStore};
 
 use super::api::Answer;
 
@@ -36,17 +36,15 @@ impl Stored {
 
     /// What `/api/start` says of the stored preset: `({"name", "text"}, {"server", "id",
     /// "toggles"})`, the text being the imported file and `toggles` the stored switches where
-    /// they differ from the file's.
+    /// they differ from the file's (`Preset::toggles` of the stored preset).
     pub(crate) fn start(&self) -> Result<(serde_json::Value, serde_json::Value), String> {
         let (store, id) = self.open()?;
         let stored = store.get(self.server, id).map_err(|e| e.to_string())?;
-        let file = file_switches(&stored);
-        let mut toggles = BTreeMap::new();
-        for n in stored.nodes() {
-            if file.get(n.identifier.as_str()) != Some(&n.enabled) {
-                toggles.entry(n.identifier.as_str()).or_insert(n.enabled);
-            }
-        }
+        let toggles: BTreeMap<&str, bool> = stored
+            .toggles()
+            .iter()
+            .map(|(id, on)| (id.as_str(), *on))
+            .collect();
         let name = format!("stored preset {id} (server {})", self.server);
         Ok((
             serde_json::json!({"name": name, "text": stored.raw_json()}),
@@ -54,14 +52,16 @@ impl Stored {
         ))
     }
 
-    /// `POST /api/store/save` with `{"toggles"}`: the page's switches (the file's, with the
-    /// toggles over them) written to the stored preset. `{"saved": {changes, resolved,
-    /// warnings}}`, or 409 `refused` with the node and the issues in the way.
+    /// `POST /api/store/save` with `{"toggles": [["IDENT", bool], ...]}` (pairs: the ons are
+    /// checked in the page's order): the page's switches written to the stored preset through
+    /// the store's checked toggle (the nodes the page never switched keep
+    /// their stored state, whoever set it since the page loaded). `{"saved": {changes,
+    /// resolved, warnings}}`, or 409 `refused` with the node and the issues in the way.
     pub(crate) fn save(&self, body: &[u8]) -> Answer {
         #[derive(Deserialize)]
         #[serde(deny_unknown_fields)]
         struct Save {
-            toggles: BTreeMap<String, bool>,
+            toggles: Vec<(String, bool)>,
         }
         let save: Save = match serde_json::from_slice(body) {
             Ok(s) => s,
@@ -71,63 +71,44 @@ impl Stored {
             Ok(opened) => opened,
             Err(e) => return Answer::error(500, "store", &e),
         };
-        let stored = match store.get(self.server, id) {
-            Ok(p) => p,
-            Err(e @ StoreError::NotFound { .. }) => {
-                return Answer::error(404, "not_found", &e.to_string());
-            }
-            Err(e) => return Answer::error(500, "store", &e.to_string()),
-        };
-        let file = file_switches(&stored);
-        // Every identifier once, as the page shows it: the toggle, else the file's switch.
-        let mut seen = std::collections::HashSet::new();
-        let changes: Vec<(&str, bool)> = stored
-            .nodes()
+        let changes: Vec<(&str, bool)> = save
+            .toggles
             .iter()
-            .filter(|n| seen.insert(n.identifier.as_str()))
-            .map(|n| {
-                let id = n.identifier.as_str();
-                let on = save
-                    .toggles
-                    .get(id)
-                    .or_else(|| file.get(id))
-                    .copied()
-                    .unwrap_or(n.enabled);
-                (id, on)
-            })
+            .map(|(id, on)| (id.as_str(), *on))
             .collect();
         match store.switch(self.server, id, &changes, Resolve::Refuse) {
             Ok(done) => Answer {
                 status: 200,
                 body: serde_json::json!({"saved": done}).to_string(),
             },
-            Err(StoreError::Refused { node, issues, .. }) => {
-                let message = stpreset::switch::SwitchError::Refused {
-                    node: node.clone(),
-                    issues: issues.clone(),
-                }
-                .to_string();
-                let body = serde_json::json!({"error": {"kind": "refused", "message": message,
-                    "node": node, "issues": issues}});
+            Err(e) => {
+                let message = e.to_string();
+                let (status, body) = match e {
+                    StoreError::Refused { node, issues, .. } => (
+                        409,
+                        serde_json::json!({"error": {"kind": "refused", "message": message,
+                            "node": node, "issues": issues}}),
+                    ),
+                    StoreError::NotFound { .. } => (
+                        404,
+                        serde_json::json!({"error": {"kind": "not_found", "message": message}}),
+                    ),
+                    StoreError::UnknownNode { .. } => (
+                        422,
+                        serde_json::json!({"error": {"kind": "toggles", "message": message}}),
+                    ),
+                    _ => (
+                        500,
+                        serde_json::json!({"error": {"kind": "store", "message": message}}),
+                    ),
+                };
                 Answer {
-                    status: 409,
+                    status,
                     body: body.to_string(),
                 }
             }
-            Err(e) => Answer::error(500, "store", &e.to_string()),
         }
     }
-}
-
-/// The file's own switch of each identifier (its first node), as an import reads it.
-fn file_switches(stored: &Preset) -> std::collections::HashMap<String, bool> {
-    let mut out = std::collections::HashMap::new();
-    if let Ok(file) = Preset::from_json(stored.raw_json().as_bytes()) {
-        for n in file.nodes() {
-            out.entry(n.identifier.clone()).or_insert(n.enabled);
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -155,7 +136,7 @@ mod tests {
         assert_eq!(info["toggles"], serde_json::json!({"terse": false}));
         assert_eq!(info["id"], id);
         // Both on: refused, nothing written.
-        let a = stored.save(br#"{"toggles": {"terse": true, "lush": true}}"#);
+        let a = stored.save(br#"{"toggles": [["terse", true], ["lush", true]]}"#);
         assert_eq!(a.status, 409, "{}", a.body);
         assert!(a.body.contains(r#""node":"lush""#), "{}", a.body);
         let on = |store: &PresetStore| -> Vec<bool> {
@@ -168,7 +149,7 @@ mod tests {
                 .collect()
         };
         assert_eq!(on(&store), [false, false]);
-        let a = stored.save(br#"{"toggles": {"terse": false, "lush": true}}"#);
+        let a = stored.save(br#"{"toggles": [["terse", false], ["lush", true]]}"#);
         assert_eq!(a.status, 200, "{}", a.body);
         assert_eq!(on(&store), [false, true]);
         // Another server's preset is not found.
@@ -178,6 +159,7 @@ mod tests {
             id: Some(id),
         };
         assert!(other.start().is_err());
-        assert_eq!(other.save(br#"{"toggles": {}}"#).status, 404);
+        assert_eq!(other.save(br#"{"toggles": []}"#).status, 404);
+        assert_eq!(stored.save(br#"{"toggles": [["nope", true]]}"#).status, 422);
     }
 }

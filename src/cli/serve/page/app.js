@@ -405,7 +405,8 @@ async function save() {
     const r = await fetch("/api/store/save", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ toggles: state.toggles }),
+      // Pairs, in the order the page switched them: the store checks the ons in that order.
+      body: JSON.stringify({ toggles: Object.entries(state.toggles) }),
     });
     const answer = await r.json();
     if (!r.ok) throw new Error(answer?.error?.message || `the server answered ${r.status}`);
