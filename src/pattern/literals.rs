@@ -81,10 +81,15 @@ fn branch_prefixes(alt: &str, icase: bool, unicode: bool, level: usize) -> Optio
         } else {
             inner
         };
-        (
-            prefix_literals(inner, icase, unicode, level + 1)?,
-            &b[close + 1..],
-        )
+        let rest = &b[close + 1..];
+        // An unquantified group of plain words followed by a literal (`(lord|lady) ash`):
+        // every match starts with one word and the literal, a far rarer start than the word.
+        if quantifier(rest).0 == 0
+            && let Some(joined) = group_then_literal(inner, rest, icase, unicode)
+        {
+            return Some(joined);
+        }
+        (prefix_literals(inner, icase, unicode, level + 1)?, rest)
     } else {
         let lit = leading_literal(b, icase, unicode)?;
         let width = literal_width(b)?;
@@ -102,6 +107,54 @@ fn branch_prefixes(alt: &str, icase: bool, unicode: bool, level: usize) -> Optio
     let mut all = first;
     all.extend(branch_prefixes(&rest[q..], icase, unicode, level + 1)?);
     Some(all)
+}
+
+/// Most alternatives a group's words are joined with what follows (`(a|b|…)x`): the
+/// prefilter's automaton grows with them, and past a few the words alone select well enough.
+const MAX_JOINED: usize = 16;
+
+/// The words of a group (`inner`, its text without the parentheses and `?:`/`?<name>`) each
+/// followed by the literal run that `rest` starts with, when every alternative of the group
+/// is plain literal text and that run's first character is not optional: every match of
+/// `(person|hero)3s?` contains `person3` or `hero3`. `None` otherwise.
+fn group_then_literal(inner: &str, rest: &str, icase: bool, unicode: bool) -> Option<Vec<String>> {
+    let alternatives = split_alternatives(inner);
+    if alternatives.len() > MAX_JOINED {
+        return None;
+    }
+    let words: Vec<String> = alternatives
+        .iter()
+        .map(|alt| {
+            let lit = leading_literal(alt, icase, unicode)?;
+            // Plain text only: the run read is the whole alternative, with no quantifier.
+            let mut width = 0;
+            while width < alt.len() {
+                width += literal_width(&alt[width..])?;
+                if quantifier(&alt[width..]).0 != 0 {
+                    return None;
+                }
+            }
+            (width == alt.len() && lit.chars().count() == alt_chars(alt)?).then_some(lit)
+        })
+        .collect::<Option<_>>()?;
+    let next = leading_literal(rest, icase, unicode)?;
+    // `leading_literal` keeps an optional first character for the prefixes' caller: here a
+    // character that may be absent is not required.
+    if quantifier(&rest[literal_width(rest)?..]).1 {
+        return None;
+    }
+    Some(words.iter().map(|w| format!("{w}{next}")).collect())
+}
+
+/// How many characters an alternative of plain text stands for (an escape is one).
+fn alt_chars(alt: &str) -> Option<usize> {
+    let mut n = 0;
+    let mut width = 0;
+    while width < alt.len() {
+        width += literal_width(&alt[width..])?;
+        n += 1;
+    }
+    Some(n)
 }
 
 /// The bytes of the first literal character of `b` as written (`x`, `\.`, `\n`).
@@ -252,7 +305,12 @@ fn branch(b: &str, icase: bool, unicode: bool, level: usize) -> Option<Vec<Strin
                 } else {
                     inner
                 };
-                let candidate = alternatives(inner, icase, unicode, level + 1);
+                let mut candidate = alternatives(inner, icase, unicode, level + 1);
+                // Its words joined to the literal right after it, when it is plain words.
+                let joined = group_then_literal(inner, &b[i + 1..], icase, unicode);
+                if score(&joined) > score(&candidate) {
+                    candidate = joined;
+                }
                 if score(&candidate) > score(&best) {
                     best = candidate;
                 }
@@ -459,5 +517,70 @@ mod tests {
             Some("thin")
         );
         assert_eq!(required_literal("é", true, false), None);
+    }
+
+    /// A group of plain words followed by a literal gives each word with the literal, as
+    /// required and as prefix literals; anything less plain keeps the words alone.
+    #[test]
+    fn plain_words_are_joined_to_the_literal_after_them() {
+        let req = |p: &str| required_literals(p, true, false);
+        let pre = |p: &str| prefix_literals(p, true, false, 0);
+        let joined = Some(vec!["person3".to_string(), "hero3".into()]);
+        assert_eq!(req(r"\b(person|hero)3s?\b"), joined);
+        assert_eq!(pre(r"\b(person|hero)3s?\b"), joined);
+        assert_eq!(
+            req(r"(?:lord|lady) ash"),
+            Some(vec!["lord ash".into(), "lady ash".into()])
+        );
+        assert_eq!(
+            req(r"x(?<n>a\.b|cd)ef"),
+            Some(vec!["a.bef".into(), "cdef".into()])
+        );
+        // Not plain words, or nothing certain after them: the old reading.
+        for p in [
+            r"(person|hero)s?3",
+            r"(person|her+o)3",
+            r"(person|h.ro)3",
+            r"(person|hero)\b3",
+            r"(person|hero)+3",
+            r"(person|hero)3{0,1}x",
+            r"(person|hero)?3",
+        ] {
+            for lits in [req(p), pre(p)].into_iter().flatten() {
+                assert!(!lits.iter().any(|l| l.contains("o3")), "{p}: {lits:?}");
+            }
+        }
+        // An empty word: the group may match nothing.
+        assert_eq!(pre(r"(a|)bc"), None);
+        // Too many words: the words alone.
+        let many: Vec<String> = (0..20).map(|i| format!("w{i}")).collect();
+        let p = format!("({})zz", many.join("|"));
+        assert_eq!(pre(&p), Some(many.clone()));
+        // And the prefilters still find every match the regex finds.
+        for (pattern, text, at) in [
+            (
+                "/\\b(person|hero)3s?\\b/i",
+                "a Person33 and HERO3s.",
+                Some(15),
+            ),
+            ("/\\b(person|hero)3s?\\b/i", "person4 hero33 person3x", None),
+            ("/(lord|lady) ash/", "Lady ash, lady ashes", Some(10)),
+        ] {
+            let p = compile(pattern).unwrap();
+            let units: Vec<u16> = text.encode_utf16().collect();
+            let mut steps = u64::MAX;
+            let found = p
+                .find_at(&p.haystack(text), &units, 0, &mut steps)
+                .unwrap()
+                .map(|m| m.start());
+            let mut steps = u64::MAX;
+            let plain = p
+                .regex
+                .find_at_utf16_bounded(&units, 0, &mut steps)
+                .unwrap()
+                .map(|m| m.start());
+            assert_eq!(found, plain, "{pattern} in {text:?}");
+            assert_eq!(found, at, "{pattern} in {text:?}");
+        }
     }
 }

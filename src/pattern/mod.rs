@@ -480,10 +480,13 @@ mod tests {
             "/x*/",
             "/\\bé+\\b/iu",
             "/^the/m",
+            "/(lord|lady) ash/i",
+            "/x(?:per\\.son|hero)3[a-z]/",
         ];
         let texts = [
             "",
             "Person3 met the HEROs3 and person3s",
+            "LADY ASH, lord ashes, lady as xper.son3x xhero3 xhero3y",
             "ab cd abcde KELVIN k9 \u{212A}9",
             "the\nthe é ÉÉ x xx",
             "😀 hero3 😀 persons3",
