@@ -408,6 +408,54 @@ impl TokenCounter for Words {
 #[cfg_attr(not(feature = "tiktoken"), allow(dead_code))]
 const MAX_RUN: usize = 65_536;
 
+/// Texts at least this long are counted in chunks on a cache miss ([`line_cuts`]).
+#[cfg(feature = "tiktoken")]
+const CHUNKED: usize = 1024;
+
+/// Fewest bytes of a chunk: each costs a lookup, and a cache entry of its own.
+#[cfg(feature = "tiktoken")]
+const CHUNK_MIN: usize = 256;
+
+/// Where `text` can be cut so that o200k's and cl100k's counts of the pieces add up to the
+/// count of the whole: after a run of white space that ends in a line break (`\n` or `\r`),
+/// before a character that is neither white space nor `/`; at least `min` bytes apart.
+///
+/// Both vocabularies' pre-tokenizers are leftmost-first regular expressions without
+/// look-behind, and every piece that reaches such a line break ends at the end of its white
+/// space run: `\s*[\r\n]+` comes before `\s+(?!\S)` and takes the whole run up to its last
+/// line break, and `[^\s\p{L}\p{N}]+[\r\n]*` (o200k: `[\r\n/]*`) can go on past it only
+/// into more line breaks (or a `/`). So the text's pieces are the pieces of the part before
+/// the cut followed by those of the part after it, and BPE counts each piece alone; the long
+/// runs of SPEC §12.5 do not cross a cut (the run changes there). A history item with lore
+/// merged into it (`item\n[System: …]`) is a new text every turn: counted in chunks, only
+/// its new lines are counted again. The property test checks the sum against the whole.
+#[cfg(feature = "tiktoken")]
+fn line_cuts(text: &str, min: usize) -> Vec<usize> {
+    let mut cuts = Vec::new();
+    let mut last = 0;
+    for i in memchr::memchr2_iter(b'\n', b'\r', text.as_bytes()) {
+        if i < last + min {
+            continue;
+        }
+        // The end of the white space run the line break is in, and its last character.
+        let mut end = i + 1;
+        let mut last_ws = text.as_bytes()[i] as char;
+        for c in text[i + 1..].chars() {
+            if !c.is_whitespace() {
+                break;
+            }
+            end += c.len_utf8();
+            last_ws = c;
+        }
+        let next = text[end..].chars().next();
+        if matches!(last_ws, '\n' | '\r') && next.is_some_and(|c| c != '/') && end - last >= min {
+            cuts.push(end);
+            last = end;
+        }
+    }
+    cuts
+}
+
 /// What counting `parts` would cost is charged to the render's work budget (`crate::work`,
 /// issue 38): `None` when it was paid, else the texts' byte length to use as the count. A
 /// tiktoken token is at least a byte, so a render whose budget ran out overestimates its
@@ -540,6 +588,66 @@ fn pieces(text: &str) -> impl Iterator<Item = &str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Texts of the characters the pre-tokenizers treat apart: letters in both cases and
+    /// scripts, digits, marks, apostrophes, slashes, brackets, white space of every kind.
+    #[cfg(feature = "tiktoken")]
+    fn tricky_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let atoms = prop::sample::select(vec![
+            "a", "Bc", "word", "É", "日本", "7", "123", " ", "  ", "\n", "\r", "\t", "\r\n", "/",
+            "'s", "'", "[", "]", ".", ",", "😀", "\u{301}", "\u{a0}", "\u{2028}", "\u{3000}",
+            "\n/", " \n", "\n\n", "-", "_",
+        ]);
+        prop::collection::vec(atoms, 0..60).prop_map(|v| v.concat())
+    }
+
+    #[cfg(feature = "tiktoken")]
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+        /// Cut where `line_cuts` says, o200k's and cl100k's counts of the pieces add up to
+        /// the count of the whole text.
+        #[test]
+        fn counts_add_up_across_line_cuts(text in tricky_text()) {
+            for vocab in [Vocab::O200k, Vocab::Cl100k] {
+                let counter = Tiktoken(vocab);
+                let cuts = line_cuts(&text, 1);
+                let mut start = 0;
+                let mut sum = 0;
+                for end in cuts.iter().copied().chain([text.len()]) {
+                    sum += counter.count(&text[start..end]);
+                    start = end;
+                }
+                proptest::prop_assert_eq!(sum, counter.count(&text), "{:?} cut at {:?}", text, cuts);
+            }
+        }
+    }
+
+    /// A long text with lore merged in is counted in chunks: the same count as a whole, and
+    /// the next turn's text with a new first line counts only what changed.
+    #[cfg(feature = "tiktoken")]
+    #[test]
+    fn a_long_text_is_counted_in_chunks() {
+        let lore: String = (0..40)
+            .map(|i| format!("Entry {i}: the road runs past the old mill and the ford.\n"))
+            .collect();
+        let text = format!("Alice: hello there.\n[System: {lore}]");
+        assert!(text.len() >= CHUNKED);
+        let cuts = line_cuts(&text, CHUNK_MIN);
+        assert!(cuts.len() >= 3, "{cuts:?}");
+        assert!(cuts.windows(2).all(|w| w[1] - w[0] >= CHUNK_MIN));
+        let cache = cache::CountCache::of(Vocab::O200k);
+        let o200k = Tiktoken(Vocab::O200k);
+        let whole = o200k.count(&text);
+        let parts = [
+            Cow::Borrowed("Alice: hello there."),
+            Cow::Owned(format!("\n[System: {lore}]")),
+        ];
+        assert_eq!(cache.count(&parts, &o200k), whole);
+        // The last chunk is remembered alone.
+        let last = &text[*cuts.last().unwrap()..];
+        assert!(cache.contains(&[Cow::Borrowed(last)]));
+    }
 
     #[cfg(feature = "tiktoken")]
     #[test]

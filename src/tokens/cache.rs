@@ -125,12 +125,48 @@ impl CountCache {
         if !pay(work) {
             return None;
         }
-        let count = match parts {
-            [one] => counter.count(one),
-            _ => counter.count(&parts.concat()),
+        let joined;
+        let text: &str = match parts {
+            [one] => one,
+            _ => {
+                joined = parts.concat();
+                &joined
+            }
         };
+        let count = self.count_in_chunks(text, counter);
         self.lock().put(key, Entry { count, work });
         Some(count)
+    }
+
+    /// `counter`'s count of `text`, a long one as the sum of its chunks' counts (each through
+    /// this cache: `super::line_cuts` says where the sum is the whole's). Chunks are
+    /// remembered with their own work, as if counted alone.
+    fn count_in_chunks(&self, text: &str, counter: &dyn TokenCounter) -> u32 {
+        if text.len() < super::CHUNKED {
+            return counter.count(text);
+        }
+        let cuts = super::line_cuts(text, super::CHUNK_MIN);
+        if cuts.is_empty() {
+            return counter.count(text);
+        }
+        let mut start = 0;
+        let mut total = 0u32;
+        for end in cuts.into_iter().chain([text.len()]) {
+            let chunk = [Cow::Borrowed(&text[start..end])];
+            start = end;
+            let key = self.key(&chunk);
+            let count = match self.get(key) {
+                Some(entry) => entry.count,
+                None => {
+                    let count = counter.count(&chunk[0]);
+                    let work = super::token_work(&chunk);
+                    self.lock().put(key, Entry { count, work });
+                    count
+                }
+            };
+            total = total.saturating_add(count);
+        }
+        total
     }
 
     /// [`count_paid`](Self::count_paid) unpaid and unweighed (the tests of the cache itself).
