@@ -896,7 +896,15 @@ fn provider(t: &mut Table) {
             black_box(budget(Tokenizer::O200k, 100).apply(&mut msgs, "gpt-4o", usize::MAX));
         },
     );
-    for (name, unit) in [("spaces", " "), ("one-letter-run", "a"), ("digits", "7")] {
+    // Counted in chunks at line breaks (a cache miss of a long text): runs of line breaks
+    // that allow no cut, and lines that each allow one.
+    for (name, unit) in [
+        ("spaces", " "),
+        ("one-letter-run", "a"),
+        ("digits", "7"),
+        ("line-breaks-before-a-slash", "\n\n/"),
+        ("short-lines", "ab\n"),
+    ] {
         t.row(
             &format!("tokens/o200k/{name}"),
             200_000,

@@ -433,8 +433,11 @@ const CHUNK_MIN: usize = 256;
 fn line_cuts(text: &str, min: usize) -> Vec<usize> {
     let mut cuts = Vec::new();
     let mut last = 0;
+    // The end of the white space run last read: its other line breaks are not read again
+    // (a million line breaks before a `/` would otherwise be read a million times each).
+    let mut read_to = 0;
     for i in memchr::memchr2_iter(b'\n', b'\r', text.as_bytes()) {
-        if i < last + min {
+        if i < last + min || i < read_to {
             continue;
         }
         // The end of the white space run the line break is in, and its last character.
@@ -447,6 +450,7 @@ fn line_cuts(text: &str, min: usize) -> Vec<usize> {
             end += c.len_utf8();
             last_ws = c;
         }
+        read_to = end;
         let next = text[end..].chars().next();
         if matches!(last_ws, '\n' | '\r') && next.is_some_and(|c| c != '/') && end - last >= min {
             cuts.push(end);
@@ -621,6 +625,16 @@ mod tests {
                 proptest::prop_assert_eq!(sum, counter.count(&text), "{:?} cut at {:?}", text, cuts);
             }
         }
+    }
+
+    /// Line breaks in one long white space run are read once: linear, whatever the run.
+    #[cfg(feature = "tiktoken")]
+    #[test]
+    fn line_cuts_read_a_run_of_line_breaks_once() {
+        let text = format!("x{}/", "\n".repeat(2_000_000));
+        assert!(line_cuts(&text, 1).is_empty());
+        let text = format!("x{}y", " \n".repeat(1_000_000));
+        assert_eq!(line_cuts(&text, 1), [text.len() - 1]);
     }
 
     /// A long text with lore merged in is counted in chunks: the same count as a whole, and
