@@ -411,6 +411,12 @@ export interface RequestResult {
   wi_state?: WiState;
 }
 
+/** A chat's request (`compiled.request(chat)`): the body as bytes too. */
+export interface ChatRequested extends RequestResult {
+  /** The request body as UTF-8 JSON bytes, ready to POST (what `requestBody` gives). */
+  readonly body: Buffer;
+}
+
 /**
  * A chat kept between turns (the fast way to render the same chat turn after turn): the
  * context read once, then changed in place; a render hands back the history strings given
@@ -460,6 +466,11 @@ export declare class CompiledPreset {
   readonly settings: PresetSettings;
   render(context: Chat): ChatRendered;
   render(context?: ContextLike): Rendered;
+  /**
+   * A chat's request: its `body` as bytes to POST, the rest read when first asked for; keep
+   * it with `chat.keep(result)` as a render (the variables stay native until read).
+   */
+  request(context: Chat): ChatRequested;
   /** Renders and shapes the request `context.provider_options` asks for (SPEC §12). */
   request(context?: ContextLike): RequestResult;
   /** Only the request body, as UTF-8 JSON bytes to POST (no JS strings made: the fast path). */

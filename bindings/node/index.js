@@ -274,7 +274,7 @@ class Chat {
   keep(result) {
     // The chat's own last render, its maps never read: carried natively, without parsing
     // them. Once read they may have been edited, and what the bot holds is what it keeps.
-    if (result instanceof ChatRender && result._chat === this && !result._mapsRead && this._inner.keepLast(result._render)) return;
+    if ((result instanceof ChatRender || result instanceof ChatRequest) && result._chat === this && !result._mapsRead && this._inner.keepLast(result._render)) return;
     if (result === null || typeof result !== 'object' || typeof result.variables !== 'object' || typeof result.globals !== 'object') {
       throw new TypeError('keep takes a render result (with variables and globals)');
     }
@@ -497,6 +497,80 @@ class ChatRender {
   }
 }
 
+function requestChat(inner, chat) {
+  return new ChatRequest(call(() => inner.requestChat(chat._inner)), chat);
+}
+
+/**
+ * A chat's request: `body` (the bytes to POST) now, the rest read from the engine when first
+ * asked for. `JSON.stringify` gives the same document as `request(object)`.
+ */
+class ChatRequest {
+  constructor(parts, chat) {
+    /** The request body as UTF-8 JSON bytes, ready to POST (what `requestBody` gives). */
+    this.body = parts.body;
+    this._request = undefined;
+    this._restText = parts.rest;
+    this._rest = undefined;
+    // The engine compares the next render's rest with this one's, and then sends none.
+    chat._restText = parts.rest;
+    chat._renders = parts.render;
+    this._render = parts.render;
+    this._mapsRead = false;
+    this._chat = chat;
+  }
+  _get() {
+    if (this._rest === undefined) this._rest = JSON.parse(this._restText);
+    return this._rest;
+  }
+  /** The provider's request body as objects (parsed from `body` when first read). */
+  get request() {
+    if (this._request === undefined) this._request = JSON.parse(this.body.toString('utf8'));
+    return this._request;
+  }
+  /** Findings of the render and of the request, in order (SPEC §9). */
+  get diagnostics() {
+    return this._get().diagnostics;
+  }
+  /** The §12 options the render used (SPEC §14.3). */
+  get effective() {
+    return this._get().effective;
+  }
+  /** Global variables after the render: keep them for the next turn (`chat.keep(result)`). */
+  get globals() {
+    this._mapsRead = true;
+    return this._get().globals;
+  }
+  /** The prompt's tokens under the history budget, or `null` without one. */
+  get prompt_tokens() {
+    return this._get().prompt_tokens;
+  }
+  /** Local variables after the render: keep them for the next turn (`chat.keep(result)`). */
+  get variables() {
+    this._mapsRead = true;
+    return this._get().variables;
+  }
+  /** The World Info state after the render (keep it as the next turn's `wi_state`), or `undefined` without lore. */
+  get wi_state() {
+    return this._get().wi_state;
+  }
+  toJSON() {
+    this._mapsRead = true;
+    const rest = this._get();
+    // In the document's order (keys sorted, as `request(object)` gives them).
+    const out = {
+      diagnostics: rest.diagnostics,
+      effective: rest.effective,
+      globals: rest.globals,
+      prompt_tokens: rest.prompt_tokens,
+      request: this.request,
+      variables: rest.variables,
+    };
+    if (rest.wi_state !== undefined) out.wi_state = rest.wi_state;
+    return out;
+  }
+}
+
 /** A preset compiled once, rendered many times (from any number of async tasks). */
 class CompiledPreset {
   constructor(inner) {
@@ -574,6 +648,7 @@ class CompiledPreset {
    * `{ request, diagnostics, prompt_tokens, effective, variables, globals }` (SPEC §12.6).
    */
   request(context) {
+    if (context instanceof Chat) return requestChat(this._inner, context);
     return JSON.parse(withContext(context, (json) => this._inner.requestJson(json)));
   }
   /**

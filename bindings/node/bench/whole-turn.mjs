@@ -1,8 +1,8 @@
 // A bot's whole turn through the package (issue 54), in both layouts: NemoEngine 11.5.2 (else the
 // corpus's largest preset), the generated card, 400-entry book and 200-message chat of
 // `book.js` (`benches/turn.rs` in Rust), model gpt-4o. A turn: one message out at the front and
-// one in, `request(chat)` (the render and the provider body), the `wi_state` set back, the
-// variables kept. Beside it `render(chat)` and `lore(chat)` alone:
+// one in, `request(chat)` (the render and the provider body's bytes), the `wi_state` set back,
+// the variables kept. Beside it `render(chat)` and `lore(chat)` alone:
 //   node bench/whole-turn.mjs [../../../shared/corpus/presets]
 import fs from 'node:fs';
 import path from 'node:path';
@@ -53,10 +53,11 @@ for (const layout of ['seed', 'sillytavern']) {
     n += 1;
     chat.splice(0, 1);
     chat.push({ tag: 'DIALOGUE_HISTORY', role: n % 2 === 0 ? 'user' : 'model', text: `Alice: turn ${n}, and we talk of place${n % ENTRIES} again.` });
+    // One render: the body's bytes (what a bot POSTs), the state set back, the variables kept.
     const r = compiled.request(chat);
     chat.set({ wi_state: r.wi_state });
     chat.keep(r);
-    return r.request;
+    return r.body;
   };
   const whole = time(turn);
   const fixed = new Chat(context(layout));

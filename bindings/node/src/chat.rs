@@ -286,6 +286,44 @@ pub(crate) fn render<'env>(
     turn.text(env)
 }
 
+/// A chat's request for `index.js`: the body, the rest of the request document, and the
+/// render's number (for `keep_last`).
+#[napi(object)]
+pub struct RequestParts {
+    pub body: Buffer,
+    pub rest: String,
+    pub render: u32,
+}
+
+/// Renders `chat` with `preset` and shapes the request its `provider_options` ask for: the
+/// body as bytes (a bot POSTs them as they are) and the rest (`diagnostics` with the
+/// request's own, `prompt_tokens`, `effective`, `variables`, `globals`, `wi_state`) as JSON,
+/// what `request(context)` gives in one document. The rest waits in the chat for
+/// `keep_last`, so keeping a request costs what keeping a render does.
+pub(crate) fn request(preset: &stpreset::CompiledPreset, chat: &Chat) -> Result<RequestParts> {
+    let busy = chat.enter()?;
+    let chat = busy.chat();
+    let rendered = preset.render_chat(&chat.inner);
+    let (body, notes) = rendered.to_request(&chat.inner.context().provider_options);
+    let (_, mut rest) = rendered.into_parts();
+    rest.diagnostics.extend(notes);
+    let json = rest.to_json();
+    let n = chat.renders.get().wrapping_add(1);
+    chat.renders.set(n);
+    // The next render compares its rest with this one (`index.js` keeps this JSON as the
+    // chat's last rest text too).
+    let last = Last {
+        maps: maps_hash(&rest),
+        rest,
+    };
+    *chat.last.borrow_mut() = Some((n, last));
+    Ok(RequestParts {
+        body: body.to_string().into_bytes().into(),
+        rest: json,
+        render: n,
+    })
+}
+
 /// A render encoded for `index.js`: the text (see [`encode`]) and its layout.
 pub(crate) struct Turn {
     text: Text,

@@ -292,6 +292,15 @@ impl CompiledPreset {
         // synchronous call.
         chat::render(env, &self.inner, chat, unsafe { layout.as_mut() })
     }
+
+    /// Renders a chat (with its remembered counts) and shapes its provider request: the body
+    /// as UTF-8 JSON bytes and the rest of the request document as JSON (`index.js`'s
+    /// `ChatRequest` parses it when first read). Its variables wait in the chat for
+    /// `keep_last`, as a render's do.
+    #[napi]
+    pub fn request_chat(&self, chat: &chat::Chat) -> Result<chat::RequestParts> {
+        chat::request(&self.inner, chat)
+    }
 }
 
 /// A compiled template.

@@ -314,7 +314,12 @@ test('request, requestBody and the regex passes take a chat too', () => {
   const compiled = Preset.fromJson(PRESET).compile();
   const ctx = { char: 'T', items: [{ tag: 'DIALOGUE_HISTORY', role: 'user', text: 'hi' }] };
   const chat = new Chat(ctx);
-  assert.deepStrictEqual(compiled.request(chat), compiled.request(ctx));
+  // A chat's request reads as the object's (its fields are getters; JSON gives the document).
+  const r = compiled.request(chat);
+  assert.deepStrictEqual(JSON.parse(JSON.stringify(r)), compiled.request(ctx));
+  for (const k of ['request', 'diagnostics', 'prompt_tokens', 'effective', 'variables', 'globals']) {
+    assert.deepStrictEqual(r[k], compiled.request(ctx)[k], k);
+  }
   assert.deepStrictEqual(compiled.requestBody(chat), compiled.requestBody(ctx));
   assert.deepStrictEqual(compiled.promptPass(chat), compiled.promptPass(ctx));
   assert.deepStrictEqual(compiled.storeMessage('x', 'model', chat), compiled.storeMessage('x', 'model', ctx));
@@ -388,4 +393,58 @@ test('a macro function that uses its chat or returns a flood fails cleanly', () 
   assert.ok(out.diagnostics.some((d) => d.kind === 'LimitReached'), JSON.stringify(out.diagnostics));
   // The chat is usable again after the render.
   chat.set({ user: 'Carol' });
+});
+
+// A chat's request is the same document as the context object's, turn after turn, in both
+// layouts; its body is what `requestBody` gives; keeping it carries the variables natively,
+// and a render after it still gets its own details.
+test('a chat request is the context object\'s request, kept as a render', {
+  skip: fs.existsSync(corpus) ? false : `SKIPPED: ${corpus} not found`,
+}, () => {
+  for (const file of fs.readdirSync(corpus).sort()) {
+    const compiled = Preset.fromJson(fs.readFileSync(path.join(corpus, file))).compile();
+    for (const layout of ['seed', 'sillytavern']) {
+      const ctx = { ...context(40), layout };
+      const chat = new Chat(ctx);
+      for (let t = 0; t < 3; t++) {
+        const a = compiled.request(ctx);
+        const b = compiled.request(chat);
+        assert.strictEqual(JSON.stringify(b), JSON.stringify(a), `${file} ${layout} turn ${t}`);
+        assert.ok(Buffer.isBuffer(b.body));
+        assert.deepStrictEqual(JSON.parse(b.body.toString('utf8')), a.request);
+        assert.strictEqual(b.body.toString('utf8'), compiled.requestBody(ctx).toString('utf8'));
+        // A render between requests: its details are its own, not the request's. (Compared
+        // whole in the seed layout: a chat's render in the SillyTavern layout spells a reply's
+        // role `model` and leaves out `name`, where the object's says `assistant` and names
+        // them; docs/packages.md, "Known differences".)
+        const [x, y] = [compiled.render(chat), compiled.render(ctx)];
+        const whole = (r) => JSON.stringify(layout === 'seed' ? r : { ...JSON.parse(JSON.stringify(r)), messages: [] });
+        assert.strictEqual(whole(x), whole(y), `${file} ${layout} render ${t}`);
+        const again = compiled.request(chat);
+        ctx.variables = a.variables;
+        ctx.globals = a.globals;
+        chat.keep(again);
+        const news = { tag: 'DIALOGUE_HISTORY', role: 'user', text: `Alice: turn ${t}` };
+        ctx.items.push(news);
+        chat.push(news);
+      }
+    }
+  }
+});
+
+test('keeping a chat request carries its variables, edited or not', () => {
+  const compiled = Preset.fromJson(JSON.stringify({ prompts: [{ identifier: 'main', content: '{{setvar::n::{{getvar::n}}x}}{{getvar::n}}' }] })).compile();
+  const chat = new Chat({});
+  let out = compiled.request(chat);
+  chat.keep(out);
+  out = compiled.request(chat);
+  assert.strictEqual(out.request.messages[0].content, 'xx');
+  out.variables.n = 'EDITED';
+  chat.keep(out);
+  assert.strictEqual(compiled.request(chat).request.messages[0].content, 'EDITEDx');
+  // An older request, kept after newer renders, carries its own maps.
+  const old = compiled.request(chat);
+  compiled.render(chat);
+  chat.keep(old);
+  assert.strictEqual(compiled.render(chat).messages[0].parts[0], 'EDITEDxx');
 });

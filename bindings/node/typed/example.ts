@@ -31,6 +31,14 @@ const withLore = compiled.render({ ...lored, wi_state: state });
 state = withLore.wi_state;
 // Or the body and the state from one render.
 state = compiled.request({ ...lored, wi_state: state }).wi_state ?? state;
+// A chat's turn in one render: the bytes to POST, the state, the variables kept natively.
+const lorebooks = lored.lorebooks ?? [];
+const loreChat = new Chat({ ...lored, lorebooks });
+const turn = compiled.request(loreChat);
+const body: Buffer = turn.body;
+loreChat.set({ wi_state: turn.wi_state });
+loreChat.keep(turn);
+console.log(body.length);
 const activation: WiResult = lore(lored);
 console.log(state?.effects.length, activation.activated);
 
