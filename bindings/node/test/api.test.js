@@ -224,8 +224,12 @@ test('the public calls are the vocabulary file’s', () => {
   const table = JSON.parse(require('node:fs').readFileSync(require('node:path').join(__dirname, '..', '..', 'vocabulary.json'), 'utf8'));
   const listed = new Set(table.calls.filter((c) => c.node !== null).map((c) => c.node));
   const compiled = pkg.Preset.fromJson(PRESET).compile();
-  // A render of a chat returns a class the package does not export.
-  const classes = { ...pkg, ChatRender: compiled.render(new pkg.Chat()).constructor };
+  // A render or request of a chat returns a class the package does not export.
+  const classes = {
+    ...pkg,
+    ChatRender: compiled.render(new pkg.Chat()).constructor,
+    ChatRequest: compiled.request(new pkg.Chat()).constructor,
+  };
   const publicNames = new Set();
   for (const [name, value] of Object.entries(classes)) {
     publicNames.add(name);

@@ -1,8 +1,8 @@
 """A bot's whole turn through the package (issue 54), in both layouts: NemoEngine 11.5.2 (else the
 corpus's largest preset), the generated card, 400-entry book and 200-message chat of `book.py`
 (`benches/turn.rs` in Rust), model gpt-4o. A turn: one message out at the front and one in,
-`request(chat)` (the render and the provider body), the `wi_state` set back, the variables
-kept. Beside it `render(chat)` and `lore(chat)` alone. Then, when fast-tavern is installed in
+`request(chat)` (the render and the provider body's bytes), the `wi_state` set back, the
+variables kept. Beside it `render(chat)` and `lore(chat)` alone. Then, when fast-tavern is installed in
 this environment (`pip install fast-tavern==0.1.8`, from PyPI, never vendored), every corpus
 preset side by side with its `build_prompt_from_silly_tavern` on the same card, book and chat:
     python bench/whole_turn.py [../../../shared/corpus/presets]"""
@@ -63,7 +63,8 @@ for layout in ["seed", "sillytavern"]:
         r = compiled.request(chat)
         chat.set({"wi_state": r["wi_state"]})
         chat.keep(r)
-        return r["request"]
+        # The bytes a bot POSTs.
+        return r.body
 
     whole = timed(turn)
     fixed = stpreset.Chat(context(layout))
@@ -87,7 +88,8 @@ for path in presets:
     ours = {}
     for layout in ["seed", "sillytavern"]:
         chat = stpreset.Chat(context(layout))
-        ours[layout] = timed(lambda: compiled.request(chat))
+        # The body as Python objects, as the peer builds its messages.
+        ours[layout] = timed(lambda: compiled.request(chat)["request"])
 
     def peer():
         return build_prompt_from_silly_tavern(

@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple, PyType};
 use stpreset::{Source, json::RenderDetails, passthrough::PartMemo};
 
 use crate::{Text, error};
@@ -155,6 +155,24 @@ impl Chat {
     pub fn context(&self) -> &stpreset::Context {
         self.inner.context()
     }
+}
+
+/// Renders a chat and shapes its request: the body's bytes, and the rest of the request
+/// document (the render's diagnostics with the request's own), read when asked for.
+pub fn request<'py>(
+    py: Python<'py>,
+    preset: &stpreset::CompiledPreset,
+    chat: &Chat,
+) -> PyResult<(Bound<'py, PyBytes>, Rest)> {
+    let inner = &chat.inner;
+    let (body, rest) = py.detach(|| {
+        let rendered = preset.render_chat(inner);
+        let (body, notes) = rendered.to_request(&inner.context().provider_options);
+        let (_, mut rest) = rendered.into_parts();
+        rest.diagnostics.extend(notes);
+        (body.to_string(), rest)
+    });
+    Ok((PyBytes::new(py, body.as_bytes()), Rest(rest)))
 }
 
 /// The rest of a render (diagnostics, variables, token count, options).

@@ -334,6 +334,17 @@ impl CompiledPreset {
         })
     }
 
+    /// Renders a chat (with its remembered counts) and shapes its provider request: the body
+    /// as UTF-8 JSON bytes, and the rest of the request document (its diagnostics with the
+    /// request's own), read when asked for and kept natively by `Chat.keep`.
+    fn request_chat<'py>(
+        &self,
+        py: Python<'py>,
+        chat: PyRef<'py, chat::Chat>,
+    ) -> PyResult<(Bound<'py, PyBytes>, chat::Rest)> {
+        chat::request(py, &self.inner, &chat)
+    }
+
     /// Renders a chat: its messages as a list of dicts (history texts are the caller's own
     /// `str` objects), and the rest of the render, read when asked for.
     fn render_chat<'py>(

@@ -409,3 +409,46 @@ def test_a_macro_function_that_uses_its_chat_or_returns_a_flood_fails_cleanly():
     # The flood is data like any output: cut at the output limit, with its diagnostic.
     assert len(text) <= 8 << 20
     assert any(d["kind"] == "LimitReached" for d in out["diagnostics"]), out["diagnostics"]
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason=f"SKIPPED: {CORPUS} not found")
+def test_a_chat_request_is_the_dicts_request_kept_as_a_render():
+    """``request(chat)`` gives ``request(dict)``'s document in both layouts, turn after turn;
+    ``body`` is ``request_body``'s bytes; a render between requests has its own details."""
+    for path in sorted(CORPUS.iterdir()):
+        compiled = stpreset.Preset.from_json(path.read_bytes()).compile()
+        for layout in ("seed", "sillytavern"):
+            ctx = dict(context(40), layout=layout)
+            chat = stpreset.Chat(ctx)
+            for t in range(3):
+                a = compiled.request(ctx)
+                b = compiled.request(chat)
+                assert json.dumps(b.to_dict()) == json.dumps(a), (path.name, layout, t)
+                assert json.loads(b.body) == a["request"]
+                assert b.body == compiled.request_body(ctx)
+                x, y = compiled.render(chat).to_dict(), compiled.render(ctx)
+                if layout != "seed":
+                    # A chat's render in the SillyTavern layout spells replies "model" and
+                    # leaves out names (docs/packages.md, "Known differences").
+                    x["messages"] = y["messages"] = []
+                assert json.dumps(x) == json.dumps(y), (path.name, layout, t)
+                again = compiled.request(chat)
+                ctx["variables"], ctx["globals"] = a["variables"], a["globals"]
+                chat.keep(again)
+                news = {"tag": "DIALOGUE_HISTORY", "role": "user", "text": f"Alice: turn {t}"}
+                ctx["items"].append(news)
+                chat.append(news)
+
+
+def test_keeping_a_chat_request_carries_its_variables_edited_or_not():
+    compiled = stpreset.Preset.from_json(
+        json.dumps({"prompts": [{"identifier": "main", "content": "{{setvar::n::{{getvar::n}}x}}{{getvar::n}}"}]})
+    ).compile()
+    chat = stpreset.Chat({})
+    chat.keep(compiled.request(chat))
+    out = compiled.request(chat)
+    assert out["request"]["messages"][0]["content"] == "xx"
+    assert isinstance(out, stpreset.ChatRequest) and set(out) >= {"request", "variables", "diagnostics"}
+    out["variables"]["n"] = "EDITED"
+    chat.keep(out)
+    assert compiled.request(chat)["request"]["messages"][0]["content"] == "EDITEDx"

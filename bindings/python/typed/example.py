@@ -41,6 +41,11 @@ def main() -> None:
         chat.append(reply)
     plain = compiled.render(ctx)
     print(plain["prompt_tokens"], len(plain["diagnostics"]))
+    # A chat's turn in one render: the bytes to POST, the variables kept natively.
+    turn_request = compiled.request(chat)
+    body: bytes = turn_request.body
+    chat.keep(turn_request)
+    print(len(body), turn_request["prompt_tokens"])
     # World Info: books in the context, the state kept between turns.
     lored: Context = {**ctx, "position": 1,
                       "lorebooks": [{"name": "town", "entries": {"0": {"key": ["hi"], "content": "Lore."}}}]}

@@ -70,6 +70,7 @@ __all__ = [
     "lore",
     "Chat",
     "ChatRender",
+    "ChatRequest",
     "FrozenDict",
     "Message",
     "Preset",
@@ -260,7 +261,7 @@ class Chat:
         """Carries a render's ``variables`` and ``globals`` into the next turn (SPEC §9)."""
         # A render whose maps were never read carries its own, natively; once read they may
         # have been edited, and what the bot holds is what it keeps.
-        if isinstance(result, ChatRender) and not result._maps_read:
+        if isinstance(result, (ChatRender, ChatRequest)) and not result._maps_read:
             with self._lock:
                 self._inner.keep(result._rest)
         else:
@@ -336,6 +337,56 @@ class ChatRender(_Mapping):
         doc = {k: self[k] for k in self._keys()}
         doc["messages"] = [m.to_dict() for m in self._messages]
         return doc
+
+
+class ChatRequest(_Mapping):
+    """What ``request(chat)`` returns: a read-only mapping with the keys of ``request(dict)``'s
+    dict, and ``body``, the request body as UTF-8 JSON bytes ready to POST (what
+    ``request_body`` gives). The other keys are read when first asked for (``request`` parses
+    ``body``); ``Chat.keep`` carries its variables natively, as a render's. ``to_dict()``
+    gives exactly ``request(dict)``'s dict."""
+
+    __slots__ = ("body", "_rest", "_doc", "_request", "_maps_read")
+    _KEYS = ("diagnostics", "effective", "globals", "prompt_tokens", "request", "variables")
+
+    def __init__(self, body, rest) -> None:
+        self.body = body
+        self._rest = rest
+        self._doc = None
+        self._request = None
+        self._maps_read = False
+
+    def __getitem__(self, key):
+        if key == "request":
+            if self._request is None:
+                self._request = _json.loads(self.body)
+            return self._request
+        if key not in self._KEYS and key != "wi_state":
+            raise KeyError(key)
+        if key in ("variables", "globals"):
+            self._maps_read = True
+        return self._load()[key]
+
+    def _load(self) -> dict:
+        if self._doc is None:
+            self._doc = _json.loads(self._rest.json())
+        return self._doc
+
+    def _keys(self) -> tuple:
+        return self._KEYS + ("wi_state",) if "wi_state" in self._load() else self._KEYS
+
+    def __iter__(self):
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+    def __repr__(self) -> str:
+        return f"ChatRequest(body={len(self.body)} bytes)"
+
+    def to_dict(self) -> dict:
+        """The plain dict ``request(dict)`` returns for the same context."""
+        return {k: self[k] for k in self._keys()}
 
 
 def _message(text, role) -> None:
@@ -442,7 +493,12 @@ class CompiledPreset:
         """The provider request the context's ``provider_options`` ask for (default shape
         ``openai``), over the preset's settings (SPEC §14: model, sampling, max tokens,
         reasoning): ``{"request", "diagnostics", "prompt_tokens", "effective", "variables",
-        "globals"}``. Node's ``request`` too (``bindings/vocabulary.json``)."""
+        "globals"}``. Node's ``request`` too (``bindings/vocabulary.json``). For a ``Chat``, a
+        ``ChatRequest`` mapping with the same keys and ``body``, the bytes to POST, rendered
+        once with the chat's remembered counts."""
+        if isinstance(context, Chat):
+            with context._lock:
+                return ChatRequest(*self._inner.request_chat(context._inner))
         return _json.loads(_with_context(self._inner.request_json, context))
 
     # The name before the packages shared one vocabulary: kept, the same call.
