@@ -234,6 +234,17 @@ pub(crate) struct Resolved {
     cache: Option<(Vocab, &'static cache::CountCache)>,
 }
 
+/// A resolved counter as a [`TokenCounter`] that counts through the process-wide count cache
+/// when the vocabulary has one (World Info's budget: a turn counts the same entries again),
+/// paid as [`Resolved::count_parts`] pays.
+pub(crate) struct Cached(pub Resolved);
+
+impl TokenCounter for Cached {
+    fn count(&self, text: &str) -> u32 {
+        self.0.count_parts(&[Cow::Borrowed(text)])
+    }
+}
+
 impl Resolved {
     /// Whether a text's count is at most its length in bytes, and costly enough that a
     /// budget walks with that bound first: tiktoken's tokens are each at least one byte (and
@@ -528,7 +539,7 @@ fn token_work(parts: &[Cow<'_, str>]) -> u64 {
 }
 
 /// [`Tiktoken`] paid from the render's work budget, for the counters that count without the
-/// cache (the SillyTavern layout's budget, World Info's).
+/// cache (a host's `for_model`).
 #[cfg(feature = "tiktoken")]
 struct Metered(Vocab);
 

@@ -82,7 +82,8 @@ fn run_for(
         Some(_) => &mut constant,
         None => &mut seeded,
     };
-    let counter = ctx.options.budget.counter.for_model(&ctx.model);
+    // Through the count cache: the entries a turn activates are mostly last turn's.
+    let counter = crate::tokens::Cached(ctx.options.budget.counter.resolve(&ctx.model));
     let limits = ctx.options.limits.clamped();
     super::run(
         &lore.books,
@@ -90,7 +91,7 @@ fn run_for(
         &lore.settings,
         &lore.state,
         random,
-        &*counter,
+        &counter,
         &limits,
     )
 }
