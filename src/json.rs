@@ -90,7 +90,11 @@ impl Serialize for NamedMessages<'_, '_> {
         use serde::ser::{SerializeMap, SerializeSeq};
         let mut seq = s.serialize_seq(Some(self.0.messages.len()))?;
         for (i, m) in self.0.messages.iter().enumerate() {
-            struct One<'a, 'b>(&'a crate::assemble::Message<'b>, Option<&'a str>);
+            struct One<'a, 'b>(
+                &'a crate::assemble::Message<'b>,
+                Option<&'a str>,
+                &'static str,
+            );
             impl Serialize for One<'_, '_> {
                 fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                     let mut map = s.serialize_map(None)?;
@@ -98,18 +102,13 @@ impl Serialize for NamedMessages<'_, '_> {
                         map.serialize_entry("name", name)?;
                     }
                     map.serialize_entry("parts", self.0.parts())?;
-                    // SPEC §17.1.3: the roles ST's client posts.
-                    let role = match self.0.role {
-                        crate::role::Role::System => "system",
-                        crate::role::Role::User => "user",
-                        crate::role::Role::Model => "assistant",
-                    };
-                    map.serialize_entry("role", role)?;
+                    map.serialize_entry("role", self.2)?;
                     map.serialize_entry("source", &self.0.source)?;
                     map.end()
                 }
             }
-            seq.serialize_element(&One(m, self.0.message_name(i)))?;
+            let role = self.0.role_spelling(m.role);
+            seq.serialize_element(&One(m, self.0.message_name(i), role))?;
         }
         seq.end()
     }

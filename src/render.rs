@@ -619,6 +619,28 @@ impl Rendered<'_> {
         }
     }
 
+    /// How the render document spells `role`: a reply is `assistant` in the SillyTavern
+    /// layout (SPEC §17.1.3: the roles ST's client posts) and `model` in the seed layout. A
+    /// front end that builds the messages itself (the packages' chat renders) spells them so.
+    ///
+    /// ```
+    /// let p = stpreset::Preset::from_json(br#"{"prompts": [{"identifier": "main", "content": "Hi"}]}"#)
+    ///     .unwrap()
+    ///     .compile();
+    /// let mut ctx = stpreset::Context::default();
+    /// assert_eq!(p.render(&ctx).role_spelling(stpreset::Role::Model), "model");
+    /// ctx.layout = stpreset::Layout::SillyTavern;
+    /// assert_eq!(p.render(&ctx).role_spelling(stpreset::Role::Model), "assistant");
+    /// ```
+    pub fn role_spelling(&self, role: crate::role::Role) -> &'static str {
+        match (role, &self.st) {
+            (crate::role::Role::System, _) => "system",
+            (crate::role::Role::User, _) => "user",
+            (crate::role::Role::Model, None) => "model",
+            (crate::role::Role::Model, Some(_)) => "assistant",
+        }
+    }
+
     /// The whole provider request body for these messages (SPEC §12.6, §14.4), with the
     /// request's diagnostics: `options` (usually the context's `provider_options`) over the
     /// preset's settings. Names and model are the rendered context's.

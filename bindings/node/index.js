@@ -302,7 +302,11 @@ function spliceArray(a, from, count, added) {
   return removed;
 }
 
-const ROLES = ['system', 'user', 'model'];
+// A reply is `model` in the seed layout, `assistant` in the SillyTavern layout (as the render
+// document spells it); the engine sends the role's number.
+const ROLES = ['system', 'user', 'model', 'assistant'];
+// Set on a role when the message's name (its number in the names table) follows.
+const NAMED = 0x100;
 const PRODUCED = 0x80000000;
 
 function source(kind, s) {
@@ -394,7 +398,7 @@ class ChatRender {
         let m = kept[item];
         // Built anew when a bot changed the parts it was handed (a message is frozen, its
         // parts array not): what a render returns is always the item as given.
-        if (m === undefined || m.parts.length !== 1 || m.parts[0] !== texts[item]) {
+        if (m === undefined || m.parts.length !== 1 || m.parts[0] !== texts[item] || m.role !== ROLES[l[k + 2]]) {
           const src = Object.freeze(source(l[k + 3], table[l[k + 4]]));
           m = Object.freeze({ parts: [texts[item]], role: ROLES[l[k + 2]], source: src });
           kept[item] = m;
@@ -403,7 +407,13 @@ class ChatRender {
         k += 5;
         continue;
       }
-      const role = ROLES[l[k++]];
+      let code = l[k++];
+      let name;
+      if (code & NAMED) {
+        code -= NAMED;
+        name = table[l[k++]];
+      }
+      const role = ROLES[code];
       const kind = l[k++];
       const at = l[k++];
       let src = sources[at * 5 + kind];
@@ -435,7 +445,8 @@ class ChatRender {
           }
         }
       }
-      messages[i] = { parts, role, source: src };
+      // In the document's key order: `name` first.
+      messages[i] = name === undefined ? { parts, role, source: src } : { name, parts, role, source: src };
     }
     chat._prev = next;
     /** The messages for the model provider, as `render(object)` gives them. */

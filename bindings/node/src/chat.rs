@@ -45,6 +45,9 @@ pub struct Chat {
     built: RefCell<Vec<bool>>,
     /// The source strings `index.js` holds.
     names: RefCell<Names>,
+    /// How the last render spelt a reply's role ([`role_code`]): the messages `index.js`
+    /// holds for items carry it, so a render that spells it otherwise sends every item again.
+    reply: std::cell::Cell<u32>,
     /// This copy of the module ([`MODULE`]).
     module: usize,
     /// A render of this chat is running: its macro function may call back into JS, and JS
@@ -89,6 +92,7 @@ impl Chat {
         stpreset::Chat::from_json(context_json.as_bytes())
             .map(|inner| Chat {
                 built: RefCell::new(vec![false; inner.len()]),
+                reply: std::cell::Cell::new(2),
                 inner,
                 memo: RefCell::default(),
                 last: RefCell::default(),
@@ -259,9 +263,17 @@ pub(crate) fn render<'env>(
     let mut previous = chat.last.borrow_mut().take();
     let mut built = chat.built.borrow_mut();
     let mut names = chat.names.borrow_mut();
+    let rendered = preset.render_chat(&chat.inner);
+    let reply = role_code(
+        stpreset::Role::Model,
+        rendered.role_spelling(stpreset::Role::Model),
+    );
+    if chat.reply.replace(reply) != reply {
+        built.iter_mut().for_each(|b| *b = false);
+    }
     let (turn, last) = encode(
         &chat.inner,
-        preset.render_chat(&chat.inner),
+        rendered,
         &mut memo,
         &built,
         &mut names,
@@ -377,6 +389,19 @@ const ITEM: u32 = u32::MAX;
 /// messages `index.js` already holds; the first item's index and the count follow. A
 /// 200-message history crosses as one entry instead of 200.
 const RUN: u32 = u32::MAX - 1;
+
+/// Set on a message's role when a name follows it (its number in the names table): the
+/// render document's `name` (the SillyTavern layout's example lines and named history).
+const NAMED: u32 = 1 << 8;
+
+/// A message's role for `index.js` (`ROLES` there): system, user, model, and a reply spelled
+/// `assistant` (the SillyTavern layout, `Rendered::role_spelling`).
+fn role_code(role: stpreset::Role, reply: &str) -> u32 {
+    match role {
+        stpreset::Role::Model if reply == "assistant" => 3,
+        role => role as u32,
+    }
+}
 
 /// The item `m` is, unchanged: one part that is the item's text (`Message::item`, checked
 /// by address), the item's role, and its tag as source.
@@ -545,6 +570,12 @@ fn encode(
     names: &mut Names,
     previous: Option<&mut Last>,
 ) -> (Turn, Last) {
+    // As the render document writes them: names where the layout gives them, a reply's
+    // role as the layout spells it.
+    let message_names: Vec<Option<String>> = (0..rendered.messages.len())
+        .map(|i| rendered.message_name(i).map(str::to_string))
+        .collect();
+    let reply = rendered.role_spelling(stpreset::Role::Model);
     let (messages, rest) = rendered.into_parts();
     // For the parts of other messages (history items with injections merged into them).
     let mut items = chat.passthrough();
@@ -559,8 +590,12 @@ fn encode(
     let mut sent = Vec::new();
     // Where the open run's count is in `body`, and the item it expects next.
     let mut run: Option<(usize, u32)> = None;
-    for m in &messages {
-        let item = whole_item(m, &chat.context().items);
+    for (m, name) in messages.iter().zip(&message_names) {
+        // A named message is built afresh: `index.js` keeps items' messages without names.
+        let item = match name {
+            Some(_) => None,
+            None => whole_item(m, &chat.context().items),
+        };
         match item {
             Some(i) if built.get(i as usize) == Some(&true) => match &mut run {
                 Some((count, next)) if *next == i => {
@@ -575,7 +610,7 @@ fn encode(
             _ => {
                 run = None;
                 encode_message(
-                    m,
+                    (m, (name.as_deref(), role_code(m.role, reply))),
                     item,
                     &mut table,
                     &mut items,
@@ -664,9 +699,10 @@ fn maps_hash(rest: &RenderDetails) -> u128 {
     h.finish_128()
 }
 
-/// One message's entries; `item`: the item it is as given ([`whole_item`]).
+/// One message's entries, with its name (if any) and its role's code ([`role_code`]); `item`:
+/// the item it is as given ([`whole_item`]).
 fn encode_message(
-    m: &Message<'_>,
+    (m, named): (&Message<'_>, (Option<&str>, u32)),
     item: Option<u32>,
     table: &mut Table<'_>,
     items: &mut Passthrough<'_>,
@@ -674,15 +710,19 @@ fn encode_message(
     produced: &mut String,
     body: &mut Vec<u32>,
 ) {
+    let (name, role) = named;
     let (kind, arg) = source(table, &m.source);
     if let Some(i) = item {
         // Most of a history: `index.js` keeps one frozen message per item and hands it back
         // (building it from the role and source the first time).
-        body.extend_from_slice(&[ITEM, i, m.role as u32, kind, arg]);
+        body.extend_from_slice(&[ITEM, i, role, kind, arg]);
         return;
     }
-    // Roles by declaration order: system, user, model (`ROLES` in index.js).
-    body.extend_from_slice(&[m.role as u32, kind, arg, m.parts().len() as u32]);
+    match name {
+        Some(name) => body.extend_from_slice(&[role | NAMED, table.intern(name)]),
+        None => body.push(role),
+    }
+    body.extend_from_slice(&[kind, arg, m.parts().len() as u32]);
     for part in m.parts() {
         // Only a borrowed part can be an item's text.
         let item = match part {

@@ -207,9 +207,11 @@ fn classes(py: Python<'_>) -> PyResult<&(Py<PyType>, Py<PyType>)> {
 /// A message of the last render, with what built it (to check a reuse).
 struct Kept {
     message: Py<PyAny>,
+    /// The role as spelled: `ROLES`' index (3: a reply spelled `assistant`).
     code: usize,
     key: Key,
     parts: Vec<usize>,
+    name: Option<String>,
 }
 
 /// A cheap hash of pointers and small numbers (FxHash's step): the values come from the
@@ -246,7 +248,17 @@ pub fn render<'py>(
 ) -> PyResult<(Bound<'py, PyList>, Rest)> {
     let inner = &chat.inner;
     // The token count is counted here too, with the GIL released.
-    let (messages, rest) = py.detach(|| preset.render_chat(inner).into_parts());
+    let (messages, rest, names, reply) = py.detach(|| {
+        let rendered = preset.render_chat(inner);
+        // As the render document writes them: a name where the layout gives one, a reply's
+        // role spelled as the layout spells it (`assistant` in the SillyTavern layout).
+        let names: Vec<Option<String>> = (0..rendered.messages.len())
+            .map(|i| rendered.message_name(i).map(str::to_string))
+            .collect();
+        let reply = rendered.role_spelling(stpreset::Role::Model);
+        let (messages, rest) = rendered.into_parts();
+        (messages, rest, names, reply)
+    });
     let mut items = inner.passthrough();
     let memo = &mut chat.memo;
     let mut next: Vec<Py<PyString>> = Vec::new();
@@ -256,12 +268,13 @@ pub fn render<'py>(
         intern!(py, "system"),
         intern!(py, "user"),
         intern!(py, "model"),
+        intern!(py, "assistant"),
     ];
     // One source dict per source: a 200-message history shares one.
     let mut sources: HashMap<Key, Bound<'py, PyAny>> = HashMap::new();
     let mut list = Vec::with_capacity(messages.len());
     let mut parts = Vec::new();
-    for m in &messages {
+    for (m, name) in messages.iter().zip(&names) {
         parts.clear();
         for part in m.parts() {
             let s = match items.item_of(part) {
@@ -277,7 +290,10 @@ pub fn render<'py>(
             };
             parts.push(s);
         }
-        let code = m.role as usize;
+        let code = match m.role {
+            stpreset::Role::Model if reply == "assistant" => 3,
+            role => role as usize,
+        };
         let key = key(&m.source);
         let ptrs: Vec<usize> = parts.iter().map(|p| p.as_ptr() as usize).collect();
         let hash = ptrs.iter().fold(
@@ -287,7 +303,12 @@ pub fn render<'py>(
         let reused = chat
             .messages
             .get(&hash)
-            .filter(|old| old.code == code && Some(&old.key) == key.as_ref() && old.parts == ptrs)
+            .filter(|old| {
+                old.code == code
+                    && Some(&old.key) == key.as_ref()
+                    && old.parts == ptrs
+                    && &old.name == name
+            })
             .map(|old| old.message.clone_ref(py));
         let message = match reused {
             Some(old) => old,
@@ -305,6 +326,10 @@ pub fn render<'py>(
                     }
                 };
                 let fields = PyDict::new(py);
+                // In the document's key order: `name` first.
+                if let Some(name) = name {
+                    fields.set_item(intern!(py, "name"), name)?;
+                }
                 fields.set_item(intern!(py, "parts"), PyTuple::new(py, &parts)?)?;
                 fields.set_item(intern!(py, "role"), roles[code])?;
                 fields.set_item(intern!(py, "source"), source)?;
@@ -319,6 +344,7 @@ pub fn render<'py>(
                     code,
                     key,
                     parts: ptrs,
+                    name: name.clone(),
                 },
             );
         }
