@@ -521,10 +521,12 @@ class ChatRequest {
     /** The request body as UTF-8 JSON bytes, ready to POST (what `requestBody` gives). */
     this.body = parts.body;
     this._request = undefined;
-    this._restText = parts.rest;
+    // None when it is the chat's last one (the engine compares them).
+    this._restText = parts.rest ?? chat._restText;
     this._rest = undefined;
-    // The engine compares the next render's rest with this one's, and then sends none.
-    chat._restText = parts.rest;
+    this._wiText = parts.wiState;
+    this._wi = undefined;
+    chat._restText = this._restText;
     chat._renders = parts.render;
     this._render = parts.render;
     this._mapsRead = false;
@@ -563,7 +565,11 @@ class ChatRequest {
   }
   /** The World Info state after the render (keep it as the next turn's `wi_state`), or `undefined` without lore. */
   get wi_state() {
-    return this._get().wi_state;
+    // Read alone: a bot reads it every turn, and the variables beside it may be large.
+    if (this._rest !== undefined) return this._rest.wi_state;
+    if (this._wiText == null) return undefined;
+    if (this._wi === undefined) this._wi = JSON.parse(this._wiText);
+    return this._wi;
   }
   toJSON() {
     this._mapsRead = true;

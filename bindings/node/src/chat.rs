@@ -303,7 +303,11 @@ pub(crate) fn render<'env>(
 #[napi(object)]
 pub struct RequestParts {
     pub body: Buffer,
-    pub rest: String,
+    /// `None`: the same as the chat's last render's or request's (whose JSON `index.js` kept).
+    pub rest: Option<String>,
+    /// The `wi_state` alone (absent without lore): what a bot reads every turn, without
+    /// parsing the variables beside it.
+    pub wi_state: Option<String>,
     pub render: u32,
 }
 
@@ -319,19 +323,25 @@ pub(crate) fn request(preset: &stpreset::CompiledPreset, chat: &Chat) -> Result<
     let (body, notes) = rendered.to_request(&chat.inner.context().provider_options);
     let (_, mut rest) = rendered.into_parts();
     rest.diagnostics.extend(notes);
-    let json = rest.to_json();
-    let n = chat.renders.get().wrapping_add(1);
-    chat.renders.set(n);
-    // The next render compares its rest with this one (`index.js` keeps this JSON as the
-    // chat's last rest text too).
-    let last = Last {
+    let wi_state = rest.wi_state.as_ref().map(|s| s.to_string());
+    let mut last = Last {
         maps: maps_hash(&rest),
         rest,
     };
+    // A preset's variables seldom change between turns: the same rest as last time crosses
+    // as nothing (`index.js` keeps the last one's JSON as the chat's).
+    let mut previous = chat.last.borrow_mut().take();
+    let json = match previous.as_mut().is_some_and(|(_, p)| p.same(&mut last)) {
+        true => None,
+        false => Some(last.rest.to_json()),
+    };
+    let n = chat.renders.get().wrapping_add(1);
+    chat.renders.set(n);
     *chat.last.borrow_mut() = Some((n, last));
     Ok(RequestParts {
         body: body.to_string().into_bytes().into(),
         rest: json,
+        wi_state,
         render: n,
     })
 }

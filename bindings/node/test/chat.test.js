@@ -413,6 +413,9 @@ test('a chat request is the context object\'s request, kept as a render', {
         assert.ok(Buffer.isBuffer(b.body));
         assert.deepStrictEqual(JSON.parse(b.body.toString('utf8')), a.request);
         assert.strictEqual(b.body.toString('utf8'), compiled.requestBody(ctx).toString('utf8'));
+        // The state read alone is the document's; twice the same request, the same document.
+        assert.deepStrictEqual(compiled.request(chat).wi_state, a.wi_state);
+        assert.strictEqual(JSON.stringify(compiled.request(chat)), JSON.stringify(a));
         // A render between requests: its details are its own, not the request's; in the
         // SillyTavern layout its replies are `assistant` and its example lines named.
         assert.strictEqual(JSON.stringify(compiled.render(chat)), JSON.stringify(compiled.render(ctx)), `${file} ${layout} render ${t}`);
@@ -460,5 +463,29 @@ test('a chat switching layouts renders each as the context object', {
     const roles = new Set(out.messages.map((m) => m.role));
     assert.strictEqual(roles.has('assistant'), layout === 'sillytavern');
     assert.strictEqual(roles.has('model'), layout === 'seed');
+  }
+});
+
+test('a chat request\'s World Info state, read alone, is the document\'s', () => {
+  const compiled = Preset.fromJson(JSON.stringify({ prompts: [
+    { identifier: 'main', content: 'Hi{{setvar::v::{{getvar::v}}1}}' },
+    { identifier: 'worldInfoBefore', marker: true },
+    { identifier: 'chatHistory', marker: true },
+  ] })).compile();
+  const ctx = { position: 1, world_info: { budget_percent: 100 },
+    items: [{ tag: 'DIALOGUE_HISTORY', role: 'user', text: 'rain' }],
+    lorebooks: [{ name: 'w', entries: { 0: { key: ['rain'], content: 'It rains.', sticky: 3 } } }] };
+  const chat = new Chat(ctx);
+  for (let turn = 2; turn < 5; turn++) {
+    const a = compiled.request(ctx);
+    const b = compiled.request(chat);
+    assert.deepStrictEqual(b.wi_state, a.wi_state);
+    assert.ok(b.wi_state.effects.length > 0);
+    assert.strictEqual(JSON.stringify(b), JSON.stringify(a));
+    ctx.wi_state = a.wi_state;
+    ctx.position = turn;
+    ctx.variables = a.variables;
+    chat.set({ wi_state: b.wi_state, position: turn });
+    chat.keep(b);
   }
 });

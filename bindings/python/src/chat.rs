@@ -185,6 +185,12 @@ impl Rest {
     fn json(&self) -> String {
         self.0.to_json()
     }
+
+    /// The `wi_state` alone as JSON (`None` without lore): what a bot reads every turn,
+    /// without writing and parsing the variables beside it.
+    fn wi_state_json(&self) -> Option<String> {
+        self.0.wi_state.as_ref().map(|s| s.to_string())
+    }
 }
 
 /// The package's immutable dict classes (`stpreset.Message`, `stpreset.FrozenDict`), given

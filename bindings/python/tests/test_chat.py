@@ -466,3 +466,27 @@ def test_a_chat_switching_layouts_renders_each_as_the_dict():
         assert json.dumps(out) == json.dumps(compiled.render(ctx)), layout
         roles = {m["role"] for m in out["messages"]}
         assert ("assistant" in roles) == (layout == "sillytavern") and ("model" in roles) == (layout == "seed")
+
+
+def test_a_chat_requests_world_info_state_read_alone_is_the_documents():
+    compiled = stpreset.Preset.from_json(json.dumps({"prompts": [
+        {"identifier": "main", "content": "Hi{{setvar::v::{{getvar::v}}1}}"},
+        {"identifier": "worldInfoBefore", "marker": True},
+        {"identifier": "chatHistory", "marker": True},
+    ]})).compile()
+    ctx = {"position": 1, "world_info": {"budget_percent": 100},
+           "items": [{"tag": "DIALOGUE_HISTORY", "role": "user", "text": "rain"}],
+           "lorebooks": [{"name": "w", "entries": {"0": {"key": ["rain"], "content": "It rains.", "sticky": 3}}}]}
+    chat = stpreset.Chat(ctx)
+    for turn in range(2, 5):
+        a = compiled.request(ctx)
+        b = compiled.request(chat)
+        r = compiled.render(chat)
+        assert b["wi_state"] == a["wi_state"] == r["wi_state"] and b["wi_state"]["effects"]
+        assert json.dumps(b.to_dict()) == json.dumps(a)
+        ctx.update(wi_state=a["wi_state"], position=turn, variables=a["variables"])
+        chat.set({"wi_state": b["wi_state"], "position": turn})
+        chat.keep(b)
+    plain = compiled.request(chat)
+    assert "wi_state" in plain and stpreset.Chat({}) is not None
+    assert "wi_state" not in compiled.request(stpreset.Chat({})) and compiled.render(stpreset.Chat({})).get("wi_state") is None

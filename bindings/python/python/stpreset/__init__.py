@@ -312,6 +312,12 @@ class ChatRender(_Mapping):
             raise KeyError(key)
         if key in ("variables", "globals"):
             self._maps_read = True
+        if key == "wi_state" and self._doc is None:
+            # Read alone: a bot reads it every turn, and the variables beside it may be large.
+            text = self._rest.wi_state_json()
+            if text is None:
+                raise KeyError(key)
+            return _json.loads(text)
         return self._load()[key]
 
     def _load(self) -> dict:
@@ -365,6 +371,12 @@ class ChatRequest(_Mapping):
             raise KeyError(key)
         if key in ("variables", "globals"):
             self._maps_read = True
+        if key == "wi_state" and self._doc is None:
+            # Read alone: a bot reads it every turn, and the variables beside it may be large.
+            text = self._rest.wi_state_json()
+            if text is None:
+                raise KeyError(key)
+            return _json.loads(text)
         return self._load()[key]
 
     def _load(self) -> dict:
