@@ -129,6 +129,16 @@ fn bench(c: &mut Criterion) {
         g.bench_function(format!("{layout}/render"), |b| {
             b.iter(|| compiled.render_chat(black_box(&chat)).messages.len())
         });
+        if layout == "seed" {
+            // The book's activation alone over the same chat (what `lore(chat)` runs).
+            g.bench_function("lore", |b| {
+                b.iter(|| {
+                    stpreset::activation::WiResult::for_context(black_box(chat.context()))
+                        .activated
+                        .len()
+                })
+            });
+        }
     }
     g.finish();
 }
