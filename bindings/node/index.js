@@ -344,11 +344,49 @@ const RUN = 0xfffffffe;
 const RESET_NAMES = 0x80000000;
 
 /**
+ * What a chat's render or request holds beside its messages or body, read from the engine's
+ * JSON (`_restText`) when first asked for: findings, options, variables, tokens, state.
+ */
+class ChatDetails {
+  _get() {
+    if (this._rest === undefined) this._rest = JSON.parse(this._restText);
+    return this._rest;
+  }
+  /** Findings, in order (SPEC §9; a request's with the request's own). */
+  get diagnostics() {
+    return this._get().diagnostics;
+  }
+  /** The §12 options the render used (SPEC §14.3). */
+  get effective() {
+    return this._get().effective;
+  }
+  /** Global variables after the render: keep them for the next turn (`chat.keep(result)`). */
+  get globals() {
+    this._mapsRead = true;
+    return this._get().globals;
+  }
+  /** The prompt's tokens under the history budget, or `null` without one. */
+  get prompt_tokens() {
+    return this._get().prompt_tokens;
+  }
+  /** Local variables after the render: keep them for the next turn (`chat.keep(result)`). */
+  get variables() {
+    this._mapsRead = true;
+    return this._get().variables;
+  }
+  /** The World Info state after the render (keep it as the next turn's `wi_state`), or `undefined` without lore. */
+  get wi_state() {
+    return this._get().wi_state;
+  }
+}
+
+/**
  * A render of a `Chat`: `messages` now, the rest read from the engine when first asked for.
  * `JSON.stringify` gives the same document as `render(object)`.
  */
-class ChatRender {
+class ChatRender extends ChatDetails {
   constructor(text, l, chat) {
+    super();
     const texts = chat._texts;
     const prev = chat._prev;
     const next = [];
@@ -462,36 +500,6 @@ class ChatRender {
     chat._renders = (chat._renders + 1) >>> 0;
     this._render = chat._renders;
   }
-  _get() {
-    if (this._rest === undefined) this._rest = JSON.parse(this._restText);
-    return this._rest;
-  }
-  /** Findings, in order (SPEC §9). */
-  get diagnostics() {
-    return this._get().diagnostics;
-  }
-  /** The §12 options the render used (SPEC §14.3). */
-  get effective() {
-    return this._get().effective;
-  }
-  /** Global variables after the render: keep them for the next turn (`chat.keep(result)`). */
-  get globals() {
-    this._mapsRead = true;
-    return this._get().globals;
-  }
-  /** The prompt's tokens under the history budget, or `null` without one. */
-  get prompt_tokens() {
-    return this._get().prompt_tokens;
-  }
-  /** Local variables after the render: keep them for the next turn (`chat.keep(result)`). */
-  get variables() {
-    this._mapsRead = true;
-    return this._get().variables;
-  }
-  /** The World Info state after the render (keep it as the next turn's `wi_state`), or `undefined` without lore. */
-  get wi_state() {
-    return this._get().wi_state;
-  }
   toJSON() {
     this._mapsRead = true;
     const rest = this._get();
@@ -516,8 +524,9 @@ function requestChat(inner, chat) {
  * A chat's request: `body` (the bytes to POST) now, the rest read from the engine when first
  * asked for. `JSON.stringify` gives the same document as `request(object)`.
  */
-class ChatRequest {
+class ChatRequest extends ChatDetails {
   constructor(parts, chat) {
+    super();
     /** The request body as UTF-8 JSON bytes, ready to POST (what `requestBody` gives). */
     this.body = parts.body;
     this._request = undefined;
@@ -532,36 +541,10 @@ class ChatRequest {
     this._mapsRead = false;
     this._chat = chat;
   }
-  _get() {
-    if (this._rest === undefined) this._rest = JSON.parse(this._restText);
-    return this._rest;
-  }
   /** The provider's request body as objects (parsed from `body` when first read). */
   get request() {
     if (this._request === undefined) this._request = JSON.parse(this.body.toString('utf8'));
     return this._request;
-  }
-  /** Findings of the render and of the request, in order (SPEC §9). */
-  get diagnostics() {
-    return this._get().diagnostics;
-  }
-  /** The §12 options the render used (SPEC §14.3). */
-  get effective() {
-    return this._get().effective;
-  }
-  /** Global variables after the render: keep them for the next turn (`chat.keep(result)`). */
-  get globals() {
-    this._mapsRead = true;
-    return this._get().globals;
-  }
-  /** The prompt's tokens under the history budget, or `null` without one. */
-  get prompt_tokens() {
-    return this._get().prompt_tokens;
-  }
-  /** Local variables after the render: keep them for the next turn (`chat.keep(result)`). */
-  get variables() {
-    this._mapsRead = true;
-    return this._get().variables;
   }
   /** The World Info state after the render (keep it as the next turn's `wi_state`), or `undefined` without lore. */
   get wi_state() {

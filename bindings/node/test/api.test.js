@@ -235,7 +235,12 @@ test('the public calls are the vocabulary file’s', () => {
     publicNames.add(name);
     if (typeof value !== 'function' || !/^class\b/.test(Function.prototype.toString.call(value))) continue;
     const statics = Object.getOwnPropertyNames(value).filter((k) => !['length', 'name', 'prototype'].includes(k));
-    const members = Object.getOwnPropertyNames(value.prototype).filter((k) => k !== 'constructor');
+    // Members of the class and of the classes it extends within the package.
+    const members = [];
+    const ours = (proto) => proto && /^class\b/.test(Function.prototype.toString.call(proto.constructor));
+    for (let proto = value.prototype; ours(proto); proto = Object.getPrototypeOf(proto)) {
+      members.push(...Object.getOwnPropertyNames(proto).filter((k) => k !== 'constructor'));
+    }
     for (const k of [...statics, ...members]) if (!k.startsWith('_')) publicNames.add(`${name}.${k}`);
   }
   assert.deepStrictEqual([...publicNames].filter((n) => !listed.has(n)), [], 'public but not in bindings/vocabulary.json');

@@ -288,26 +288,21 @@ def _texts(items) -> list:
     return [item.get("text") if isinstance(item, dict) else None for item in items]
 
 
-class ChatRender(_Mapping):
-    """What ``render(chat)`` returns: a read-only mapping with the keys of ``render(dict)``'s
-    dict. ``messages`` is a list of ``Message`` dicts that refuse changes (``parts`` is a tuple
-    whose history texts are the caller's own ``str`` objects); a message that did not change
-    since the chat's last render is the same object. The other keys are read from the engine
-    when first asked for. ``to_dict()`` gives exactly ``render(dict)``'s dict."""
+class _ChatDetails(_Mapping):
+    """A chat's render or request as a read-only mapping: what the engine keeps beside the
+    messages or the body (diagnostics, options, variables, tokens, ``wi_state``) read when
+    first asked for."""
 
-    __slots__ = ("_messages", "_rest", "_doc", "_maps_read")
-    _KEYS = ("diagnostics", "effective", "globals", "messages", "prompt_tokens", "variables")
+    __slots__ = ("_rest", "_doc", "_maps_read")
+    _KEYS: tuple = ()
 
-    def __init__(self, messages, rest) -> None:
-        self._messages = messages
+    def __init__(self, rest) -> None:
         self._rest = rest
         self._doc = None
         # Whether the bot was handed the variables or globals (which it may then edit).
         self._maps_read = False
 
-    def __getitem__(self, key):
-        if key == "messages":
-            return self._messages
+    def _detail(self, key):
         if key not in self._KEYS and key != "wi_state":
             raise KeyError(key)
         if key in ("variables", "globals"):
@@ -326,7 +321,7 @@ class ChatRender(_Mapping):
         return self._doc
 
     def _keys(self) -> tuple:
-        # `wi_state` only when the context had lore (as in render(dict)'s dict).
+        # `wi_state` only when the context had lore (as in the dict's document).
         return self._KEYS + ("wi_state",) if "wi_state" in self._load() else self._KEYS
 
     def __iter__(self):
@@ -334,6 +329,26 @@ class ChatRender(_Mapping):
 
     def __len__(self) -> int:
         return len(self._keys())
+
+
+class ChatRender(_ChatDetails):
+    """What ``render(chat)`` returns: a read-only mapping with the keys of ``render(dict)``'s
+    dict. ``messages`` is a list of ``Message`` dicts that refuse changes (``parts`` is a tuple
+    whose history texts are the caller's own ``str`` objects); a message that did not change
+    since the chat's last render is the same object. The other keys are read from the engine
+    when first asked for. ``to_dict()`` gives exactly ``render(dict)``'s dict."""
+
+    __slots__ = ("_messages",)
+    _KEYS = ("diagnostics", "effective", "globals", "messages", "prompt_tokens", "variables")
+
+    def __init__(self, messages, rest) -> None:
+        super().__init__(rest)
+        self._messages = messages
+
+    def __getitem__(self, key):
+        if key == "messages":
+            return self._messages
+        return self._detail(key)
 
     def __repr__(self) -> str:
         return f"ChatRender(messages={len(self._messages)})"
@@ -345,53 +360,27 @@ class ChatRender(_Mapping):
         return doc
 
 
-class ChatRequest(_Mapping):
+class ChatRequest(_ChatDetails):
     """What ``request(chat)`` returns: a read-only mapping with the keys of ``request(dict)``'s
     dict, and ``body``, the request body as UTF-8 JSON bytes ready to POST (what
     ``request_body`` gives). The other keys are read when first asked for (``request`` parses
     ``body``); ``Chat.keep`` carries its variables natively, as a render's. ``to_dict()``
     gives exactly ``request(dict)``'s dict."""
 
-    __slots__ = ("body", "_rest", "_doc", "_request", "_maps_read")
+    __slots__ = ("body", "_request")
     _KEYS = ("diagnostics", "effective", "globals", "prompt_tokens", "request", "variables")
 
     def __init__(self, body, rest) -> None:
+        super().__init__(rest)
         self.body = body
-        self._rest = rest
-        self._doc = None
         self._request = None
-        self._maps_read = False
 
     def __getitem__(self, key):
         if key == "request":
             if self._request is None:
                 self._request = _json.loads(self.body)
             return self._request
-        if key not in self._KEYS and key != "wi_state":
-            raise KeyError(key)
-        if key in ("variables", "globals"):
-            self._maps_read = True
-        if key == "wi_state" and self._doc is None:
-            # Read alone: a bot reads it every turn, and the variables beside it may be large.
-            text = self._rest.wi_state_json()
-            if text is None:
-                raise KeyError(key)
-            return _json.loads(text)
-        return self._load()[key]
-
-    def _load(self) -> dict:
-        if self._doc is None:
-            self._doc = _json.loads(self._rest.json())
-        return self._doc
-
-    def _keys(self) -> tuple:
-        return self._KEYS + ("wi_state",) if "wi_state" in self._load() else self._KEYS
-
-    def __iter__(self):
-        return iter(self._keys())
-
-    def __len__(self) -> int:
-        return len(self._keys())
+        return self._detail(key)
 
     def __repr__(self) -> str:
         return f"ChatRequest(body={len(self.body)} bytes)"
