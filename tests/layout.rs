@@ -1396,3 +1396,41 @@ fn unchanged_history_texts_are_the_items_own() {
         assert_eq!(found, want, "{generation}");
     }
 }
+
+/// The SillyTavern layout keeps every history message and example without counting them when
+/// they fit by their byte lengths: the same render as a counter that counts every one (o200k
+/// behind a host counter, which promises no byte bound), at every window from too small to
+/// more than enough.
+#[test]
+fn a_history_that_fits_by_bytes_renders_as_one_counted_message_by_message() {
+    use stpreset::tokens::{Counter, Tokenizer};
+    let p = Preset::from_json(gen_preset(json!({})).to_string().as_bytes())
+        .unwrap()
+        .compile();
+    let history: Vec<Value> = (0..30)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "model" };
+            json!({"tag": "DIALOGUE_HISTORY", "role": role, "text": format!("line {i}: the rain 🌧 on the shrine's roof, again")})
+        })
+        .collect();
+    let exact = Counter::Custom(Counter::Builtin(Tokenizer::O200k).for_model(""));
+    let mut trimmed = 0;
+    for window in (40..4000).step_by(37) {
+        let base = ctx(
+            json!({"layout": "sillytavern", "tokenizer": "o200k", "reserve_tokens": 0,
+            "max_context_tokens": window, "items": history,
+            "mes_examples": "<START>\n{{user}}: Hello?\n{{char}}: Welcome, traveller."}),
+        );
+        let mut counted = base.clone();
+        counted.options.budget.counter = exact.clone();
+        let (a, b) = (p.render(&base), p.render(&counted));
+        assert_eq!(a.to_json(), b.to_json(), "window {window}");
+        trimmed += usize::from(
+            a.diagnostics
+                .iter()
+                .any(|d| d.kind == stpreset::DiagnosticKind::HistoryTrimmed),
+        );
+    }
+    // Both sides of the bound were walked: windows that trim and windows that keep all.
+    assert!(trimmed > 0 && trimmed < 100, "{trimmed}");
+}

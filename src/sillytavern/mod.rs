@@ -211,6 +211,21 @@ impl Budget<'_> {
         4 + role + text + name.map_or(0, count)
     }
 
+    /// At least [`cost_of`](Self::cost_of) when the counter's tokens are each at least a
+    /// byte (a built-in vocabulary, `bounded_by_bytes`): the byte lengths stand for the counts.
+    fn bound(&self, role: Role, text: &str, name: Option<&str>) -> i64 {
+        if text.is_empty() {
+            return 0;
+        }
+        let role = self.roles[match role {
+            Role::System => 0,
+            Role::User => 1,
+            Role::Model => 2,
+        }];
+        let bytes = text.len() + name.map_or(0, str::len);
+        4 + role + i64::try_from(bytes).unwrap_or(i64::MAX / 4)
+    }
+
     fn afford(&self, cost: i64) -> bool {
         self.left.is_none_or(|l| l - cost >= 0)
     }
@@ -1079,6 +1094,49 @@ pub(crate) fn render<'c>(
         .map(|o| budget.cost(o.role, &o.text, None))
         .sum();
     let history_count = lines.iter().filter(|l| l.injected.is_none()).count();
+    let new_example = slot_text(Slot::NewExampleChat);
+    // When the history and the examples fit the budget by their byte lengths (a built-in
+    // vocabulary's token is at least a byte), every one of them is kept whatever their counts:
+    // nothing is counted, as the seed layout's budget first walks with the same bounds. The
+    // messages are those ST's counting keeps; only the work of counting is not spent.
+    if budget.counter.bounded_by_bytes()
+        && let Some(left) = budget.left
+    {
+        let fixed = [
+            (Role::System, new_chat.as_str()),
+            (Role::User, send_if_empty.as_str()),
+        ];
+        let bound: i64 = fixed
+            .iter()
+            .map(|(role, text)| budget.bound(*role, text, None))
+            .chain(
+                group_nudge
+                    .iter()
+                    .map(|n| budget.bound(n.role, &n.text, None)),
+            )
+            .chain(
+                lines
+                    .iter()
+                    .map(|l| budget.bound(l.role, &l.text, l.name.as_deref())),
+            )
+            .chain(
+                example_lines
+                    .iter()
+                    .map(|_| budget.bound(Role::System, &new_example, None))
+                    .chain(example_lines.iter().flatten().map(|line| {
+                        let name = if line.user {
+                            "example_user"
+                        } else {
+                            "example_assistant"
+                        };
+                        budget.bound(Role::System, &line.text, Some(name))
+                    })),
+            )
+            .fold(continue_cost, i64::saturating_add);
+        if left.saturating_sub(bound) >= 0 {
+            budget.left = None;
+        }
+    }
     let mut lines = lines;
     // Called once: the lines move into the messages (a borrowed history text stays borrowed).
     let mut populate_history = |budget: &mut Budget| -> Vec<Out<'c>> {
@@ -1142,7 +1200,6 @@ pub(crate) fn render<'c>(
         all.extend(group_nudge.clone());
         all
     };
-    let new_example = slot_text(Slot::NewExampleChat);
     let populate_examples = |budget: &mut Budget| -> Vec<Out<'c>> {
         let mut out = Vec::new();
         let mut n = 0u32;
