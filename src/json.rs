@@ -170,6 +170,25 @@ impl<'c> Rendered<'c> {
         };
         (self.messages, details)
     }
+
+    /// The provider request body for `options` (as [`to_request`](Rendered::to_request)) and
+    /// the rest of the request document ([`to_request_json`](Rendered::to_request_json)'s
+    /// fields but `request`, its diagnostics followed by the request's own): what a front end
+    /// that hands the body on as bytes returns beside it (the packages' chat requests).
+    ///
+    /// ```
+    /// let p = stpreset::Preset::from_json(br#"{"prompts": [{"identifier": "main", "content": "Hi"}]}"#).unwrap();
+    /// let ctx = stpreset::Context::default();
+    /// let (body, rest) = p.compile().render(&ctx).into_request(&ctx.provider_options);
+    /// assert_eq!(body["messages"][0]["content"], "Hi");
+    /// assert!(rest.to_json().starts_with(r#"{"diagnostics":"#));
+    /// ```
+    pub fn into_request(self, options: &ProviderOptions) -> (serde_json::Value, RenderDetails) {
+        let (body, notes) = self.to_request(options);
+        let (_, mut rest) = self.into_parts();
+        rest.diagnostics.extend(notes);
+        (body, rest)
+    }
 }
 
 impl Rendered<'_> {

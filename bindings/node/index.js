@@ -348,6 +348,28 @@ const RESET_NAMES = 0x80000000;
  * JSON (`_restText`) when first asked for: findings, options, variables, tokens, state.
  */
 class ChatDetails {
+  // `restText`: the details' JSON; `render`: the engine's number for this render, which
+  // `chat.keep` hands back to keep its variables natively.
+  constructor(chat, restText, render) {
+    this._restText = restText;
+    this._rest = undefined;
+    // Whether the bot was handed the variables or globals (which it may then edit).
+    this._mapsRead = false;
+    this._chat = chat;
+    this._render = render;
+    // The engine sends no details next time when they are these again.
+    chat._restText = restText;
+    chat._renders = render;
+  }
+  // The document `render(object)` or `request(object)` gives: the details and `key` (the
+  // messages or the request) with `value`, keys in byte order as the engine writes them.
+  _document(key, value) {
+    this._mapsRead = true;
+    const rest = this._get();
+    const out = {};
+    for (const k of [...Object.keys(rest), key].sort()) out[k] = k === key ? value : rest[k];
+    return out;
+  }
   _get() {
     if (this._rest === undefined) this._rest = JSON.parse(this._restText);
     return this._rest;
@@ -386,7 +408,6 @@ class ChatDetails {
  */
 class ChatRender extends ChatDetails {
   constructor(text, l, chat) {
-    super();
     const texts = chat._texts;
     const prev = chat._prev;
     const next = [];
@@ -487,32 +508,14 @@ class ChatRender extends ChatDetails {
       messages[i] = name === undefined ? { parts, role, source: src } : { name, parts, role, source: src };
     }
     chat._prev = next;
-    /** The messages for the model provider, as `render(object)` gives them. */
-    this.messages = messages;
     // The rest: its JSON at the end of the text (or the chat's last one), parsed when first read.
     const r = l[k];
-    this._restText = r === SAME_REST ? chat._restText : text.slice(pos, pos + r);
-    chat._restText = this._restText;
-    this._rest = undefined;
-    // Whether the bot was handed the variables or globals (which it may then edit).
-    this._mapsRead = false;
-    this._chat = chat;
-    chat._renders = (chat._renders + 1) >>> 0;
-    this._render = chat._renders;
+    super(chat, r === SAME_REST ? chat._restText : text.slice(pos, pos + r), (chat._renders + 1) >>> 0);
+    /** The messages for the model provider, as `render(object)` gives them. */
+    this.messages = messages;
   }
   toJSON() {
-    this._mapsRead = true;
-    const rest = this._get();
-    const out = {
-      diagnostics: rest.diagnostics,
-      effective: rest.effective,
-      globals: rest.globals,
-      messages: this.messages,
-      prompt_tokens: rest.prompt_tokens,
-      variables: rest.variables,
-    };
-    if (rest.wi_state !== undefined) out.wi_state = rest.wi_state;
-    return out;
+    return this._document('messages', this.messages);
   }
 }
 
@@ -526,20 +529,13 @@ function requestChat(inner, chat) {
  */
 class ChatRequest extends ChatDetails {
   constructor(parts, chat) {
-    super();
+    // No rest when it is the chat's last one (the engine compares them).
+    super(chat, parts.rest ?? chat._restText, parts.render);
     /** The request body as UTF-8 JSON bytes, ready to POST (what `requestBody` gives). */
     this.body = parts.body;
     this._request = undefined;
-    // None when it is the chat's last one (the engine compares them).
-    this._restText = parts.rest ?? chat._restText;
-    this._rest = undefined;
     this._wiText = parts.wiState;
     this._wi = undefined;
-    chat._restText = this._restText;
-    chat._renders = parts.render;
-    this._render = parts.render;
-    this._mapsRead = false;
-    this._chat = chat;
   }
   /** The provider's request body as objects (parsed from `body` when first read). */
   get request() {
@@ -555,19 +551,7 @@ class ChatRequest extends ChatDetails {
     return this._wi;
   }
   toJSON() {
-    this._mapsRead = true;
-    const rest = this._get();
-    // In the document's order (keys sorted, as `request(object)` gives them).
-    const out = {
-      diagnostics: rest.diagnostics,
-      effective: rest.effective,
-      globals: rest.globals,
-      prompt_tokens: rest.prompt_tokens,
-      request: this.request,
-      variables: rest.variables,
-    };
-    if (rest.wi_state !== undefined) out.wi_state = rest.wi_state;
-    return out;
+    return this._document('request', this.request);
   }
 }
 

@@ -11,6 +11,16 @@ pub(crate) struct ExampleLine {
     pub text: String,
 }
 
+impl ExampleLine {
+    /// The message's `name`: `example_user` or `example_assistant`.
+    pub fn name(&self) -> &'static str {
+        match self.user {
+            true => "example_user",
+            false => "example_assistant",
+        }
+    }
+}
+
 /// `parseMesExamples` (chat completion): blocks, each `<START>\n` + the trimmed block + `\n`.
 pub(crate) fn blocks(text: &str) -> Vec<String> {
     const START: &str = "<START>";

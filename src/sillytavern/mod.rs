@@ -193,11 +193,7 @@ impl Budget<'_> {
         if text.is_empty() || self.left.is_none() {
             return 0;
         }
-        let role = self.roles[match role {
-            Role::System => 0,
-            Role::User => 1,
-            Role::Model => 2,
-        }];
+        let role = self.role(role);
         let count = |t: &str| i64::from(self.counter.count_parts(&[Cow::Borrowed(t)]));
         let text = match item {
             // Borrowed: a `Chat` recognises its item's own text by its address.
@@ -211,17 +207,22 @@ impl Budget<'_> {
         4 + role + text + name.map_or(0, count)
     }
 
+    /// The count of `role`'s word.
+    fn role(&self, role: Role) -> i64 {
+        self.roles[match role {
+            Role::System => 0,
+            Role::User => 1,
+            Role::Model => 2,
+        }]
+    }
+
     /// At least [`cost_of`](Self::cost_of) when the counter's tokens are each at least a
     /// byte (a built-in vocabulary, `bounded_by_bytes`): the byte lengths stand for the counts.
     fn bound(&self, role: Role, text: &str, name: Option<&str>) -> i64 {
         if text.is_empty() {
             return 0;
         }
-        let role = self.roles[match role {
-            Role::System => 0,
-            Role::User => 1,
-            Role::Model => 2,
-        }];
+        let role = self.role(role);
         let bytes = text.len() + name.map_or(0, str::len);
         4 + role + i64::try_from(bytes).unwrap_or(i64::MAX / 4)
     }
@@ -1122,17 +1123,16 @@ pub(crate) fn render<'c>(
             .chain(
                 example_lines
                     .iter()
-                    .map(|_| budget.bound(Role::System, &new_example, None))
-                    .chain(example_lines.iter().flatten().map(|line| {
-                        let name = if line.user {
-                            "example_user"
-                        } else {
-                            "example_assistant"
-                        };
-                        budget.bound(Role::System, &line.text, Some(name))
-                    })),
+                    .flatten()
+                    .map(|line| budget.bound(Role::System, &line.text, Some(line.name()))),
             )
             .fold(continue_cost, i64::saturating_add);
+        // Each example block opens with the new-example prompt.
+        let blocks = i64::try_from(example_lines.len()).unwrap_or(i64::MAX);
+        let bound = budget
+            .bound(Role::System, &new_example, None)
+            .saturating_mul(blocks)
+            .saturating_add(bound);
         if left.saturating_sub(bound) >= 0 {
             budget.left = None;
         }
@@ -1215,14 +1215,7 @@ pub(crate) fn render<'c>(
                 msgs.push(Out {
                     role: Role::System,
                     text: line.text.clone().into(),
-                    name: Some(
-                        if line.user {
-                            "example_user"
-                        } else {
-                            "example_assistant"
-                        }
-                        .into(),
-                    ),
+                    name: Some(line.name().into()),
                     source: Source::Example(n),
                 });
                 n += 1;

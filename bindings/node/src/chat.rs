@@ -198,6 +198,15 @@ impl Chat {
         }
     }
 
+    /// Numbers a render (or request) `index.js` took, as `index.js` does, and keeps its rest
+    /// for `keep_last` and the next render's comparison.
+    fn took(&self, last: Last) -> u32 {
+        let n = self.renders.get().wrapping_add(1);
+        self.renders.set(n);
+        *self.last.borrow_mut() = Some((n, last));
+        n
+    }
+
     /// Refuses a change while the chat renders (from its macro function).
     fn idle(&self) -> Result<()> {
         match self.busy.get() {
@@ -286,9 +295,7 @@ pub(crate) fn render<'env>(
                 *b = true;
             }
         }
-        let n = chat.renders.get().wrapping_add(1);
-        chat.renders.set(n);
-        *chat.last.borrow_mut() = Some((n, last));
+        chat.took(last);
     } else {
         memo.abandon();
         // Names it added never reached `index.js`.
@@ -319,25 +326,14 @@ pub struct RequestParts {
 pub(crate) fn request(preset: &stpreset::CompiledPreset, chat: &Chat) -> Result<RequestParts> {
     let busy = chat.enter()?;
     let chat = busy.chat();
-    let rendered = preset.render_chat(&chat.inner);
-    let (body, notes) = rendered.to_request(&chat.inner.context().provider_options);
-    let (_, mut rest) = rendered.into_parts();
-    rest.diagnostics.extend(notes);
+    let (body, rest) = preset
+        .render_chat(&chat.inner)
+        .into_request(&chat.inner.context().provider_options);
     let wi_state = rest.wi_state.as_ref().map(|s| s.to_string());
-    let mut last = Last {
-        maps: maps_hash(&rest),
-        rest,
-    };
-    // A preset's variables seldom change between turns: the same rest as last time crosses
-    // as nothing (`index.js` keeps the last one's JSON as the chat's).
+    let mut last = Last::new(rest);
     let mut previous = chat.last.borrow_mut().take();
-    let json = match previous.as_mut().is_some_and(|(_, p)| p.same(&mut last)) {
-        true => None,
-        false => Some(last.rest.to_json()),
-    };
-    let n = chat.renders.get().wrapping_add(1);
-    chat.renders.set(n);
-    *chat.last.borrow_mut() = Some((n, last));
+    let json = last.json_unless_same(previous.as_mut().map(|(_, p)| p));
+    let n = chat.took(last);
     Ok(RequestParts {
         body: body.to_string().into_bytes().into(),
         rest: json,
@@ -589,10 +585,7 @@ fn encode(
     let (messages, rest) = rendered.into_parts();
     // For the parts of other messages (history items with injections merged into them).
     let mut items = chat.passthrough();
-    let mut last = Last {
-        maps: maps_hash(&rest),
-        rest,
-    };
+    let mut last = Last::new(rest);
     let mut produced = String::new();
     let mut body: Vec<u32> = Vec::with_capacity(messages.len() * 6 + 1);
     body.push(messages.len() as u32);
@@ -633,12 +626,12 @@ fn encode(
         }
     }
     let (lens, table_text, reset) = (table.lens, table.text, table.reset);
-    if previous.is_some_and(|p| p.same(&mut last)) {
-        body.push(SAME_REST);
-    } else {
-        let json = last.rest.to_json();
-        body.push(utf16_len(&json));
-        produced.push_str(&json);
+    match last.json_unless_same(previous) {
+        None => body.push(SAME_REST),
+        Some(json) => {
+            body.push(utf16_len(&json));
+            produced.push_str(&json);
+        }
     }
     let mut layout = Vec::with_capacity(1 + lens.len() + body.len());
     layout.push(lens.len() as u32 | if reset { RESET_NAMES } else { 0 });
@@ -668,6 +661,22 @@ pub(crate) struct Last {
 }
 
 impl Last {
+    fn new(rest: RenderDetails) -> Last {
+        Last {
+            maps: maps_hash(&rest),
+            rest,
+        }
+    }
+
+    /// Its JSON, or `None` when it is the same rest as `previous`'s, whose JSON `index.js`
+    /// kept (a preset's findings and variables seldom change between turns).
+    fn json_unless_same(&mut self, previous: Option<&mut Last>) -> Option<String> {
+        match previous.is_some_and(|p| p.same(self)) {
+            true => None,
+            false => Some(self.rest.to_json()),
+        }
+    }
+
     /// Whether `other` is the same rest: the variables and globals by their hash, the rest by
     /// `==` (with the maps set aside, so a field added to `RenderDetails` is compared too).
     /// Comparing a large preset's maps byte for byte (NemoEngine: 47 KB in 125 variables) took

@@ -166,10 +166,9 @@ pub fn request<'py>(
 ) -> PyResult<(Bound<'py, PyBytes>, Rest)> {
     let inner = &chat.inner;
     let (body, rest) = py.detach(|| {
-        let rendered = preset.render_chat(inner);
-        let (body, notes) = rendered.to_request(&inner.context().provider_options);
-        let (_, mut rest) = rendered.into_parts();
-        rest.diagnostics.extend(notes);
+        let (body, rest) = preset
+            .render_chat(inner)
+            .into_request(&inner.context().provider_options);
         (body.to_string(), rest)
     });
     Ok((PyBytes::new(py, body.as_bytes()), Rest(rest)))
