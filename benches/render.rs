@@ -10,8 +10,14 @@ use stpreset::Preset;
 mod support;
 
 fn bench(c: &mut Criterion) {
-    let ctx = support::realistic_context(200);
-    let chat = stpreset::Chat::from_json(&support::realistic_context_json(200)).unwrap();
+    // `HISTORY=0 cargo bench --bench render` gives each render's fixed cost (what a short
+    // chat pays), the default 200 messages what a long one pays.
+    let n: usize = std::env::var("HISTORY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let ctx = support::realistic_context(n);
+    let chat = stpreset::Chat::from_json(&support::realistic_context_json(n)).unwrap();
     let mut st_chat = chat.clone();
     st_chat.set_json(br#"{"layout": "sillytavern"}"#).unwrap();
     for path in support::corpus() {

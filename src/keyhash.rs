@@ -38,15 +38,20 @@ pub(crate) fn text_hash(bytes: &[u8]) -> u128 {
     twox_hash::XxHash3_128::oneshot_with_seed(seed(), bytes)
 }
 
-/// [`text_hash`] of several byte strings, each preceded by its length (so no two lists of
-/// strings hash as one), streamed: nothing is joined.
+/// [`text_hash`] of several byte strings: each part hashed on its own and chained into the
+/// hash so far (so no two lists of strings hash as one, and nothing is joined or copied).
+/// One-shot hashes only: twox-hash's streaming hasher allocates and derives a secret from the
+/// seed on every call, which cost more than hashing a card's fields (a render hashes each of
+/// its templates every turn).
 pub(crate) fn parts_hash(parts: &[&[u8]]) -> u128 {
-    let mut h = twox_hash::XxHash3_128::with_seed(seed());
+    let mut so_far = 0u128;
+    let mut chained = [0u8; 32];
     for part in parts {
-        h.write(&(part.len() as u64).to_le_bytes());
-        h.write(part);
+        chained[..16].copy_from_slice(&so_far.to_le_bytes());
+        chained[16..].copy_from_slice(&text_hash(part).to_le_bytes());
+        so_far = text_hash(&chained);
     }
-    h.finish_128()
+    so_far
 }
 
 fn seed() -> u64 {
@@ -55,4 +60,24 @@ fn seed() -> u64 {
     *SEED.get_or_init(|| {
         std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), 0u8)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parts_hash;
+
+    #[test]
+    fn parts_hash_tells_lists_apart() {
+        let whole = parts_hash(&[b"ab", b"c"]);
+        assert_eq!(whole, parts_hash(&[b"ab", b"c"]));
+        for other in [
+            parts_hash(&[b"a", b"bc"]),
+            parts_hash(&[b"abc"]),
+            parts_hash(&[b"c", b"ab"]),
+            parts_hash(&[b"ab", b"c", b""]),
+            parts_hash(&[b"", b"ab", b"c"]),
+        ] {
+            assert_ne!(whole, other);
+        }
+    }
 }

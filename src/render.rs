@@ -391,7 +391,8 @@ fn render_preset<'c>(
 /// the quiet prompt, each a setting's template (ST's default when the preset has none).
 fn turn(settings: Option<&PresetSettings>, ctx: &Context, notes: &mut Vec<Diagnostic>) -> Turn {
     use crate::lore::GenerationType as G;
-    let template = |key| crate::sillytavern::setting_or_default(settings, key);
+    use crate::sillytavern::Setting;
+    let template = |setting| crate::sillytavern::setting_or_default(settings, setting);
     match ctx.generation_type() {
         G::Continue if !settings.and_then(|s| s.continue_prefill).unwrap_or(false) => {
             let Some(last) = ctx
@@ -404,7 +405,7 @@ fn turn(settings: Option<&PresetSettings>, ctx: &Context, notes: &mut Vec<Diagno
             // `{{lastChatMessage}}` is the continued text, trimmed (ST's `cyclePrompt`).
             let text = crate::eval::with_value(
                 "continue_nudge_prompt",
-                &template("continue_nudge_prompt"),
+                template(Setting::ContinueNudge),
                 "{{lastChatMessage}}",
                 crate::jstext::js_trim(&last.text).to_string(),
                 ctx,
@@ -420,7 +421,7 @@ fn turn(settings: Option<&PresetSettings>, ctx: &Context, notes: &mut Vec<Diagno
             prompt: Some((
                 crate::eval::expand_alone(
                     "impersonation_prompt",
-                    &template("impersonation_prompt"),
+                    template(Setting::Impersonation),
                     ctx,
                 ),
                 "impersonation_prompt",

@@ -456,10 +456,7 @@ fn unanchored(late: &[Message<'_>], diags: &mut Vec<Diagnostic>) {
     let mut tags: Vec<String> = Vec::new();
     for m in late {
         if let Source::Tag(Some(tag)) = &m.source {
-            let name = serde_json::to_value(tag)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default();
+            let name = tag.name().to_string();
             if !tags.contains(&name) {
                 tags.push(name);
             }

@@ -102,10 +102,7 @@ fn role_name(role: Role) -> &'static str {
 fn source_name(source: &Source) -> String {
     match source {
         Source::Node(id) => format!("node {}", terminal_line(id)),
-        Source::Tag(Some(tag)) => serde_json::to_value(tag)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default(),
+        Source::Tag(Some(tag)) => tag.name().into(),
         Source::Tag(None) => "untagged".into(),
         Source::SampleSeparator => "SAMPLE_SEPARATOR".into(),
         Source::Setting(key) => format!("setting {key}"),

@@ -221,8 +221,12 @@ impl Default for Context {
 pub(crate) const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// Tags of native-context items (SPEC §4.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, serde::Serialize, strum::IntoStaticStr,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
+#[cfg_attr(test, derive(strum::EnumIter))]
 #[non_exhaustive]
 pub enum Tag {
     /// `SYSTEM_SERVER_PROMPT`.
@@ -273,6 +277,15 @@ impl Tag {
     /// How many tags there are: discriminants run from 0 to `COUNT - 1` (the last variant
     /// above is the highest), so assembly can keep per-tag tables in arrays.
     pub(crate) const COUNT: usize = Tag::ContextCurrent as usize + 1;
+
+    /// The tag as the context file spells it (`DIALOGUE_HISTORY`), without serializing it.
+    ///
+    /// ```
+    /// assert_eq!(stpreset::Tag::DialogueHistory.name(), "DIALOGUE_HISTORY");
+    /// ```
+    pub fn name(self) -> &'static str {
+        self.into()
+    }
 }
 
 /// One tagged native-context item.
@@ -648,6 +661,15 @@ impl Context {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_tag_is_named_as_the_context_file_spells_it() {
+        for tag in <Tag as strum::IntoEnumIterator>::iter() {
+            let json = serde_json::to_value(tag).unwrap();
+            assert_eq!(json.as_str(), Some(tag.name()));
+            assert_eq!(serde_json::from_value::<Tag>(json).unwrap(), tag);
+        }
+    }
 
     #[test]
     fn host_maps_match_lower_case() {

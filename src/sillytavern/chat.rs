@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use crate::assemble::sanitize_name;
+use crate::assemble::{Source, sanitize_name};
 use crate::context::{Context, Tag};
 use crate::role::Role;
 
@@ -16,12 +16,27 @@ pub(crate) struct ChatLine<'c> {
     pub role: Role,
     pub text: Cow<'c, str>,
     /// The `name` field (names mode 1).
-    pub name: Option<String>,
+    pub name: Option<Box<str>>,
     /// `Some((depth, order))` for an injected message.
     pub injected: Option<(u32, f64)>,
     /// The caller's item it comes from (a history message): its token count is remembered
     /// by a `Chat` when the text is the item's own.
     pub item: Option<usize>,
+}
+
+impl ChatLine<'_> {
+    /// What produced the line: a history item, or the depth injections of one depth, order and
+    /// role.
+    pub fn source(&self) -> Source {
+        match self.injected {
+            Some((depth, order)) => Source::Depth {
+                depth,
+                order: order as i64,
+                role: self.role,
+            },
+            None => Source::Tag(Some(Tag::DialogueHistory)),
+        }
+    }
 }
 
 /// One prompt to inject: its role (only the three ST knows), depth, order and text.
@@ -152,8 +167,9 @@ fn replace_macros<'t>(
     (Cow::Owned(out), whole)
 }
 
-/// The history items as ST's `setOpenAIMessages` + `populateChatHistory` make them, oldest
-/// first. `texts` are the items' texts after the prompt pass (by item index); `char` is the
+/// The history items as ST's `setOpenAIMessages` + `populateChatHistory` make them, newest
+/// first (the order the room, the injections and the budget walk them: each line is moved
+/// once, never reversed). `texts` are the items' texts after the prompt pass (by item index); `char` is the
 /// speaker ST generates for. The texts share `room` bytes, newest first as the history budget
 /// keeps them: past it an item is cut (then empty) and `false` returned, so a hostile chat
 /// costs the output cap, not its names times its macros. Within the cap every text is ST's.
@@ -170,7 +186,7 @@ pub(crate) fn history<'c>(
 ) -> (Vec<ChatLine<'c>>, bool) {
     let macros = chat_macros(ctx, char);
     let in_group = !ctx.group.is_empty();
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(ctx.items.len());
     let mut whole = true;
     for (i, item) in ctx.items.iter().enumerate().rev() {
         if item.tag != Some(Tag::DialogueHistory) {
@@ -211,12 +227,11 @@ pub(crate) fn history<'c>(
         out.push(ChatLine {
             role: item.role,
             text,
-            name: (names_behavior == 1).then(|| sanitize_name(name)),
+            name: (names_behavior == 1).then(|| sanitize_name(name).into_boxed_str()),
             injected: None,
             item: Some(i + usize::from(i >= swiped_at)),
         });
     }
-    out.reverse();
     (out, whole)
 }
 
@@ -231,13 +246,14 @@ fn order_key(order: f64) -> String {
 
 /// `populationInjectionPrompts`: for each depth, the prompts grouped by order (high to low),
 /// each group's roles system, user, assistant joined with `\n` (order 100 adds the extension
-/// prompts of that depth and role), spliced newest-first, then turned oldest-first.
+/// prompts of that depth and role), spliced newest-first (`newest` and the result are newest
+/// first).
 ///
 /// ST splices each depth's messages at `depth + (messages inserted so far)` of the newest-first
 /// list, which puts them after exactly `depth` chat messages (or after all of them): built here
 /// in one pass instead of one splice per depth, so the cost is linear in history + prompts.
 pub(crate) fn inject<'c>(
-    history: Vec<ChatLine<'c>>,
+    newest: Vec<ChatLine<'c>>,
     prompts: &[Injection],
     extensions: &[ExtensionPrompt],
 ) -> Vec<ChatLine<'c>> {
@@ -251,8 +267,11 @@ pub(crate) fn inject<'c>(
             by_depth.entry(d).or_default().1.push(e);
         }
     }
-    let total = history.len() + by_depth.len() * 3;
-    let mut newest = history.into_iter().rev();
+    if by_depth.is_empty() {
+        return newest;
+    }
+    let total = newest.len() + by_depth.len() * 3;
+    let mut newest = newest.into_iter();
     let mut out: Vec<ChatLine<'c>> = Vec::with_capacity(total);
     let mut taken = 0usize;
     for (depth, (at, mut ext)) in by_depth {
@@ -314,7 +333,6 @@ pub(crate) fn inject<'c>(
         }
     }
     out.extend(newest);
-    out.reverse();
     out
 }
 
@@ -343,13 +361,13 @@ mod tests {
 
     #[test]
     fn injections_land_as_sillytavern_places_them() {
-        let history = vec![
-            line(Role::User, "u1"),
-            line(Role::Model, "a1"),
+        let newest = vec![
             line(Role::User, "u2"),
+            line(Role::Model, "a1"),
+            line(Role::User, "u1"),
         ];
         let out = inject(
-            history,
+            newest,
             &[
                 inj(Role::System, 0, 100.0, "s0"),
                 inj(Role::User, 0, 100.0, "u0"),
@@ -365,7 +383,7 @@ mod tests {
                 text: " note ".into(),
             }],
         );
-        let texts: Vec<&str> = out.iter().map(|l| &*l.text).collect();
+        let texts: Vec<&str> = out.iter().rev().map(|l| &*l.text).collect();
         assert_eq!(
             texts,
             [
@@ -435,7 +453,7 @@ mod tests {
         let (lines, whole) = history(&ctx, &texts, 0, "Sera", 15_000, usize::MAX);
         assert!(!whole);
         let lens: Vec<usize> = lines.iter().map(|l| l.text.len()).collect();
-        assert_eq!(lens, [0, 4_996, 10_004]);
+        assert_eq!(lens, [10_004, 4_996, 0]);
         let (_, whole) = history(&ctx, &texts, 0, "Sera", 20_007, usize::MAX);
         assert!(whole);
     }
@@ -460,12 +478,9 @@ mod tests {
         let (lines, whole) = history(&ctx, &texts, 2, "Sera", 1_000_000, usize::MAX);
         assert!(!whole);
         let full = format!("{}: hi", ctx.char);
-        assert!(lines[10_000 - 9..].iter().all(|l| l.text == full));
-        assert_eq!(
-            lines[10_000 - 10].text,
-            "c".repeat(1_000_000 - 9 * full.len())
-        );
-        assert!(lines[..10_000 - 10].iter().all(|l| l.text.is_empty()));
+        assert!(lines[..9].iter().all(|l| l.text == full));
+        assert_eq!(lines[9].text, "c".repeat(1_000_000 - 9 * full.len()));
+        assert!(lines[10..].iter().all(|l| l.text.is_empty()));
     }
 
     #[test]

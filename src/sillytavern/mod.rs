@@ -73,43 +73,80 @@ pub(crate) struct Output<'c> {
     pub activated: Vec<String>,
 }
 
-/// ST's fresh-install value of a template setting the preset lacks (`default_settings`).
-pub(crate) fn setting_or_default<'s>(
-    settings: Option<&'s PresetSettings>,
-    key: &str,
-) -> Cow<'s, str> {
-    let given = settings.and_then(|s| match key {
-        "new_chat_prompt" => s.new_chat_prompt.as_deref(),
-        "new_group_chat_prompt" => s.new_group_chat_prompt.as_deref(),
-        "new_example_chat_prompt" => s.new_example_chat_prompt.as_deref(),
-        "group_nudge_prompt" => s.group_nudge_prompt.as_deref(),
-        "wi_format" => s.wi_format.as_deref(),
-        "scenario_format" => s.scenario_format.as_deref(),
-        "personality_format" => s.personality_format.as_deref(),
-        "impersonation_prompt" => s.impersonation_prompt.as_deref(),
-        "continue_nudge_prompt" => s.continue_nudge_prompt.as_deref(),
-        "send_if_empty" => s.send_if_empty.as_deref(),
-        _ => None,
-    });
-    match given {
-        Some(v) => Cow::Borrowed(v),
-        None => Cow::Borrowed(match key {
-            "new_chat_prompt" => "[Start a new Chat]",
-            "new_group_chat_prompt" => "[Start a new group chat. Group members: {{group}}]",
-            "new_example_chat_prompt" => "[Example Chat]",
-            "group_nudge_prompt" => "[Write the next reply only as {{char}}.]",
-            "wi_format" => "{0}",
-            "scenario_format" => "{{scenario}}",
-            "personality_format" => "{{personality}}",
-            "continue_nudge_prompt" => {
+/// The template settings a render reads (by a name, not a string: matching keys as strings
+/// was a twentieth of a short render).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Setting {
+    NewChat,
+    NewGroupChat,
+    NewExampleChat,
+    GroupNudge,
+    WiFormat,
+    ScenarioFormat,
+    PersonalityFormat,
+    Impersonation,
+    ContinueNudge,
+    SendIfEmpty,
+}
+
+impl Setting {
+    /// The preset file's key.
+    pub(crate) fn key(self) -> &'static str {
+        match self {
+            Setting::NewChat => "new_chat_prompt",
+            Setting::NewGroupChat => "new_group_chat_prompt",
+            Setting::NewExampleChat => "new_example_chat_prompt",
+            Setting::GroupNudge => "group_nudge_prompt",
+            Setting::WiFormat => "wi_format",
+            Setting::ScenarioFormat => "scenario_format",
+            Setting::PersonalityFormat => "personality_format",
+            Setting::Impersonation => "impersonation_prompt",
+            Setting::ContinueNudge => "continue_nudge_prompt",
+            Setting::SendIfEmpty => "send_if_empty",
+        }
+    }
+
+    /// ST's fresh-install value (`default_settings`).
+    fn default(self) -> &'static str {
+        match self {
+            Setting::NewChat => "[Start a new Chat]",
+            Setting::NewGroupChat => "[Start a new group chat. Group members: {{group}}]",
+            Setting::NewExampleChat => "[Example Chat]",
+            Setting::GroupNudge => "[Write the next reply only as {{char}}.]",
+            Setting::WiFormat => "{0}",
+            Setting::ScenarioFormat => "{{scenario}}",
+            Setting::PersonalityFormat => "{{personality}}",
+            Setting::ContinueNudge => {
                 "[Continue your last message without repeating its original content.]"
             }
-            "impersonation_prompt" => {
+            Setting::Impersonation => {
                 "[Write your next reply from the point of view of {{user}}, using the chat history so far as a guideline for the writing style of {{user}}. Don't write as {{char}} or system. Don't describe actions of {{char}}.]"
             }
-            _ => "",
-        }),
+            Setting::SendIfEmpty => "",
+        }
     }
+
+    fn given(self, s: &PresetSettings) -> Option<&str> {
+        match self {
+            Setting::NewChat => s.new_chat_prompt.as_deref(),
+            Setting::NewGroupChat => s.new_group_chat_prompt.as_deref(),
+            Setting::NewExampleChat => s.new_example_chat_prompt.as_deref(),
+            Setting::GroupNudge => s.group_nudge_prompt.as_deref(),
+            Setting::WiFormat => s.wi_format.as_deref(),
+            Setting::ScenarioFormat => s.scenario_format.as_deref(),
+            Setting::PersonalityFormat => s.personality_format.as_deref(),
+            Setting::Impersonation => s.impersonation_prompt.as_deref(),
+            Setting::ContinueNudge => s.continue_nudge_prompt.as_deref(),
+            Setting::SendIfEmpty => s.send_if_empty.as_deref(),
+        }
+    }
+}
+
+/// ST's fresh-install value of a template setting the preset lacks (`default_settings`).
+pub(crate) fn setting_or_default(settings: Option<&PresetSettings>, setting: Setting) -> &str {
+    settings
+        .and_then(|s| setting.given(s))
+        .unwrap_or(setting.default())
 }
 
 /// The templates a render evaluates besides the preset's prompts, by what they are.
@@ -150,11 +187,62 @@ struct Out<'c> {
     source: Source,
 }
 
+/// What one index of ST's sparse collection array holds.
+enum Placed<'c> {
+    Outs(Vec<Out<'c>>),
+    /// The chat history: its opening prompt, the lines the budget kept (newest first, as the
+    /// budget walked them: each becomes a message in one move, turned as it goes), and what
+    /// follows them. A history line is the largest record a render moves, once per message.
+    History {
+        head: Out<'c>,
+        newest: Vec<chat::ChatLine<'c>>,
+        tail: Vec<Out<'c>>,
+    },
+}
+
+impl<'c> Placed<'c> {
+    fn len(&self) -> usize {
+        match self {
+            Placed::Outs(outs) => outs.len(),
+            Placed::History { newest, tail, .. } => 1 + newest.len() + tail.len(),
+        }
+    }
+
+    /// Appends the slot's messages and their names in order, leaving out those without
+    /// content (as `getChat` does).
+    fn emit(self, messages: &mut Vec<Message<'c>>, names: &mut Vec<Option<Box<str>>>) {
+        type Parts<'c> = (Role, Cow<'c, str>, Option<Box<str>>, Source);
+        let out = |o: Out<'c>| -> Parts<'c> {
+            (o.role, o.text, o.name.map(String::into_boxed_str), o.source)
+        };
+        let push = |(role, text, name, source): Parts<'c>| {
+            if !text.is_empty() {
+                names.push(name);
+                messages.push(Message::new(role, text, source));
+            }
+        };
+        match self {
+            Placed::Outs(outs) => outs.into_iter().map(out).for_each(push),
+            Placed::History { head, newest, tail } => {
+                let lines = newest.into_iter().rev().map(|l| {
+                    let source = l.source();
+                    (l.role, l.text, l.name, source)
+                });
+                std::iter::once(out(head))
+                    .chain(lines)
+                    .chain(tail.into_iter().map(out))
+                    .for_each(push);
+            }
+        }
+    }
+}
+
 /// A prompt of the collection at render time (after `getPromptCollection` and
 /// `preparePromptsForChatCompletion`).
 #[derive(Debug, Clone)]
 struct Prompt {
     identifier: Arc<str>,
+    id_hash: u128,
     kind: Kind,
     /// The role for injection (only the three ST knows are injected).
     inject_role: Option<Role>,
@@ -331,7 +419,8 @@ pub(crate) fn render<'c>(
 
     // The layout reads the chat history and the card's fields: say which host items it
     // leaves out (a bot moving from the seed layout may be feeding memories as items).
-    let mut ignored: std::collections::BTreeMap<String, usize> = Default::default();
+    // Counted by tag (a few dozen at most).
+    let mut by_tag: Vec<(Option<Tag>, usize)> = Vec::new();
     for item in &ctx.items {
         match item.tag {
             Some(
@@ -340,15 +429,16 @@ pub(crate) fn render<'c>(
                 | Tag::SystemPersonality
                 | Tag::DialogueSample,
             ) => {}
-            tag => {
-                let name = serde_json::to_value(tag)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_else(|| "untagged".into());
-                *ignored.entry(name).or_default() += 1;
-            }
+            tag => match by_tag.iter_mut().find(|(t, _)| *t == tag) {
+                Some((_, n)) => *n += 1,
+                None => by_tag.push((tag, 1)),
+            },
         }
     }
+    let ignored: std::collections::BTreeMap<&str, usize> = by_tag
+        .into_iter()
+        .map(|(tag, n)| (tag.map_or("untagged", Tag::name), n))
+        .collect();
     if !ignored.is_empty() {
         let list: Vec<String> = ignored.iter().map(|(t, n)| format!("{n} {t}")).collect();
         diagnostics.push(Diagnostic::new(
@@ -454,18 +544,18 @@ pub(crate) fn render<'c>(
         before.push((Slot::AuthorsNoteTop, wi.an_top.join("\n")));
         before.push((Slot::AuthorsNoteBottom, wi.an_bottom.join("\n")));
     }
-    for (slot, key) in [
-        (Slot::ScenarioFormat, "scenario_format"),
-        (Slot::PersonalityFormat, "personality_format"),
-        (Slot::WiFormat, "wi_format"),
-        (Slot::GroupNudge, "group_nudge_prompt"),
+    for (slot, setting) in [
+        (Slot::ScenarioFormat, Setting::ScenarioFormat),
+        (Slot::PersonalityFormat, Setting::PersonalityFormat),
+        (Slot::WiFormat, Setting::WiFormat),
+        (Slot::GroupNudge, Setting::GroupNudge),
     ] {
-        before.push((slot, setting_or_default(settings, key).into_owned()));
+        before.push((slot, setting_or_default(settings, setting).to_string()));
     }
     if is_impersonate {
         before.push((
             Slot::Impersonation,
-            setting_or_default(settings, "impersonation_prompt").into_owned(),
+            setting_or_default(settings, Setting::Impersonation).to_string(),
         ));
     }
     if is_quiet {
@@ -487,19 +577,19 @@ pub(crate) fn render<'c>(
         let text = settings.and_then(|s| s.assistant_prefill.clone());
         before.push((Slot::ContinuePrefill, text.unwrap_or_default()));
     }
-    let new_chat_key = if ctx.group.is_empty() {
-        "new_chat_prompt"
+    let new_chat_setting = if ctx.group.is_empty() {
+        Setting::NewChat
     } else {
-        "new_group_chat_prompt"
+        Setting::NewGroupChat
     };
     let after: Vec<(Slot, String)> = vec![
         (
             Slot::NewChat,
-            setting_or_default(settings, new_chat_key).into_owned(),
+            setting_or_default(settings, new_chat_setting).to_string(),
         ),
         (
             Slot::NewExampleChat,
-            setting_or_default(settings, "new_example_chat_prompt").into_owned(),
+            setting_or_default(settings, Setting::NewExampleChat).to_string(),
         ),
         (Slot::AuthorsNote, st.author_note.text.clone()),
         (Slot::Bias, st.start_reply_with.clone()),
@@ -563,10 +653,10 @@ pub(crate) fn render<'c>(
             .map_or_else(String::new, |t| (*t).clone())
     };
     // A format that is only its own macro gives the evaluated field.
-    let format = |field: Slot, format_slot: Slot, key: &str, identity: &str| {
+    let format = |field: Slot, format_slot: Slot, setting: Setting| {
         let value = slot_text(field);
-        let fmt = setting_or_default(settings, key);
-        if value.is_empty() || fmt.is_empty() || fmt == identity {
+        let fmt = setting_or_default(settings, setting);
+        if value.is_empty() || fmt.is_empty() || fmt == setting.default() {
             value
         } else {
             slot_text(format_slot)
@@ -575,14 +665,12 @@ pub(crate) fn render<'c>(
     let scenario_text = format(
         Slot::Scenario,
         Slot::ScenarioFormat,
-        "scenario_format",
-        "{{scenario}}",
+        Setting::ScenarioFormat,
     );
     let personality_text = format(
         Slot::Personality,
         Slot::PersonalityFormat,
-        "personality_format",
-        "{{personality}}",
+        Setting::PersonalityFormat,
     );
     let wi_format = slot_text(Slot::WiFormat);
     let format_wi = |text: String| {
@@ -604,6 +692,7 @@ pub(crate) fn render<'c>(
         let content = text.unwrap_or_default();
         collection.push(Prompt {
             identifier: e.identifier.clone(),
+            id_hash: e.id_hash,
             kind: e.kind,
             inject_role: e.role,
             role: e.role.unwrap_or(Role::System),
@@ -616,6 +705,18 @@ pub(crate) fn render<'c>(
         });
     }
     let disabled = |id: &str| plan.off.contains(id);
+    // `prompts.index(id)`: the first collection entry of the identifier, by its hash.
+    let mut first_index = prompts::IdMap::with_capacity_and_hasher(
+        collection.len() + Marker::ALL.len(),
+        Default::default(),
+    );
+    for (i, p) in collection.iter().enumerate() {
+        first_index.entry(p.id_hash).or_insert(i);
+    }
+    let find = |first_index: &prompts::IdMap, collection: &[Prompt], id: &str| {
+        let i = *first_index.get(&prompts::id_hash(id))?;
+        (&*collection.get(i)?.identifier == id).then_some(i)
+    };
     let persona_in_prompt =
         !ctx.persona.is_empty() && ctx.user_settings.persona_position == PersonaPosition::InPrompt;
     // No "Start Reply With" for an impersonation or a continue (SC `getBiasStrings`).
@@ -644,17 +745,22 @@ pub(crate) fn render<'c>(
         } else {
             Role::System
         };
-        match collection.iter_mut().find(|p| &*p.identifier == id) {
+        match find(&first_index, &collection, id) {
             // The preset's entry keeps its role and position; ST supplies the content.
-            Some(p) => {
+            Some(i) => {
+                let p = &mut collection[i];
                 p.content = content;
-                let entry = plan.entries.iter().find(|e| &*e.identifier == id);
-                if !entry.is_some_and(|e| e.has_role) {
+                if !plan.entry(id).is_some_and(|e| e.has_role) {
                     p.role = default_role;
                     p.inject_role = Some(default_role);
                 }
             }
             None => collection.push(Prompt {
+                id_hash: {
+                    let hash = prompts::id_hash(id);
+                    first_index.entry(hash).or_insert(collection.len());
+                    hash
+                },
                 identifier: id.into(),
                 kind: Kind::Marker(marker),
                 inject_role: Some(default_role),
@@ -738,18 +844,12 @@ pub(crate) fn render<'c>(
     };
     // ST's `ChatCompletion` writes collections at their prompt's index of a sparse array and
     // pushes the continue and control collections after the highest index written so far.
-    let mut slots: std::collections::BTreeMap<usize, Vec<Out<'c>>> = Default::default();
-    // `prompts.index(id)`: the first collection entry of the identifier.
-    let mut first_index: std::collections::HashMap<&str, usize> =
-        std::collections::HashMap::with_capacity(collection.len());
-    for (i, p) in collection.iter().enumerate() {
-        first_index.entry(&*p.identifier).or_insert(i);
-    }
-    let index = |id: &str| first_index.get(id).copied();
+    let mut slots: std::collections::BTreeMap<usize, Placed<'c>> = Default::default();
+    let index = |id: &str| find(&first_index, &collection, id);
     let mut overflow = false;
     budget.spend(3);
     let add = |id: &str,
-               slots: &mut std::collections::BTreeMap<usize, Vec<Out<'c>>>,
+               slots: &mut std::collections::BTreeMap<usize, Placed<'c>>,
                budget: &mut Budget,
                overflow: &mut bool| {
         if *overflow {
@@ -771,12 +871,12 @@ pub(crate) fn render<'c>(
         budget.spend(cost);
         slots.insert(
             i,
-            vec![Out {
+            Placed::Outs(vec![Out {
                 role: p.role,
                 text: p.content.clone().into(),
                 name: None,
                 source: Source::Node(p.identifier.clone()),
-            }],
+            }]),
         );
     };
     for id in [
@@ -795,11 +895,7 @@ pub(crate) fn render<'c>(
         (is_impersonate, "impersonate", "impersonation_prompt"),
         (is_quiet, "quietPrompt", "quiet_prompt"),
     ] {
-        if let Some(p) = collection
-            .iter()
-            .find(|p| &*p.identifier == id)
-            .filter(|_| on)
-        {
+        if let Some(p) = index(id).map(|i| &collection[i]).filter(|_| on) {
             control.push(Out {
                 role: p.role,
                 text: p.content.clone().into(),
@@ -874,7 +970,7 @@ pub(crate) fn render<'c>(
         } else if !text.is_empty() {
             // Relative (0 after `main`, 2 before it): an extra message in `main`'s slot.
             if let Some(i) = index("main")
-                && let Some(msgs) = slots.get_mut(&i)
+                && let Some(Placed::Outs(msgs)) = slots.get_mut(&i)
             {
                 let out = Out {
                     role: note.role,
@@ -956,7 +1052,8 @@ pub(crate) fn render<'c>(
     for e in &mut extensions {
         cut |= !room.spend(&mut e.text);
     }
-    let (mut history, whole) = chat::history(
+    // Newest first from here to the budget (`chat::history`).
+    let (mut newest, whole) = chat::history(
         ctx,
         &history_texts,
         names_behavior,
@@ -965,13 +1062,11 @@ pub(crate) fn render<'c>(
         swiped_at,
     );
     cut |= !whole;
-    room.charge(history.iter().map(|l| l.text.len()).sum());
+    room.charge(newest.iter().map(|l| l.text.len()).sum());
     // A continue with `continue_prefill` takes the newest message out before the injections
     // and sends it last (OAI `populateChatCompletion`); Claude's gets the prefill before it.
-    if is_continue
-        && continue_prefill
-        && let Some(last) = history.pop()
-    {
+    if is_continue && continue_prefill && !newest.is_empty() {
+        let last = newest.remove(0);
         let claude = ctx.provider_options.shape == Some(crate::provider::Shape::Anthropic);
         let prefill = if last.role == Role::Model && claude {
             slot_text(Slot::ContinuePrefill)
@@ -986,13 +1081,13 @@ pub(crate) fn render<'c>(
         let out = Out {
             role: last.role,
             text: text.into(),
-            name: last.name,
+            name: last.name.map(String::from),
             source: Source::Setting("continue_prefill"),
         };
         budget.spend(budget.cost(out.role, &out.text, out.name.as_deref()));
         control.push(out);
     }
-    let mut lines = chat::inject(history, &injections, &extensions);
+    let mut lines = chat::inject(newest, &injections, &extensions);
     // A continue without it moves the newest chat message and the nudge after every prompt
     // (OAI `populateChatHistory`); `{{lastChatMessage}}` is the continued text, trimmed.
     let mut continued: Option<Vec<Out<'c>>> = None;
@@ -1000,7 +1095,7 @@ pub(crate) fn render<'c>(
         let postfix = settings
             .and_then(|s| s.continue_postfix.clone())
             .unwrap_or_else(|| " ".into());
-        let at = lines.iter().rposition(|l| l.injected.is_none());
+        let at = lines.iter().position(|l| l.injected.is_none());
         let cycle = at.map_or(String::new(), |i| {
             let text = &lines[i].text;
             if text.ends_with(' ') {
@@ -1077,11 +1172,10 @@ pub(crate) fn render<'c>(
         index("chatHistory").is_some_and(|i| collection[i].kind == Kind::ChatHistory) && !overflow;
     let has_examples = index("dialogueExamples").is_some() && !overflow;
     let new_chat = slot_text(Slot::NewChat);
-    let send_if_empty = setting_or_default(settings, "send_if_empty").into_owned();
+    let send_if_empty = setting_or_default(settings, Setting::SendIfEmpty).to_string();
     // A group chat's nudge closes the history, except for an impersonation (notes rule 67).
-    let group_nudge = collection
-        .iter()
-        .find(|p| &*p.identifier == "groupNudge")
+    let group_nudge = index("groupNudge")
+        .map(|i| &collection[i])
         .filter(|_| !ctx.group.is_empty() && !is_impersonate)
         .map(|p| Out {
             role: p.role,
@@ -1139,8 +1233,8 @@ pub(crate) fn render<'c>(
     }
     let mut lines = lines;
     // Called once: the lines move into the messages (a borrowed history text stays borrowed).
-    let mut populate_history = |budget: &mut Budget| -> Vec<Out<'c>> {
-        let lines = std::mem::take(&mut lines);
+    let mut populate_history = |budget: &mut Budget| -> Placed<'c> {
+        let mut lines = std::mem::take(&mut lines);
         let mut out = Vec::new();
         let new_chat_cost = budget.cost(Role::System, &new_chat, None);
         budget.spend(new_chat_cost);
@@ -1148,7 +1242,7 @@ pub(crate) fn render<'c>(
             .as_ref()
             .map_or(0, |n| budget.cost(n.role, &n.text, None));
         budget.spend(nudge_cost + continue_cost);
-        if lines.last().is_some_and(|l| l.role == Role::Model) && !send_if_empty.is_empty() {
+        if lines.first().is_some_and(|l| l.role == Role::Model) && !send_if_empty.is_empty() {
             let cost = budget.cost(Role::User, &send_if_empty, None);
             if budget.afford(cost) {
                 budget.spend(cost);
@@ -1160,8 +1254,9 @@ pub(crate) fn render<'c>(
                 });
             }
         }
-        let mut kept: Vec<Out<'c>> = Vec::with_capacity(lines.len());
-        for l in lines.into_iter().rev() {
+        // The newest lines the budget affords.
+        let mut kept = 0;
+        for l in &lines {
             // Chat text: counting it also pays from the chat text's share of the work.
             let cost =
                 crate::work::on_chat(|| budget.cost_of(l.role, &l.text, l.name.as_deref(), l.item));
@@ -1169,36 +1264,22 @@ pub(crate) fn render<'c>(
                 break;
             }
             budget.spend(cost);
-            kept.push(Out {
-                role: l.role,
-                text: l.text,
-                name: l.name,
-                source: match l.injected {
-                    Some((depth, order)) => Source::Depth {
-                        depth,
-                        order: order as i64,
-                        role: l.role,
-                    },
-                    None => Source::Tag(Some(Tag::DialogueHistory)),
-                },
-            });
+            kept += 1;
         }
-        kept.reverse();
+        lines.truncate(kept);
         budget.spend(-new_chat_cost - nudge_cost - continue_cost);
-        let mut all = vec![Out {
+        let head = Out {
             role: Role::System,
             text: new_chat.clone().into(),
             name: None,
-            source: Source::Setting(if ctx.group.is_empty() {
-                "new_chat_prompt"
-            } else {
-                "new_group_chat_prompt"
-            }),
-        }];
-        all.extend(kept);
-        all.extend(out);
-        all.extend(group_nudge.clone());
-        all
+            source: Source::Setting(new_chat_setting.key()),
+        };
+        out.extend(group_nudge.clone());
+        Placed::History {
+            head,
+            newest: lines,
+            tail: out,
+        }
     };
     let populate_examples = |budget: &mut Budget| -> Vec<Out<'c>> {
         let mut out = Vec::new();
@@ -1232,30 +1313,28 @@ pub(crate) fn render<'c>(
         }
         out
     };
-    let push = |slots: &mut std::collections::BTreeMap<usize, Vec<Out<'c>>>, out: Vec<Out<'c>>| {
+    let push = |slots: &mut std::collections::BTreeMap<usize, Placed<'c>>, out: Vec<Out<'c>>| {
         let next = slots.keys().next_back().map_or(0, |k| k + 1);
-        slots.insert(next, out);
+        slots.insert(next, Placed::Outs(out));
     };
     let kept_history = std::cell::Cell::new(history_count);
-    let mut place_history = |slots: &mut std::collections::BTreeMap<usize, Vec<Out<'c>>>,
+    let mut place_history = |slots: &mut std::collections::BTreeMap<usize, Placed<'c>>,
                              budget: &mut Budget| {
         if let (true, Some(i)) = (has_history, index("chatHistory")) {
             let h = populate_history(budget);
-            kept_history.set(
-                h.iter()
-                    .filter(|o| matches!(o.source, Source::Tag(Some(Tag::DialogueHistory))))
-                    .count(),
-            );
+            if let Placed::History { newest, .. } = &h {
+                kept_history.set(newest.iter().filter(|l| l.injected.is_none()).count());
+            }
             slots.insert(i, h);
             if let Some(c) = continued.take() {
                 push(slots, c);
             }
         }
     };
-    let place_examples = |slots: &mut std::collections::BTreeMap<usize, Vec<Out<'c>>>,
+    let place_examples = |slots: &mut std::collections::BTreeMap<usize, Placed<'c>>,
                           budget: &mut Budget| {
         if let (true, Some(i)) = (has_examples, index("dialogueExamples")) {
-            slots.insert(i, populate_examples(budget));
+            slots.insert(i, Placed::Outs(populate_examples(budget)));
         }
     };
     if st.pin_examples {
@@ -1286,15 +1365,11 @@ pub(crate) fn render<'c>(
         ));
     }
 
-    let mut messages = Vec::new();
-    let mut names = Vec::new();
-    for out in slots.into_values().flatten() {
-        // `getChat` drops messages without content.
-        if out.text.is_empty() {
-            continue;
-        }
-        names.push(out.name.map(String::into_boxed_str));
-        messages.push(Message::new(out.role, out.text, out.source));
+    let total = slots.values().map(Placed::len).sum();
+    let mut messages = Vec::with_capacity(total);
+    let mut names = Vec::with_capacity(total);
+    for placed in slots.into_values() {
+        placed.emit(&mut messages, &mut names);
     }
     match crate::assemble::limit_output(&mut messages, cap) {
         Some(c) => {

@@ -84,6 +84,8 @@ impl Marker {
 #[derive(Debug)]
 pub(crate) struct Entry {
     pub identifier: Arc<str>,
+    /// The identifier's [`id_hash`]: a render finds prompts by it without hashing them.
+    pub id_hash: u128,
     pub kind: Kind,
     /// The prompt's `role` when it is one of the three (`None`: absent or another string; a
     /// relative message is then `system`, and an in-chat prompt is never injected).
@@ -118,6 +120,18 @@ pub(crate) struct StPlan {
     /// The identifiers whose order entry is off (ST's `isPromptDisabledForActiveCharacter`;
     /// each identifier has one entry).
     pub off: std::collections::HashSet<Arc<str>>,
+    /// Each identifier's first entry, by [`id_hash`].
+    first: IdMap,
+}
+
+/// Positions by identifier hash ([`id_hash`]): the hash is keyed per process, so a preset's
+/// identifiers cannot aim at one bucket, and the map uses its bits as they are.
+pub(crate) type IdMap = std::collections::HashMap<u128, usize, crate::keyhash::KeyHasher>;
+
+/// An identifier's hash (a render looks prompts up by identifier: NemoEngine has 456, and
+/// SipHashing each one every render was a tenth of a short render).
+pub(crate) fn id_hash(id: &str) -> u128 {
+    crate::keyhash::text_hash(id.as_bytes())
 }
 
 /// ST's default order (`promptManagerDefaultPromptOrder`) with each entry's `enabled`.
@@ -322,6 +336,7 @@ impl StPlan {
                     .unwrap_or(100.0),
             };
             plan.entries.push(Entry {
+                id_hash: id_hash(&id),
                 identifier: id.as_str().into(),
                 kind,
                 role: role_of(p.get("role")),
@@ -337,6 +352,9 @@ impl StPlan {
             });
         }
         plan.index_off();
+        for (i, e) in plan.entries.iter().enumerate() {
+            plan.first.entry(e.id_hash).or_insert(i);
+        }
         plan
     }
 }
@@ -354,6 +372,12 @@ impl StPlan {
             }
         }
         self.index_off();
+    }
+
+    /// The first entry of the identifier (ST's `prompts.find`).
+    pub(crate) fn entry(&self, id: &str) -> Option<&Entry> {
+        let e = self.entries.get(*self.first.get(&id_hash(id))?)?;
+        (&*e.identifier == id).then_some(e)
     }
 
     /// `off` from the entries, whenever their `enabled` change.

@@ -19,10 +19,6 @@ use crate::node::CompiledNode;
 const CACHE_BYTES: usize = 1 << 20;
 /// Most templates kept; a full cache starts over (a bot's working set fits many times).
 const CACHE_ENTRIES: usize = 1024;
-/// Only the empty text compiles faster than a hash and a lookup: parsing even `{{char}}`
-/// through the grammar costs more (short templates compiled every render were a tenth of a
-/// SillyTavern-layout render of ST's Default preset).
-const MIN_BYTES: usize = 1;
 
 /// Compiled templates by (identifier, text, the limits parsing reads).
 #[derive(Debug, Default)]
@@ -44,17 +40,21 @@ impl TemplateCache {
         limits: &Limits,
     ) -> Vec<Arc<CompiledNode>> {
         let limits = limits.clamped();
+        let limit_bytes = limit_bytes(&limits);
         // A poisoned lock (a panic elsewhere mid-insert) only costs the cache.
         let mut kept = self.inner.lock().ok();
         texts
             .map(|(id, text)| {
-                let cacheable = text.len() >= MIN_BYTES
-                    && text.len() <= limits.template_bytes
-                    && text.len() <= CACHE_BYTES / 4;
+                // Every text, the empty one too: compiling even `""` (a tree, its findings, an
+                // `Arc`) costs more than a hash and a lookup, and a card leaves several fields
+                // empty on every render (short templates compiled every render were a tenth of a
+                // SillyTavern-layout render of ST's Default preset).
+                let cacheable =
+                    text.len() <= limits.template_bytes && text.len() <= CACHE_BYTES / 4;
                 let Some(kept) = kept.as_deref_mut().filter(|_| cacheable) else {
                     return Arc::new(CompiledNode::compile(id, text, &limits));
                 };
-                let key = key(id, text, &limits);
+                let key = key(id, text, &limit_bytes);
                 if let Some(node) = kept.map.get(&key)
                     && &*node.id == id
                     && &*node.tree.source == text
@@ -76,18 +76,24 @@ impl TemplateCache {
     }
 }
 
-/// The key: the text's hash (seeded per process) over everything parsing reads, streamed (a
-/// card's fields are hashed every render; they are not copied to be hashed).
-fn key(id: &str, text: &str, limits: &Limits) -> u128 {
-    let numbers: Vec<u8> = [
+/// The limits parsing reads, as the bytes a key starts with (once per render, not per text).
+fn limit_bytes(limits: &Limits) -> [u8; 24] {
+    let mut bytes = [0u8; 24];
+    let numbers = [
         limits.block_nesting,
         limits.tag_nesting,
         limits.template_bytes,
-    ]
-    .iter()
-    .flat_map(|n| (*n as u64).to_le_bytes())
-    .collect();
-    crate::keyhash::parts_hash(&[&numbers, id.as_bytes(), text.as_bytes()])
+    ];
+    for (chunk, n) in bytes.chunks_exact_mut(8).zip(numbers) {
+        chunk.copy_from_slice(&(n as u64).to_le_bytes());
+    }
+    bytes
+}
+
+/// The key: the text's hash (seeded per process) over everything parsing reads (a card's
+/// fields are hashed every render; they are not copied to be hashed).
+fn key(id: &str, text: &str, limits: &[u8; 24]) -> u128 {
+    crate::keyhash::parts_hash(&[limits, id.as_bytes(), text.as_bytes()])
 }
 
 #[cfg(test)]
