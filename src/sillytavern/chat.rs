@@ -58,52 +58,48 @@ pub(crate) struct ExtensionPrompt {
 }
 
 /// The macros SPEC §17.3.5 replaces in chat text, case-insensitively, with their values.
-fn chat_macros(ctx: &Context, char: &str) -> Vec<(&'static str, String)> {
-    let group = ctx.group.join(", ");
-    let muted: std::collections::HashSet<&str> =
-        ctx.group_muted.iter().map(String::as_str).collect();
-    let not_muted: Vec<&str> = ctx
-        .group
-        .iter()
-        .map(String::as_str)
-        .filter(|m| !muted.contains(m))
-        .collect();
-    let char_if_not_group = if ctx.group.is_empty() {
-        char.to_string()
+/// Outside a group every value is the user's or the speaker's name, borrowed (this runs every
+/// render: owned copies were a dozen allocations of a short render).
+fn chat_macros<'a>(ctx: &'a Context, char: &'a str) -> Vec<(&'static str, Cow<'a, str>)> {
+    let user = Cow::Borrowed(ctx.user.as_str());
+    let speaker = Cow::Borrowed(char);
+    // `{{group}}`, `{{charIfNotGroup}}`, `{{groupNotMuted}}`, `{{notChar}}`.
+    let (group, not_muted, not_char) = if ctx.group.is_empty() {
+        (speaker.clone(), speaker.clone(), user.clone())
     } else {
-        group.clone()
-    };
-    let not_char: Vec<&str> = ctx
-        .group
-        .iter()
-        .map(String::as_str)
-        .filter(|m| *m != char)
-        .chain(std::iter::once(ctx.user.as_str()))
-        .collect();
-    let group_value = if ctx.group.is_empty() {
-        char.to_string()
-    } else {
-        group.clone()
+        let muted: std::collections::HashSet<&str> =
+            ctx.group_muted.iter().map(String::as_str).collect();
+        let not_muted: Vec<&str> = ctx
+            .group
+            .iter()
+            .map(String::as_str)
+            .filter(|m| !muted.contains(m))
+            .collect();
+        let not_char: Vec<&str> = ctx
+            .group
+            .iter()
+            .map(String::as_str)
+            .filter(|m| *m != char)
+            .chain(std::iter::once(ctx.user.as_str()))
+            .collect();
+        (
+            Cow::Owned(ctx.group.join(", ")),
+            Cow::Owned(not_muted.join(", ")),
+            Cow::Owned(not_char.join(", ")),
+        )
     };
     vec![
-        ("{{user}}", ctx.user.clone()),
-        ("{{char}}", char.to_string()),
-        ("{{group}}", group_value.clone()),
-        ("{{charifnotgroup}}", char_if_not_group.clone()),
-        (
-            "{{groupnotmuted}}",
-            if ctx.group.is_empty() {
-                char.to_string()
-            } else {
-                not_muted.join(", ")
-            },
-        ),
-        ("{{notchar}}", not_char.join(", ")),
-        ("<user>", ctx.user.clone()),
-        ("<bot>", char.to_string()),
-        ("<char>", char.to_string()),
-        ("<group>", group_value),
-        ("<charifnotgroup>", char_if_not_group),
+        ("{{user}}", user.clone()),
+        ("{{char}}", speaker.clone()),
+        ("{{group}}", group.clone()),
+        ("{{charifnotgroup}}", group.clone()),
+        ("{{groupnotmuted}}", not_muted),
+        ("{{notchar}}", not_char),
+        ("<user>", user),
+        ("<bot>", speaker.clone()),
+        ("<char>", speaker),
+        ("<group>", group.clone()),
+        ("<charifnotgroup>", group),
     ]
 }
 
@@ -115,7 +111,7 @@ fn chat_macros(ctx: &Context, char: &str) -> Vec<(&'static str, String)> {
 /// the room. A text without macros or carriage returns is borrowed, cut or not.
 fn replace_macros<'t>(
     text: &'t str,
-    macros: &[(&'static str, String)],
+    macros: &[(&'static str, Cow<'_, str>)],
     room: usize,
 ) -> (Cow<'t, str>, bool) {
     let bytes = text.as_bytes();

@@ -916,10 +916,9 @@ pub(crate) fn render<'c>(
         .collect();
     for id in ["nsfw", "jailbreak"]
         .into_iter()
-        .map(Arc::<str>::from)
-        .chain(relative)
+        .chain(relative.iter().map(|id| &**id))
     {
-        add(&id, &mut slots, &mut budget, &mut overflow);
+        add(id, &mut slots, &mut budget, &mut overflow);
     }
     add("enhanceDefinitions", &mut slots, &mut budget, &mut overflow);
     if !bias.trim().is_empty() {
@@ -1254,9 +1253,13 @@ pub(crate) fn render<'c>(
                 });
             }
         }
-        // The newest lines the budget affords.
-        let mut kept = 0;
-        for l in &lines {
+        // The newest lines the budget affords (all of them when nothing is counted).
+        let mut kept = if budget.left.is_none() {
+            lines.len()
+        } else {
+            0
+        };
+        for l in lines.iter().skip(kept) {
             // Chat text: counting it also pays from the chat text's share of the work.
             let cost =
                 crate::work::on_chat(|| budget.cost_of(l.role, &l.text, l.name.as_deref(), l.item));
