@@ -617,22 +617,36 @@ pub(crate) fn render<'c>(
             e.text.filter(|_| e.enabled && triggered)
         })
         .collect();
-    let mut nodes: Vec<EvalNode<'_>> = compiled[..before.len()]
+    // The templates a render brings that are plain text (half of them: empty fields, most
+    // nudges) are their own text: not evaluated.
+    let (before_nodes, after_nodes) = compiled.split_at(before.len());
+    let mut nodes: Vec<EvalNode<'_>> = before_nodes
         .iter()
+        .filter(|n| !plain(n))
         .map(|n| as_node(n))
         .collect();
     nodes.extend(on.iter().flatten().map(|&i| as_node(&plan.nodes[i])));
-    let n_prompts = on.iter().flatten().count();
-    nodes.extend(compiled[before.len()..].iter().map(|n| as_node(n)));
+    nodes.extend(after_nodes.iter().filter(|n| !plain(n)).map(|n| as_node(n)));
     let ev = eval::evaluate(&nodes, eval_ctx, settings);
     diagnostics.extend(ev.diagnostics);
-    let mut texts = ev.texts;
-    let after_texts = texts.split_off(before.len() + n_prompts);
-    let mut prompt_texts = texts.split_off(before.len()).into_iter();
+    // The texts in the order they were evaluated: the templates before, the prompts, after.
+    let mut evaluated = ev.texts.into_iter();
+    let text_of = |n: &CompiledNode, evaluated: &mut std::vec::IntoIter<String>| match plain(n) {
+        true => n.tree.source.to_string(),
+        false => evaluated.next().unwrap_or_default(),
+    };
+    let texts: Vec<String> = before_nodes
+        .iter()
+        .map(|n| text_of(n, &mut evaluated))
+        .collect();
     // Each entry's text, by entry.
     let entry_texts: Vec<Option<String>> = on
         .iter()
-        .map(|t| t.and_then(|_| prompt_texts.next()))
+        .map(|t| t.and_then(|_| evaluated.next()))
+        .collect();
+    let after_texts: Vec<String> = after_nodes
+        .iter()
+        .map(|n| text_of(n, &mut evaluated))
         .collect();
     // By slot (a lorebook can have thousands of depth groups: no linear search per slot).
     let mut by_slot: std::collections::HashMap<Slot, &String> = before
@@ -1402,6 +1416,13 @@ pub(crate) fn render<'c>(
     }
 }
 
+/// A template ST's engine leaves as it is: no `{` and no `<` (every macro, and every legacy
+/// one like `<USER>`, starts with one), no `\` (an escaped brace, `\}`, loses its
+/// backslash) and nothing its parsing found. Its text is its source.
+fn plain(n: &CompiledNode) -> bool {
+    n.findings.is_empty() && memchr::memchr3(b'{', b'<', b'\\', n.tree.source.as_bytes()).is_none()
+}
+
 fn slot_id(slot: Slot) -> &'static str {
     match slot {
         Slot::Description => "description",
@@ -1436,4 +1457,62 @@ fn tagged_text(ctx: &Context, tag: Tag) -> String {
         .map(|i| i.text.as_str())
         .collect();
     texts.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn evaluated(node: &CompiledNode, ctx: &Context) -> String {
+        let node = EvalNode {
+            st_engine: true,
+            suppresses: false,
+            ..node.eval()
+        };
+        let mut ev = eval::evaluate(std::slice::from_ref(&node), ctx, None);
+        ev.texts.pop().unwrap_or_default()
+    }
+
+    #[test]
+    fn only_templates_without_macro_openers_are_plain() {
+        let limits = crate::limits::Limits::default();
+        for text in ["{{char}}", "<USER>", "{0}", "a < b", "x {", "\\}"] {
+            assert!(
+                !plain(&CompiledNode::compile("t", text, &limits)),
+                "{text:?}"
+            );
+        }
+        for text in ["", "[Start a new Chat]", "a}}b>c", "line\r\n\n  "] {
+            assert!(
+                plain(&CompiledNode::compile("t", text, &limits)),
+                "{text:?}"
+            );
+        }
+    }
+
+    /// Text of the characters templates treat specially (but `{`, `<` and `\\`), and any other.
+    fn plain_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let atoms = prop::sample::select(vec![
+            "}", "}}", ">", "]", "[", "|", ":", "::", "#", "/", "*", "%", "$", "$1", "@", "!",
+            "trim", "user", "char", "original", " ", "\n", "\r\n", "\r", "\t", "é", "\u{a0}", "😀",
+            "a", "Word",
+        ]);
+        prop_oneof![
+            prop::collection::vec(atoms, 0..40).prop_map(|v| v.concat()),
+            "[^{<\\\\]{0,80}",
+        ]
+    }
+
+    proptest::proptest! {
+        // A template `plain` leaves unevaluated is one evaluation would leave as it is.
+        #[test]
+        fn a_plain_template_evaluates_to_itself(text in plain_text()) {
+            let limits = crate::limits::Limits::default();
+            let node = CompiledNode::compile("new_chat_prompt", &text, &limits);
+            proptest::prop_assume!(plain(&node));
+            let ctx = Context { user: "Alice".into(), char: "Sera".into(), ..Context::default() };
+            proptest::prop_assert_eq!(evaluated(&node, &ctx), text);
+        }
+    }
 }
