@@ -453,10 +453,10 @@ pub(super) fn place<'c>(
 /// and a preset that disables `main` (NemoEngine 11.5.2 does) surprises the host. Untagged items
 /// go last by design and are not reported.
 fn unanchored(late: &[Message<'_>], diags: &mut Vec<Diagnostic>) {
-    let mut tags: Vec<String> = Vec::new();
+    let mut tags: Vec<&str> = Vec::new();
     for m in late {
         if let Source::Tag(Some(tag)) = &m.source {
-            let name = tag.name().to_string();
+            let name = tag.name();
             if !tags.contains(&name) {
                 tags.push(name);
             }

@@ -619,34 +619,32 @@ pub(crate) fn render<'c>(
         .collect();
     // The templates a render brings that are plain text (half of them: empty fields, most
     // nudges) are their own text: not evaluated.
-    let (before_nodes, after_nodes) = compiled.split_at(before.len());
-    let mut nodes: Vec<EvalNode<'_>> = before_nodes
-        .iter()
-        .filter(|n| !plain(n))
-        .map(|n| as_node(n))
-        .collect();
+    // Each template's plainness, found once.
+    let plains: Vec<bool> = compiled.iter().map(|n| plain(n)).collect();
+    let evaluated_at = |range: std::ops::Range<usize>| {
+        range.filter(|&i| !plains[i]).map(|i| as_node(&compiled[i]))
+    };
+    let mut nodes: Vec<EvalNode<'_>> = evaluated_at(0..before.len()).collect();
     nodes.extend(on.iter().flatten().map(|&i| as_node(&plan.nodes[i])));
-    nodes.extend(after_nodes.iter().filter(|n| !plain(n)).map(|n| as_node(n)));
+    nodes.extend(evaluated_at(before.len()..compiled.len()));
     let ev = eval::evaluate(&nodes, eval_ctx, settings);
     diagnostics.extend(ev.diagnostics);
     // The texts in the order they were evaluated: the templates before, the prompts, after.
     let mut evaluated = ev.texts.into_iter();
-    let text_of = |n: &CompiledNode, evaluated: &mut std::vec::IntoIter<String>| match plain(n) {
-        true => n.tree.source.to_string(),
+    let text_of = |i: usize, evaluated: &mut std::vec::IntoIter<String>| match plains[i] {
+        true => compiled[i].tree.source.to_string(),
         false => evaluated.next().unwrap_or_default(),
     };
-    let texts: Vec<String> = before_nodes
-        .iter()
-        .map(|n| text_of(n, &mut evaluated))
+    let texts: Vec<String> = (0..before.len())
+        .map(|i| text_of(i, &mut evaluated))
         .collect();
     // Each entry's text, by entry.
     let entry_texts: Vec<Option<String>> = on
         .iter()
         .map(|t| t.and_then(|_| evaluated.next()))
         .collect();
-    let after_texts: Vec<String> = after_nodes
-        .iter()
-        .map(|n| text_of(n, &mut evaluated))
+    let after_texts: Vec<String> = (before.len()..compiled.len())
+        .map(|i| text_of(i, &mut evaluated))
         .collect();
     // By slot (a lorebook can have thousands of depth groups: no linear search per slot).
     let mut by_slot: std::collections::HashMap<Slot, &String> = before
@@ -728,8 +726,9 @@ pub(crate) fn render<'c>(
         first_index.entry(p.id_hash).or_insert(i);
     }
     let find = |first_index: &prompts::IdMap, collection: &[Prompt], id: &str| {
-        let i = *first_index.get(&prompts::id_hash(id))?;
-        (&*collection.get(i)?.identifier == id).then_some(i)
+        prompts::position(first_index, id, |i| {
+            collection.get(i).map(|p| &*p.identifier)
+        })
     };
     let persona_in_prompt =
         !ctx.persona.is_empty() && ctx.user_settings.persona_position == PersonaPosition::InPrompt;

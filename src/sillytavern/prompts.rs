@@ -134,6 +134,17 @@ pub(crate) fn id_hash(id: &str) -> u128 {
     crate::keyhash::text_hash(id.as_bytes())
 }
 
+/// The position `map` gives `id`, when the identifier there (`identifier_at`) is `id`: a
+/// hash collision is a miss, never another prompt.
+pub(crate) fn position<'a>(
+    map: &IdMap,
+    id: &str,
+    identifier_at: impl Fn(usize) -> Option<&'a str>,
+) -> Option<usize> {
+    let i = *map.get(&id_hash(id))?;
+    (identifier_at(i)? == id).then_some(i)
+}
+
 /// ST's default order (`promptManagerDefaultPromptOrder`) with each entry's `enabled`.
 const DEFAULT_ORDER: [(&str, bool); 12] = [
     ("main", true),
@@ -376,8 +387,10 @@ impl StPlan {
 
     /// The first entry of the identifier (ST's `prompts.find`).
     pub(crate) fn entry(&self, id: &str) -> Option<&Entry> {
-        let e = self.entries.get(*self.first.get(&id_hash(id))?)?;
-        (&*e.identifier == id).then_some(e)
+        let i = position(&self.first, id, |i| {
+            self.entries.get(i).map(|e| &*e.identifier)
+        })?;
+        self.entries.get(i)
     }
 
     /// `off` from the entries, whenever their `enabled` change.
