@@ -1397,14 +1397,35 @@ fn unchanged_history_texts_are_the_items_own() {
     }
 }
 
-/// The SillyTavern layout keeps every history message and example without counting them when
-/// they fit by their byte lengths: the same render as a counter that counts every one (o200k
-/// behind a host counter, which promises no byte bound), at every window from too small to
-/// more than enough.
+/// The SillyTavern layout keeps every prompt, history message and example without counting
+/// them when they fit by their byte lengths: the same render as a counter that counts every
+/// one (o200k behind a host counter, which promises no byte bound), at every window from one
+/// too small for the prompts to more than enough.
 #[test]
-fn a_history_that_fits_by_bytes_renders_as_one_counted_message_by_message() {
+fn a_render_that_fits_by_bytes_renders_as_one_counted_message_by_message() {
     use stpreset::tokens::{Counter, Tokenizer};
-    let p = Preset::from_json(gen_preset(json!({})).to_string().as_bytes())
+    // Prompts of many bytes to the token, so that a window can hold one by its count and not
+    // by its bytes.
+    let long = |what: &str| {
+        format!(
+            "{what}: {}",
+            "keep the scene vivid and grounded. ".repeat(12)
+        )
+    };
+    let p = preset(
+        json!([
+            {"identifier": "main", "content": long("Main"), "role": "system"},
+            {"identifier": "nsfw", "content": long("Aux"), "role": "system"},
+            {"identifier": "dialogueExamples", "marker": true},
+            {"identifier": "chatHistory", "marker": true},
+            {"identifier": "jailbreak", "content": long("PHI"), "role": "system"}
+        ]),
+        json!([{"identifier": "main", "enabled": true}, {"identifier": "nsfw", "enabled": true},
+               {"identifier": "dialogueExamples", "enabled": true},
+               {"identifier": "chatHistory", "enabled": true},
+               {"identifier": "jailbreak", "enabled": true}]),
+    );
+    let p = Preset::from_json(p.to_string().as_bytes())
         .unwrap()
         .compile();
     let history: Vec<Value> = (0..30)
@@ -1414,8 +1435,8 @@ fn a_history_that_fits_by_bytes_renders_as_one_counted_message_by_message() {
         })
         .collect();
     let exact = Counter::Custom(Counter::Builtin(Tokenizer::O200k).for_model(""));
-    let mut trimmed = 0;
-    for window in (40..4000).step_by(37) {
+    let (mut trimmed, mut overflowed) = (0, 0);
+    for window in (1..4000).step_by(7) {
         let base = ctx(
             json!({"layout": "sillytavern", "tokenizer": "o200k", "reserve_tokens": 0,
             "max_context_tokens": window, "items": history,
@@ -1430,7 +1451,16 @@ fn a_history_that_fits_by_bytes_renders_as_one_counted_message_by_message() {
                 .iter()
                 .any(|d| d.kind == stpreset::DiagnosticKind::HistoryTrimmed),
         );
+        overflowed += usize::from(
+            a.diagnostics
+                .iter()
+                .any(|d| d.kind == stpreset::DiagnosticKind::ContextOverflow),
+        );
     }
-    // Both sides of the bound were walked: windows that trim and windows that keep all.
-    assert!(trimmed > 0 && trimmed < 100, "{trimmed}");
+    // Every side of the bounds was walked: windows too small for the prompts, windows that
+    // trim the history and windows that keep all.
+    assert!(
+        overflowed > 0 && trimmed > overflowed && trimmed < 500,
+        "{overflowed} {trimmed}"
+    );
 }

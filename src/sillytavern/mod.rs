@@ -178,6 +178,75 @@ enum Slot {
     Bias,
 }
 
+impl Slot {
+    /// The position of a slot that is not one of the lore's numbered ones.
+    fn fixed(self) -> Option<usize> {
+        Some(match self {
+            Slot::LoreDepth(_) | Slot::LoreExamples(_) => return None,
+            Slot::Description => 0,
+            Slot::Personality => 1,
+            Slot::Scenario => 2,
+            Slot::Examples => 3,
+            Slot::CharNote => 4,
+            Slot::Persona => 5,
+            Slot::LoreBefore => 6,
+            Slot::LoreAfter => 7,
+            Slot::AuthorsNoteTop => 8,
+            Slot::AuthorsNoteBottom => 9,
+            Slot::ScenarioFormat => 10,
+            Slot::PersonalityFormat => 11,
+            Slot::WiFormat => 12,
+            Slot::GroupNudge => 13,
+            Slot::Impersonation => 14,
+            Slot::Quiet => 15,
+            Slot::Prefill => 16,
+            Slot::ContinuePrefill => 17,
+            Slot::NewChat => 18,
+            Slot::NewExampleChat => 19,
+            Slot::AuthorsNote => 20,
+            Slot::Bias => 21,
+        })
+    }
+}
+
+/// Each template's text by its slot, empty where a render brought none: the fixed slots by
+/// position, the lore's depth groups and example blocks by their number (a lorebook can
+/// bring thousands; a map hashed every slot was a twentieth of a short render).
+#[derive(Default)]
+struct SlotTexts<'a> {
+    fixed: [&'a str; 22],
+    depth: Vec<&'a str>,
+    examples: Vec<&'a str>,
+}
+
+impl<'a> SlotTexts<'a> {
+    fn set(&mut self, slot: Slot, text: &'a str) {
+        let (list, i) = match slot {
+            Slot::LoreDepth(i) => (&mut self.depth, i),
+            Slot::LoreExamples(i) => (&mut self.examples, i),
+            fixed => {
+                if let Some(i) = fixed.fixed() {
+                    self.fixed[i] = text;
+                }
+                return;
+            }
+        };
+        if list.len() <= i {
+            list.resize(i + 1, "");
+        }
+        list[i] = text;
+    }
+
+    fn get(&self, slot: Slot) -> &'a str {
+        let found = match slot {
+            Slot::LoreDepth(i) => self.depth.get(i),
+            Slot::LoreExamples(i) => self.examples.get(i),
+            fixed => fixed.fixed().and_then(|i| self.fixed.get(i)),
+        };
+        found.copied().unwrap_or_default()
+    }
+}
+
 /// One message placed at a collection index.
 #[derive(Debug, Clone)]
 struct Out<'c> {
@@ -269,9 +338,53 @@ struct Budget<'c> {
     /// A `Chat`'s memory of its items' counts: a history message that is its item's own
     /// text is counted once per chat, not hashed and looked up every turn.
     known: Option<crate::tokens::Known<'c>>,
+    /// The prompts charged their byte bounds instead of their counts (while nothing has been
+    /// refused, with a vocabulary whose tokens are each at least a byte): counted only when
+    /// something does not fit that way ([`settle`](Self::settle)). Each decision is the one
+    /// counting makes (a count is at most its bound), and a window that holds the whole
+    /// render by bytes counts nothing (NemoEngine's 2,000,000 tokens).
+    deferred: Option<Vec<usize>>,
 }
 
 impl Budget<'_> {
+    /// Charges the collection's prompt `i`, placed whole (ST's `addToChatCompletion`): false
+    /// when it does not fit.
+    fn take_prompt(&mut self, prompts: &[Prompt], i: usize) -> bool {
+        let Some(Prompt { role, content, .. }) = prompts.get(i) else {
+            return false;
+        };
+        let (role, text) = (*role, content.as_str());
+        if self.deferred.is_some() {
+            let bound = self.bound(role, text, None);
+            if self.afford(bound) {
+                self.spend(bound);
+                self.deferred.get_or_insert_default().push(i);
+                return true;
+            }
+            self.settle(prompts);
+        }
+        let cost = self.cost(role, text, None);
+        if !self.afford(cost) {
+            return false;
+        }
+        self.spend(cost);
+        true
+    }
+
+    /// Replaces the deferred prompts' byte bounds by their counts.
+    fn settle(&mut self, prompts: &[Prompt]) {
+        for p in self
+            .deferred
+            .take()
+            .unwrap_or_default()
+            .into_iter()
+            .flat_map(|i| prompts.get(i))
+        {
+            let exact = self.cost(p.role, &p.content, None) - self.bound(p.role, &p.content, None);
+            self.spend(exact);
+        }
+    }
+
     fn cost(&self, role: Role, text: &str, name: Option<&str>) -> i64 {
         self.cost_of(role, text, name, None)
     }
@@ -419,7 +532,7 @@ pub(crate) fn render<'c>(
 
     // The layout reads the chat history and the card's fields: say which host items it
     // leaves out (a bot moving from the seed layout may be feeding memories as items).
-    // Counted by tag (a few dozen at most).
+    // Counted by tag (a few dozen at most), named in the tags' alphabetical order.
     let mut by_tag: Vec<(Option<Tag>, usize)> = Vec::new();
     for item in &ctx.items {
         match item.tag {
@@ -435,20 +548,18 @@ pub(crate) fn render<'c>(
             },
         }
     }
-    let ignored: std::collections::BTreeMap<&str, usize> = by_tag
-        .into_iter()
-        .map(|(tag, n)| (tag.map_or("untagged", Tag::name), n))
-        .collect();
-    if !ignored.is_empty() {
-        let list: Vec<String> = ignored.iter().map(|(t, n)| format!("{n} {t}")).collect();
-        diagnostics.push(Diagnostic::new(
-            DiagnosticKind::ItemsIgnored,
-            None,
-            format!(
-                "the SillyTavern layout reads the chat history and the card's fields; left out: {}",
-                list.join(", ")
-            ),
-        ));
+    if !by_tag.is_empty() {
+        let name = |tag: Option<Tag>| tag.map_or("untagged", Tag::name);
+        by_tag.sort_unstable_by_key(|(tag, _)| name(*tag));
+        let mut note = String::from(
+            "the SillyTavern layout reads the chat history and the card's fields; left out: ",
+        );
+        for (i, (tag, n)) in by_tag.iter().enumerate() {
+            use std::fmt::Write as _;
+            let comma = if i == 0 { "" } else { ", " };
+            let _ = write!(note, "{comma}{n} {}", name(*tag));
+        }
+        diagnostics.push(Diagnostic::new(DiagnosticKind::ItemsIgnored, None, note));
     }
     if !ctx.group.is_empty() {
         let unnamed = ctx
@@ -475,7 +586,9 @@ pub(crate) fn render<'c>(
     // prompts.
     let st = &ctx.user_settings;
     let limits = ctx.options.limits.clamped();
-    let trimmed = |s: &str| crate::jstext::js_trim(s).to_string();
+    // The texts borrow the context, the settings and the lore where they can: a render
+    // brings some twenty templates and most are the same strings turn after turn.
+    let trimmed = |s| Cow::Borrowed(crate::jstext::js_trim(s));
     let scenario = if st.chat_scenario.is_empty() {
         &ctx.scenario
     } else {
@@ -492,37 +605,41 @@ pub(crate) fn render<'c>(
     } else {
         &st.chat_mes_example
     };
-    let description = if ctx.description.is_empty() {
-        tagged_text(ctx, Tag::SystemPersonaPrompt)
+    let description: Cow<'_, str> = if ctx.description.is_empty() {
+        Cow::Owned(tagged_text(ctx, Tag::SystemPersonaPrompt))
     } else {
-        ctx.description.clone()
+        Cow::Borrowed(&ctx.description)
     };
-    let personality = if ctx.personality.is_empty() {
-        tagged_text(ctx, Tag::SystemPersonality)
+    let personality: Cow<'_, str> = if ctx.personality.is_empty() {
+        Cow::Owned(tagged_text(ctx, Tag::SystemPersonality))
     } else {
-        ctx.personality.clone()
+        Cow::Borrowed(&ctx.personality)
     };
     // A group chat in an append mode: every member's fields, expanded already, and the copy
-    // of the context the macros then read them from (ST's `getCharacterCardFields`).
-    let group = group::fields(
-        eval_ctx,
-        crate::lore::GroupCard {
-            description: description.clone(),
-            personality: personality.clone(),
-            scenario: ctx.scenario.clone(),
-            mes_example: card_examples.clone(),
-            depth_prompt: ctx.char_depth_prompt.clone(),
-        },
-        &mut diagnostics,
-    );
+    // of the context the macros then read them from (ST's `getCharacterCardFields`). Outside
+    // a group the speaker's fields are not copied for it.
+    let group = match ctx.group.is_empty() {
+        true => None,
+        false => group::fields(
+            eval_ctx,
+            crate::lore::GroupCard {
+                description: description.to_string(),
+                personality: personality.to_string(),
+                scenario: ctx.scenario.clone(),
+                mes_example: card_examples.clone(),
+                depth_prompt: ctx.char_depth_prompt.clone(),
+            },
+            &mut diagnostics,
+        ),
+    };
     let eval_ctx = group.as_ref().map_or(eval_ctx, |g| &g.ctx);
     // (In a group's append mode those four are the group's, expanded already: the speaker's
     // own are not evaluated again.)
-    let own = |text: &str| match group {
-        Some(_) => String::new(),
+    let own = |text| match group {
+        Some(_) => Cow::Borrowed(""),
         None => trimmed(text),
     };
-    let mut before: Vec<(Slot, String)> = vec![
+    let mut before: Vec<(Slot, Cow<'_, str>)> = vec![
         (Slot::Description, own(&description)),
         (Slot::Personality, own(&personality)),
         (Slot::Scenario, own(scenario)),
@@ -531,18 +648,18 @@ pub(crate) fn render<'c>(
     if let Some(dp) = &ctx.char_depth_prompt {
         before.push((Slot::CharNote, trimmed(&dp.text)));
     }
-    before.push((Slot::Persona, ctx.persona.clone()));
+    before.push((Slot::Persona, Cow::Borrowed(&ctx.persona)));
     if let Some(wi) = &wi {
-        before.push((Slot::LoreBefore, wi.before.clone()));
-        before.push((Slot::LoreAfter, wi.after.clone()));
+        before.push((Slot::LoreBefore, Cow::Borrowed(&wi.before)));
+        before.push((Slot::LoreAfter, Cow::Borrowed(&wi.after)));
         for (i, d) in wi.depth.iter().enumerate() {
-            before.push((Slot::LoreDepth(i), d.text.clone()));
+            before.push((Slot::LoreDepth(i), Cow::Borrowed(&d.text)));
         }
         for (i, e) in wi.examples.iter().enumerate() {
-            before.push((Slot::LoreExamples(i), e.text.clone()));
+            before.push((Slot::LoreExamples(i), Cow::Borrowed(&e.text)));
         }
-        before.push((Slot::AuthorsNoteTop, wi.an_top.join("\n")));
-        before.push((Slot::AuthorsNoteBottom, wi.an_bottom.join("\n")));
+        before.push((Slot::AuthorsNoteTop, Cow::Owned(wi.an_top.join("\n"))));
+        before.push((Slot::AuthorsNoteBottom, Cow::Owned(wi.an_bottom.join("\n"))));
     }
     for (slot, setting) in [
         (Slot::ScenarioFormat, Setting::ScenarioFormat),
@@ -550,55 +667,58 @@ pub(crate) fn render<'c>(
         (Slot::WiFormat, Setting::WiFormat),
         (Slot::GroupNudge, Setting::GroupNudge),
     ] {
-        before.push((slot, setting_or_default(settings, setting).to_string()));
+        before.push((slot, Cow::Borrowed(setting_or_default(settings, setting))));
     }
     if is_impersonate {
         before.push((
             Slot::Impersonation,
-            setting_or_default(settings, Setting::Impersonation).to_string(),
+            Cow::Borrowed(setting_or_default(settings, Setting::Impersonation)),
         ));
     }
     if is_quiet {
-        before.push((Slot::Quiet, st.quiet_prompt.clone()));
+        before.push((Slot::Quiet, Cow::Borrowed(&st.quiet_prompt)));
     }
     // Claude's prefill (OAI `createGenerationParameters`): the impersonation prefill for an
     // impersonation, none for quiet and for a continue with `continue_prefill`.
     let continue_prefill = settings.and_then(|s| s.continue_prefill).unwrap_or(false);
     let prefill = if is_impersonate {
-        settings.and_then(|s| s.assistant_impersonation.clone())
+        settings.and_then(|s| s.assistant_impersonation.as_deref())
     } else if is_quiet || (is_continue && continue_prefill) {
         None
     } else {
-        settings.and_then(|s| s.assistant_prefill.clone())
+        settings.and_then(|s| s.assistant_prefill.as_deref())
     };
-    before.push((Slot::Prefill, prefill.clone().unwrap_or_default()));
+    before.push((Slot::Prefill, Cow::Borrowed(prefill.unwrap_or_default())));
     if is_continue && continue_prefill {
         // The continued message carries the prefill instead (for Claude).
-        let text = settings.and_then(|s| s.assistant_prefill.clone());
-        before.push((Slot::ContinuePrefill, text.unwrap_or_default()));
+        let text = settings.and_then(|s| s.assistant_prefill.as_deref());
+        before.push((
+            Slot::ContinuePrefill,
+            Cow::Borrowed(text.unwrap_or_default()),
+        ));
     }
     let new_chat_setting = if ctx.group.is_empty() {
         Setting::NewChat
     } else {
         Setting::NewGroupChat
     };
-    let after: Vec<(Slot, String)> = vec![
+    let after: [(Slot, Cow<'_, str>); 4] = [
         (
             Slot::NewChat,
-            setting_or_default(settings, new_chat_setting).to_string(),
+            Cow::Borrowed(setting_or_default(settings, new_chat_setting)),
         ),
         (
             Slot::NewExampleChat,
-            setting_or_default(settings, Setting::NewExampleChat).to_string(),
+            Cow::Borrowed(setting_or_default(settings, Setting::NewExampleChat)),
         ),
-        (Slot::AuthorsNote, st.author_note.text.clone()),
-        (Slot::Bias, st.start_reply_with.clone()),
+        (Slot::AuthorsNote, Cow::Borrowed(&st.author_note.text)),
+        (Slot::Bias, Cow::Borrowed(&st.start_reply_with)),
     ];
     let compiled = plan.templates.compile_all(
         before
             .iter()
             .chain(&after)
-            .map(|(slot, text)| (slot_id(*slot), text.as_str())),
+            .map(|(slot, text)| (slot_id(*slot), &**text)),
         &limits,
     );
     fn as_node(n: &CompiledNode) -> EvalNode<'_> {
@@ -632,10 +752,10 @@ pub(crate) fn render<'c>(
     // The texts in the order they were evaluated: the templates before, the prompts, after.
     let mut evaluated = ev.texts.into_iter();
     let text_of = |i: usize, evaluated: &mut std::vec::IntoIter<String>| match plains[i] {
-        true => compiled[i].tree.source.to_string(),
-        false => evaluated.next().unwrap_or_default(),
+        true => Cow::Borrowed(&*compiled[i].tree.source),
+        false => Cow::Owned(evaluated.next().unwrap_or_default()),
     };
-    let texts: Vec<String> = (0..before.len())
+    let texts: Vec<Cow<'_, str>> = (0..before.len())
         .map(|i| text_of(i, &mut evaluated))
         .collect();
     // Each entry's text, by entry.
@@ -643,27 +763,24 @@ pub(crate) fn render<'c>(
         .iter()
         .map(|t| t.and_then(|_| evaluated.next()))
         .collect();
-    let after_texts: Vec<String> = (before.len()..compiled.len())
+    let after_texts: Vec<Cow<'_, str>> = (before.len()..compiled.len())
         .map(|i| text_of(i, &mut evaluated))
         .collect();
-    // By slot (a lorebook can have thousands of depth groups: no linear search per slot).
-    let mut by_slot: std::collections::HashMap<Slot, &String> = before
+    let mut by_slot = SlotTexts::default();
+    for ((slot, _), text) in before
         .iter()
-        .map(|(s, _)| *s)
-        .zip(&texts)
-        .chain(after.iter().map(|(s, _)| *s).zip(&after_texts))
-        .collect();
-    if let Some(g) = &group {
-        by_slot.insert(Slot::Description, &g.ctx.description);
-        by_slot.insert(Slot::Personality, &g.ctx.personality);
-        by_slot.insert(Slot::Scenario, &g.ctx.scenario);
-        by_slot.insert(Slot::Examples, &g.ctx.mes_examples_raw);
+        .chain(&after)
+        .zip(texts.iter().chain(&after_texts))
+    {
+        by_slot.set(*slot, text);
     }
-    let slot_text = |slot: Slot| -> String {
-        by_slot
-            .get(&slot)
-            .map_or_else(String::new, |t| (*t).clone())
-    };
+    if let Some(g) = &group {
+        by_slot.set(Slot::Description, &g.ctx.description);
+        by_slot.set(Slot::Personality, &g.ctx.personality);
+        by_slot.set(Slot::Scenario, &g.ctx.scenario);
+        by_slot.set(Slot::Examples, &g.ctx.mes_examples_raw);
+    }
+    let slot_text = |slot: Slot| -> String { by_slot.get(slot).to_string() };
     // A format that is only its own macro gives the evaluated field.
     let format = |field: Slot, format_slot: Slot, setting: Setting| {
         let value = slot_text(field);
@@ -854,7 +971,11 @@ pub(crate) fn render<'c>(
         counter,
         roles,
         known,
+        deferred: None,
     };
+    if budget.counter.bounded_by_bytes() && budget.left.is_some() {
+        budget.deferred = Some(Vec::new());
+    }
     // ST's `ChatCompletion` writes collections at their prompt's index of a sparse array and
     // pushes the continue and control collections after the highest index written so far.
     let mut slots: std::collections::BTreeMap<usize, Placed<'c>> = Default::default();
@@ -876,12 +997,10 @@ pub(crate) fn render<'c>(
         if p.in_chat {
             return;
         }
-        let cost = budget.cost(p.role, &p.content, None);
-        if !budget.afford(cost) {
+        if !budget.take_prompt(&collection, i) {
             *overflow = true;
             return;
         }
-        budget.spend(cost);
         slots.insert(
             i,
             Placed::Outs(vec![Out {
@@ -1239,10 +1358,15 @@ pub(crate) fn render<'c>(
             .bound(Role::System, &new_example, None)
             .saturating_mul(blocks)
             .saturating_add(bound);
-        if left.saturating_sub(bound) >= 0 {
+        if left.saturating_sub(bound) < 0 {
+            budget.settle(&collection);
+        }
+        if budget.left.is_some_and(|l| l.saturating_sub(bound) >= 0) {
             budget.left = None;
+            budget.deferred = None;
         }
     }
+    budget.settle(&collection);
     let mut lines = lines;
     // Called once: the lines move into the messages (a borrowed history text stays borrowed).
     let mut populate_history = |budget: &mut Budget| -> Placed<'c> {
