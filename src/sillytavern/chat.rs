@@ -286,13 +286,10 @@ pub(crate) fn inject<'c>(
         }
         groups.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal));
         ext.sort_by(|a, b| a.key.cmp(&b.key));
-        while taken < depth as usize {
-            match newest.next() {
-                Some(line) => out.push(line),
-                None => break,
-            }
-            taken += 1;
-        }
+        // The lines above this depth, moved in one run.
+        let had = out.len();
+        out.extend(newest.by_ref().take((depth as usize).saturating_sub(taken)));
+        taken += out.len() - had;
         for (key, order, members) in &groups {
             for role in [Role::System, Role::User, Role::Model] {
                 let joined: Vec<&str> = members
