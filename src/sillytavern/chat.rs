@@ -182,12 +182,17 @@ pub(crate) fn history<'c>(
 ) -> (Vec<ChatLine<'c>>, bool) {
     let macros = chat_macros(ctx, char);
     let in_group = !ctx.group.is_empty();
-    let mut out = Vec::with_capacity(ctx.items.len());
     let mut whole = true;
-    for (i, item) in ctx.items.iter().enumerate().rev() {
-        if item.tag != Some(Tag::DialogueHistory) {
-            continue;
-        }
+    // The history items' indices first, then one `extend` over them (its length known), so
+    // that each line is written in place: a line built in a temporary and then pushed had
+    // its fields read back as wider loads than they were stored with (a store-forwarding
+    // stall per message).
+    let at: Vec<usize> = (0..ctx.items.len())
+        .rev()
+        .filter(|&i| ctx.items[i].tag == Some(Tag::DialogueHistory))
+        .collect();
+    let mut line = |i: usize| {
+        let item = &ctx.items[i];
         let narrator = item.role == Role::System;
         let name = item.name.as_deref().unwrap_or(match item.role {
             Role::User => &ctx.user,
@@ -220,14 +225,15 @@ pub(crate) fn history<'c>(
             body
         };
         room -= text.len().min(room);
-        out.push(ChatLine {
+        ChatLine {
             role: item.role,
             text,
             name: (names_behavior == 1).then(|| sanitize_name(name).into_boxed_str()),
             injected: None,
             item: Some(i + usize::from(i >= swiped_at)),
-        });
-    }
+        }
+    };
+    let out: Vec<ChatLine<'c>> = at.iter().map(|&i| line(i)).collect();
     (out, whole)
 }
 

@@ -293,13 +293,16 @@ impl<'c> Placed<'c> {
             Placed::Outs(list) => list.into_iter().for_each(|o| out(o, messages, names)),
             Placed::History { head, newest, tail } => {
                 out(head, messages, names);
-                for l in newest.into_iter().rev() {
-                    if !l.text.is_empty() {
-                        let source = l.source();
-                        names.push(l.name);
-                        messages.push(Message::new(l.role, l.text, source));
-                    }
-                }
+                let mut newest = newest;
+                newest.retain(|l| !l.text.is_empty());
+                // `extend` over a mapped `Vec` (its length known) writes each message in
+                // place: a message built in a temporary and then moved had its narrow
+                // fields read back as one wide load before they had landed.
+                names.extend(newest.iter_mut().rev().map(|l| l.name.take()));
+                messages.extend(newest.into_iter().rev().map(|l| {
+                    let source = l.source();
+                    Message::new(l.role, l.text, source)
+                }));
                 tail.into_iter().for_each(|o| out(o, messages, names));
             }
         }
