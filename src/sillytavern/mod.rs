@@ -557,10 +557,14 @@ pub(crate) fn render<'c>(
         let mut note = String::from(
             "the SillyTavern layout reads the chat history and the card's fields; left out: ",
         );
+        let mut digits = itoa::Buffer::new();
         for (i, (tag, n)) in by_tag.iter().enumerate() {
-            use std::fmt::Write as _;
-            let comma = if i == 0 { "" } else { ", " };
-            let _ = write!(note, "{comma}{n} {}", name(*tag));
+            if i > 0 {
+                note.push_str(", ");
+            }
+            note.push_str(digits.format(*n));
+            note.push(' ');
+            note.push_str(name(*tag));
         }
         diagnostics.push(Diagnostic::new(DiagnosticKind::ItemsIgnored, None, note));
     }
