@@ -721,13 +721,24 @@ pub(crate) fn render<'c>(
         (Slot::AuthorsNote, Cow::Borrowed(&st.author_note.text)),
         (Slot::Bias, Cow::Borrowed(&st.start_reply_with)),
     ];
+    let templates: Vec<(Slot, &str)> = before
+        .iter()
+        .chain(&after)
+        .map(|(slot, text)| (*slot, &**text))
+        .collect();
+    // The templates a render brings that are plain text (half of them: empty fields, most
+    // nudges) are their own text: neither compiled (nor looked up, hashed and compared in
+    // the cache) nor evaluated.
+    let plains: Vec<bool> = templates.iter().map(|(_, t)| plain(t, &limits)).collect();
     let compiled = plan.templates.compile_all(
-        before
+        templates
             .iter()
-            .chain(&after)
-            .map(|(slot, text)| (slot_id(*slot), &**text)),
+            .zip(&plains)
+            .filter(|(_, plain)| !**plain)
+            .map(|((slot, text), _)| (slot_id(*slot), *text)),
         &limits,
     );
+    let compiled_before = plains[..before.len()].iter().filter(|p| !**p).count();
     fn as_node(n: &CompiledNode) -> EvalNode<'_> {
         EvalNode {
             st_engine: true,
@@ -744,22 +755,16 @@ pub(crate) fn render<'c>(
             e.text.filter(|_| e.enabled && triggered)
         })
         .collect();
-    // The templates a render brings that are plain text (half of them: empty fields, most
-    // nudges) are their own text: not evaluated.
-    // Each template's plainness, found once.
-    let plains: Vec<bool> = compiled.iter().map(|n| plain(n)).collect();
-    let evaluated_at = |range: std::ops::Range<usize>| {
-        range.filter(|&i| !plains[i]).map(|i| as_node(&compiled[i]))
-    };
-    let mut nodes: Vec<EvalNode<'_>> = evaluated_at(0..before.len()).collect();
+    let (compiled_before, compiled_after) = compiled.split_at(compiled_before);
+    let mut nodes: Vec<EvalNode<'_>> = compiled_before.iter().map(|n| as_node(n)).collect();
     nodes.extend(on.iter().flatten().map(|&i| as_node(&plan.nodes[i])));
-    nodes.extend(evaluated_at(before.len()..compiled.len()));
+    nodes.extend(compiled_after.iter().map(|n| as_node(n)));
     let ev = eval::evaluate(&nodes, eval_ctx, settings);
     diagnostics.extend(ev.diagnostics);
     // The texts in the order they were evaluated: the templates before, the prompts, after.
     let mut evaluated = ev.texts.into_iter();
     let text_of = |i: usize, evaluated: &mut std::vec::IntoIter<String>| match plains[i] {
-        true => Cow::Borrowed(&*compiled[i].tree.source),
+        true => Cow::Borrowed(templates[i].1),
         false => Cow::Owned(evaluated.next().unwrap_or_default()),
     };
     let texts: Vec<Cow<'_, str>> = (0..before.len())
@@ -770,7 +775,7 @@ pub(crate) fn render<'c>(
         .iter()
         .map(|t| t.and_then(|_| evaluated.next()))
         .collect();
-    let after_texts: Vec<Cow<'_, str>> = (before.len()..compiled.len())
+    let after_texts: Vec<Cow<'_, str>> = (before.len()..templates.len())
         .map(|i| text_of(i, &mut evaluated))
         .collect();
     let mut by_slot = SlotTexts::default();
@@ -1530,6 +1535,7 @@ pub(crate) fn render<'c>(
         )),
         None => {}
     }
+    let prefill = prefill.map(|_| slot_text(Slot::Prefill));
     let (wi_state, wi_activated) = match wi {
         Some(w) => (Some(w.state), w.activated),
         None => (None, Vec::new()),
@@ -1540,17 +1546,19 @@ pub(crate) fn render<'c>(
         diagnostics,
         variables: ev.variables,
         globals: ev.globals,
-        prefill: prefill.map(|_| slot_text(Slot::Prefill)),
+        prefill,
         activated: wi_activated,
         wi_state,
     }
 }
 
-/// A template ST's engine leaves as it is: no `{` and no `<` (every macro, and every legacy
-/// one like `<USER>`, starts with one), no `\` (an escaped brace, `\}`, loses its
-/// backslash) and nothing its parsing found. Its text is its source.
-fn plain(n: &CompiledNode) -> bool {
-    n.findings.is_empty() && memchr::memchr3(b'{', b'<', b'\\', n.tree.source.as_bytes()).is_none()
+/// A template ST's engine leaves as it is, told from its text alone: no `{` and no `<` (every
+/// macro, and every legacy one like `<USER>`, starts with one), no `\` (an escaped brace,
+/// `\}`, loses its backslash) and within the template limit (so parsing it finds nothing:
+/// property test). Its text is its output.
+fn plain(text: &str, limits: &crate::limits::Limits) -> bool {
+    text.len() <= limits.template_bytes
+        && memchr::memchr3(b'{', b'<', b'\\', text.as_bytes()).is_none()
 }
 
 fn slot_id(slot: Slot) -> &'static str {
@@ -1607,20 +1615,21 @@ mod tests {
     fn only_templates_without_macro_openers_are_plain() {
         let limits = crate::limits::Limits::default();
         for text in ["{{char}}", "<USER>", "{0}", "a < b", "x {", "\\}"] {
-            assert!(
-                !plain(&CompiledNode::compile("t", text, &limits)),
-                "{text:?}"
-            );
+            assert!(!plain(text, &limits), "{text:?}");
         }
         for text in ["", "[Start a new Chat]", "a}}b>c", "line\r\n\n  "] {
-            assert!(
-                plain(&CompiledNode::compile("t", text, &limits)),
-                "{text:?}"
-            );
+            assert!(plain(text, &limits), "{text:?}");
         }
+        // Over the template limit: compiled, so that the cut is noted.
+        let small = crate::limits::Limits {
+            template_bytes: 4,
+            ..Default::default()
+        };
+        assert!(plain("abcd", &small) && !plain("abcde", &small));
     }
 
-    /// Text of the characters templates treat specially (but `{`, `<` and `\\`), and any other.
+    /// Text of the characters templates treat specially (mostly not `{`, `<` and `\\`), and any
+    /// other.
     fn plain_text() -> impl proptest::strategy::Strategy<Value = String> {
         use proptest::prelude::*;
         let atoms = prop::sample::select(vec![
@@ -1628,9 +1637,13 @@ mod tests {
             "trim", "user", "char", "original", " ", "\n", "\r\n", "\r", "\t", "é", "\u{a0}", "😀",
             "a", "Word",
         ]);
+        // Now and then one of the characters that make a text not plain, so that `plain`
+        // is checked on both sides (a text it wrongly called plain would fail below).
+        let any = prop::sample::select(vec!["{", "<", "\\", "\\}", "}", "a", " ", "{{char}}"]);
         prop_oneof![
-            prop::collection::vec(atoms, 0..40).prop_map(|v| v.concat()),
-            "[^{<\\\\]{0,80}",
+            3 => prop::collection::vec(atoms, 0..40).prop_map(|v| v.concat()),
+            3 => "[^{<\\\\]{0,80}",
+            1 => prop::collection::vec(any, 0..4).prop_map(|v| v.concat()),
         ]
     }
 
@@ -1639,8 +1652,10 @@ mod tests {
         #[test]
         fn a_plain_template_evaluates_to_itself(text in plain_text()) {
             let limits = crate::limits::Limits::default();
+            proptest::prop_assume!(plain(&text, &limits));
             let node = CompiledNode::compile("new_chat_prompt", &text, &limits);
-            proptest::prop_assume!(plain(&node));
+            // Nothing to note either: the render neither compiles nor evaluates it.
+            proptest::prop_assert!(node.findings.is_empty(), "{:?}", node.findings);
             let ctx = Context { user: "Alice".into(), char: "Sera".into(), ..Context::default() };
             proptest::prop_assert_eq!(evaluated(&node, &ctx), text);
         }
