@@ -823,7 +823,7 @@ pub(crate) fn render<'c>(
     };
 
     // 3. The collection.
-    let mut collection: Vec<Prompt> = Vec::new();
+    let mut collection: Vec<Prompt> = Vec::with_capacity(plan.entries.len() + Marker::ALL.len());
     for (e, text) in plan.entries.iter().zip(entry_texts) {
         let triggered = e.triggers.is_empty() || e.triggers.iter().any(|t| t == generation);
         let on = e.enabled && triggered;
