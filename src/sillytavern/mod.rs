@@ -738,7 +738,8 @@ pub(crate) fn render<'c>(
             .map(|((slot, text), _)| (slot_id(*slot), *text)),
         &limits,
     );
-    let compiled_before = plains[..before.len()].iter().filter(|p| !**p).count();
+    // How many of the compiled ones come before the prompts.
+    let split = plains[..before.len()].iter().filter(|p| !**p).count();
     fn as_node(n: &CompiledNode) -> EvalNode<'_> {
         EvalNode {
             st_engine: true,
@@ -755,7 +756,7 @@ pub(crate) fn render<'c>(
             e.text.filter(|_| e.enabled && triggered)
         })
         .collect();
-    let (compiled_before, compiled_after) = compiled.split_at(compiled_before);
+    let (compiled_before, compiled_after) = compiled.split_at(split);
     let mut nodes: Vec<EvalNode<'_>> = compiled_before.iter().map(|n| as_node(n)).collect();
     nodes.extend(on.iter().flatten().map(|&i| as_node(&plan.nodes[i])));
     nodes.extend(compiled_after.iter().map(|n| as_node(n)));

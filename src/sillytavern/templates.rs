@@ -45,10 +45,8 @@ impl TemplateCache {
         let mut kept = self.inner.lock().ok();
         texts
             .map(|(id, text)| {
-                // Every text, the empty one too: compiling even `""` (a tree, its findings, an
-                // `Arc`) costs more than a hash and a lookup, and a card leaves several fields
-                // empty on every render (short templates compiled every render were a tenth of a
-                // SillyTavern-layout render of ST's Default preset).
+                // The render hands over only the templates that are not plain text (plain ones,
+                // the empty fields among them, are their own text: `sillytavern::plain`).
                 let cacheable =
                     text.len() <= limits.template_bytes && text.len() <= CACHE_BYTES / 4;
                 let Some(kept) = kept.as_deref_mut().filter(|_| cacheable) else {
