@@ -440,9 +440,16 @@ fn user_settings(file: &ContextFile) -> Result<crate::layout::UserSettings, Cont
 /// "unknown field `X` (did you mean `b`?)" when one is close (issue 39): names bots write from
 /// SillyTavern's code or other libraries (`charName`, `history`), the snake_case spelling of a
 /// camelCase one, or the nearest by Jaro-Winkler similarity. `None` when nothing is close.
+const MAX_GUESSED_KEY: usize = 256;
+
 fn did_you_mean(message: &str) -> Option<String> {
     let rest = message.strip_prefix("unknown field `")?;
     let (unknown, rest) = rest.split_once('`')?;
+    // No field is a tenth this long: a longer key is no typo of one, and comparing it with
+    // every field costs its length times theirs (a 57 KB key was a fuzzer's timeout).
+    if unknown.len() > MAX_GUESSED_KEY {
+        return None;
+    }
     let names: Vec<&str> = rest
         .strip_prefix(", expected one of ")?
         .split(", ")
@@ -838,6 +845,10 @@ mod tests {
         }
         // Nothing close: the list stays.
         let e = err(r#"{"zzzz": 1}"#);
+        assert!(e.contains("expected one of `user`"), "{e}");
+        // A key far longer than any field is no typo of one: the list stays, and the key is
+        // not compared with every field (its length times theirs).
+        let e = err(&format!(r#"{{"{}chars": 1}}"#, "a".repeat(MAX_GUESSED_KEY)));
         assert!(e.contains("expected one of `user`"), "{e}");
     }
 
