@@ -171,7 +171,7 @@ fn replace_macros<'t>(
 
 /// The history items as ST's `setOpenAIMessages` + `populateChatHistory` make them, newest
 /// first (the order the room, the injections and the budget walk them: each line is moved
-/// once, never reversed). `texts` are the items' texts after the prompt pass (by item index); `char` is the
+/// once, never reversed). `text` gives an item's text after the prompt pass (by item index); `char` is the
 /// speaker ST generates for. The texts share `room` bytes, newest first as the history budget
 /// keeps them: past it an item is cut (then empty) and `false` returned, so a hostile chat
 /// costs the output cap, not its names times its macros. Within the cap every text is ST's.
@@ -180,7 +180,7 @@ fn replace_macros<'t>(
 /// the items after it are one further in the caller's list.
 pub(crate) fn history<'c>(
     ctx: &Context,
-    texts: &[Cow<'c, str>],
+    text: impl Fn(usize) -> Cow<'c, str>,
     names_behavior: i64,
     char: &str,
     mut room: usize,
@@ -212,11 +212,11 @@ pub(crate) fn history<'c>(
         // The `Name: ` prefix is spent from the room too, and copied only as far as it fits:
         // a 100 KB card name on 100,000 messages costs the room, not ten gigabytes of copies.
         let prefix_len = if prefixed { name.len() + 2 } else { 0 };
-        let (body, fits) = match &texts[i] {
+        let (body, fits) = match text(i) {
             // Borrowed from the item: what it borrows stays the item's text.
             Cow::Borrowed(t) => replace_macros(t, &macros, room.saturating_sub(prefix_len)),
             Cow::Owned(t) => {
-                let (body, fits) = replace_macros(t, &macros, room.saturating_sub(prefix_len));
+                let (body, fits) = replace_macros(&t, &macros, room.saturating_sub(prefix_len));
                 (Cow::Owned(body.into_owned()), fits)
             }
         };
@@ -453,13 +453,12 @@ mod tests {
                 text,
             ));
         }
-        let texts: Vec<std::borrow::Cow<'_, str>> =
-            ctx.items.iter().map(|i| i.text.as_str().into()).collect();
-        let (lines, whole) = history(&ctx, &texts, 0, "Sera", 15_000, usize::MAX);
+        let text = |i: usize| Cow::Borrowed(ctx.items[i].text.as_str());
+        let (lines, whole) = history(&ctx, text, 0, "Sera", 15_000, usize::MAX);
         assert!(!whole);
         let lens: Vec<usize> = lines.iter().map(|l| l.text.len()).collect();
         assert_eq!(lens, [10_004, 4_996, 0]);
-        let (_, whole) = history(&ctx, &texts, 0, "Sera", 20_007, usize::MAX);
+        let (_, whole) = history(&ctx, text, 0, "Sera", 20_007, usize::MAX);
         assert!(whole);
     }
 
@@ -478,9 +477,8 @@ mod tests {
                 "h\ri",
             ));
         }
-        let texts: Vec<std::borrow::Cow<'_, str>> =
-            ctx.items.iter().map(|i| i.text.as_str().into()).collect();
-        let (lines, whole) = history(&ctx, &texts, 2, "Sera", 1_000_000, usize::MAX);
+        let text = |i: usize| Cow::Borrowed(ctx.items[i].text.as_str());
+        let (lines, whole) = history(&ctx, text, 2, "Sera", 1_000_000, usize::MAX);
         assert!(!whole);
         let full = format!("{}: hi", ctx.char);
         assert!(lines[..9].iter().all(|l| l.text == full));

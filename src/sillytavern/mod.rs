@@ -25,7 +25,6 @@ pub(crate) mod request;
 mod templates;
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
 use crate::assemble::{Message, Source};
 use crate::context::{Context, Tag};
@@ -41,7 +40,7 @@ use crate::settings::resolve::Resolution;
 
 use chat::{ExtensionPrompt, Injection};
 pub(crate) use prompts::StPlan;
-use prompts::{Kind, Marker};
+use prompts::{Kind, Marker, Named};
 
 /// What the request step needs beside the messages: each message's `name`.
 #[derive(Debug, Clone, Default)]
@@ -258,6 +257,12 @@ struct Out<'c> {
 
 /// What one index of ST's sparse collection array holds.
 enum Placed<'c> {
+    /// A prompt of the collection, by its index (its text moves into its message when
+    /// emitted), with the Author's Note's relative message (`true`: before it).
+    Prompt {
+        at: usize,
+        note: Option<(Out<'c>, bool)>,
+    },
     Outs(Vec<Out<'c>>),
     /// The chat history: its opening prompt, the lines the budget kept (newest first, as the
     /// budget walked them: each becomes a message in one move, turned as it goes), and what
@@ -272,6 +277,7 @@ enum Placed<'c> {
 impl<'c> Placed<'c> {
     fn len(&self) -> usize {
         match self {
+            Placed::Prompt { note, .. } => 1 + usize::from(note.is_some()),
             Placed::Outs(outs) => outs.len(),
             Placed::History { newest, tail, .. } => 1 + newest.len() + tail.len(),
         }
@@ -279,7 +285,12 @@ impl<'c> Placed<'c> {
 
     /// Appends the slot's messages and their names in order, leaving out those without
     /// content (as `getChat` does).
-    fn emit(self, messages: &mut Vec<Message<'c>>, names: &mut Vec<Option<Box<str>>>) {
+    fn emit(
+        self,
+        collection: &mut [Prompt<'_>],
+        messages: &mut Vec<Message<'c>>,
+        names: &mut Vec<Option<Box<str>>>,
+    ) {
         // Plain loops writing each message straight from its record: a tuple built per
         // message and handed through a closure was read back before its stores had landed
         // (a store-forwarding stall per history message, a sixth of a long render).
@@ -290,6 +301,27 @@ impl<'c> Placed<'c> {
             }
         }
         match self {
+            Placed::Prompt { at, note } => {
+                let (before, after) = match note {
+                    Some((n, true)) => (Some(n), None),
+                    Some((n, false)) => (None, Some(n)),
+                    None => (None, None),
+                };
+                before.into_iter().for_each(|o| out(o, messages, names));
+                if let Some(p) = collection.get_mut(at) {
+                    out(
+                        Out {
+                            role: p.role,
+                            text: Cow::Owned(std::mem::take(&mut p.content)),
+                            name: None,
+                            source: Source::Node(p.entry.identifier.clone()),
+                        },
+                        messages,
+                        names,
+                    );
+                }
+                after.into_iter().for_each(|o| out(o, messages, names));
+            }
             Placed::Outs(list) => list.into_iter().for_each(|o| out(o, messages, names)),
             Placed::History { head, newest, tail } => {
                 out(head, messages, names);
@@ -310,22 +342,36 @@ impl<'c> Placed<'c> {
 }
 
 /// A prompt of the collection at render time (after `getPromptCollection` and
-/// `preparePromptsForChatCompletion`).
-#[derive(Debug, Clone)]
-struct Prompt {
-    identifier: Arc<str>,
-    id_hash: u128,
-    kind: Kind,
+/// `preparePromptsForChatCompletion`): its entry in the plan and what this render gives it
+/// (a render builds one per prompt: copying the entry's dozen fields was a tenth of a short
+/// render).
+#[derive(Debug)]
+struct Prompt<'p> {
+    entry: &'p prompts::Entry,
+    /// Its identifier's order entry is off (ST's `isPromptDisabledForActiveCharacter`).
+    off: bool,
     /// The role for injection (only the three ST knows are injected).
     inject_role: Option<Role>,
     /// The role of its relative message.
     role: Role,
     content: String,
-    in_chat: bool,
-    depth: Option<u32>,
-    order: f64,
-    relative: bool,
-    forbid_overrides: bool,
+}
+
+/// Where each [`Named`] prompt is in the collection (ST's `prompts.index("…")`).
+#[derive(Default)]
+struct NamedAt([Option<usize>; Named::COUNT]);
+
+impl NamedAt {
+    fn get(&self, name: Named) -> Option<usize> {
+        self.0[name.slot()]
+    }
+
+    /// Notes that `i` holds `entry`, when it is named and the first of its name.
+    fn note(&mut self, entry: &prompts::Entry, i: usize) {
+        if let Some(n) = entry.named {
+            self.0[n.slot()].get_or_insert(i);
+        }
+    }
 }
 
 /// The history budget in ST's terms (`ChatCompletion`'s token budget).
@@ -352,7 +398,7 @@ struct Budget<'c> {
 impl Budget<'_> {
     /// Charges the collection's prompt `i`, placed whole (ST's `addToChatCompletion`): false
     /// when it does not fit.
-    fn take_prompt(&mut self, prompts: &[Prompt], i: usize) -> bool {
+    fn take_prompt(&mut self, prompts: &[Prompt<'_>], i: usize) -> bool {
         let Some(Prompt { role, content, .. }) = prompts.get(i) else {
             return false;
         };
@@ -375,7 +421,7 @@ impl Budget<'_> {
     }
 
     /// Replaces the deferred prompts' byte bounds by their counts.
-    fn settle(&mut self, prompts: &[Prompt]) {
+    fn settle(&mut self, prompts: &[Prompt<'_>]) {
         for p in self
             .deferred
             .take()
@@ -525,13 +571,18 @@ pub(crate) fn render<'c>(
             .rposition(|i| i.tag == Some(Tag::DialogueHistory))
             .unwrap_or(usize::MAX),
     };
-    let history_texts: Vec<Cow<'c, str>> = (0..ctx.items.len())
-        .map(|i| match regexed.get(i) {
+    // Each item's text after the prompt pass (by the index in `ctx`), read once, as the
+    // history is built.
+    let history_text = |i: usize| -> Cow<'c, str> {
+        match regexed.get(i) {
             Some(Some(ItemText::Text(t))) => Cow::Owned(t.to_string()),
             Some(Some(ItemText::Dropped)) => Cow::Borrowed(""),
-            _ => Cow::Borrowed(full.items[i + usize::from(i >= swiped_at)].text.as_str()),
-        })
-        .collect();
+            _ => full
+                .items
+                .get(i + usize::from(i >= swiped_at))
+                .map_or(Cow::Borrowed(""), |item| Cow::Borrowed(item.text.as_str())),
+        }
+    };
 
     // The layout reads the chat history and the card's fields: say which host items it
     // leaves out (a bot moving from the seed layout may be feeding memories as items).
@@ -824,42 +875,24 @@ pub(crate) fn render<'c>(
     };
 
     // 3. The collection.
-    let mut collection: Vec<Prompt> = Vec::with_capacity(plan.entries.len() + Marker::ALL.len());
+    let mut collection: Vec<Prompt<'_>> =
+        Vec::with_capacity(plan.entries.len() + Marker::ALL.len());
+    let mut at = NamedAt::default();
     for (e, text) in plan.entries.iter().zip(entry_texts) {
         let triggered = e.triggers.is_empty() || e.triggers.iter().any(|t| t == generation);
         let on = e.enabled && triggered;
         if !on && e.kind != Kind::Main {
             continue;
         }
-        let content = text.unwrap_or_default();
+        at.note(e, collection.len());
         collection.push(Prompt {
-            identifier: e.identifier.clone(),
-            id_hash: e.id_hash,
-            kind: e.kind,
+            entry: e,
+            off: !e.enabled,
             inject_role: e.role,
             role: e.role.unwrap_or(Role::System),
-            content,
-            in_chat: e.in_chat,
-            depth: e.depth,
-            order: e.order,
-            relative: e.relative,
-            forbid_overrides: e.forbid_overrides,
+            content: text.unwrap_or_default(),
         });
     }
-    let disabled = |id: &str| plan.off.contains(id);
-    // `prompts.index(id)`: the first collection entry of the identifier, by its hash.
-    let mut first_index = prompts::IdMap::with_capacity_and_hasher(
-        collection.len() + Marker::ALL.len(),
-        Default::default(),
-    );
-    for (i, p) in collection.iter().enumerate() {
-        first_index.entry(p.id_hash).or_insert(i);
-    }
-    let find = |first_index: &prompts::IdMap, collection: &[Prompt], id: &str| {
-        prompts::position(first_index, id, |i| {
-            collection.get(i).map(|p| &*p.identifier)
-        })
-    };
     let persona_in_prompt =
         !ctx.persona.is_empty() && ctx.user_settings.persona_position == PersonaPosition::InPrompt;
     // No "Start Reply With" for an impersonation or a continue (SC `getBiasStrings`).
@@ -882,39 +915,33 @@ pub(crate) fn render<'c>(
             Marker::PersonaDescription if persona_in_prompt => slot_text(Slot::Persona),
             Marker::PersonaDescription => continue,
         };
-        let id = marker.identifier();
-        let default_role = if marker == Marker::Bias {
-            Role::Model
-        } else {
-            Role::System
-        };
-        match find(&first_index, &collection, id) {
+        let default_role = marker.default_role();
+        match at.get(Named::Marker(marker)) {
             // The preset's entry keeps its role and position; ST supplies the content.
             Some(i) => {
                 let p = &mut collection[i];
                 p.content = content;
-                if !plan.entry(id).is_some_and(|e| e.has_role) {
+                if !p.entry.has_role {
                     p.role = default_role;
                     p.inject_role = Some(default_role);
                 }
             }
-            None => collection.push(Prompt {
-                id_hash: {
-                    let hash = prompts::id_hash(id);
-                    first_index.entry(hash).or_insert(collection.len());
-                    hash
-                },
-                identifier: id.into(),
-                kind: Kind::Marker(marker),
-                inject_role: Some(default_role),
-                role: default_role,
-                content,
-                in_chat: false,
-                depth: None,
-                order: 100.0,
-                relative: false,
-                forbid_overrides: false,
-            }),
+            None => {
+                let Some(entry) = plan.markers.get(marker as usize) else {
+                    continue;
+                };
+                at.note(entry, collection.len());
+                collection.push(Prompt {
+                    entry,
+                    // An entry the generation type left out still has its switch.
+                    off: plan
+                        .named(Named::Marker(marker))
+                        .is_some_and(|e| !e.enabled),
+                    inject_role: Some(default_role),
+                    role: default_role,
+                    content,
+                });
+            }
         }
     }
     // The card's system prompt and post-history instructions replace `main` / `jailbreak`,
@@ -936,12 +963,13 @@ pub(crate) fn render<'c>(
         if !prefer || card_text.is_empty() {
             continue;
         }
-        if let Some(p) = collection.iter_mut().find(|p| p.kind == kind)
-            && !p.forbid_overrides
-            && !disabled(&p.identifier)
+        if let Some(p) = collection.iter_mut().find(|p| p.entry.kind == kind)
+            && !p.entry.forbid_overrides
+            && !p.off
         {
             let original = std::mem::take(&mut p.content);
-            p.content = crate::eval::with_original(&p.identifier, card_text, original, ctx, true);
+            p.content =
+                crate::eval::with_original(&p.entry.identifier, card_text, original, ctx, true);
         }
     }
 
@@ -992,55 +1020,51 @@ pub(crate) fn render<'c>(
     // ST's `ChatCompletion` writes collections at their prompt's index of a sparse array and
     // pushes the continue and control collections after the highest index written so far.
     let mut slots: std::collections::BTreeMap<usize, Placed<'c>> = Default::default();
-    let index = |id: &str| find(&first_index, &collection, id);
     let mut overflow = false;
     budget.spend(3);
-    let add = |id: &str,
+    // ST's `addToChatCompletion` of the prompt at `i` of the collection: its text moves into
+    // its message when the slots are emitted (copying every placed prompt's text here was a
+    // tenth of a render).
+    let add = |i: Option<usize>,
                slots: &mut std::collections::BTreeMap<usize, Placed<'c>>,
                budget: &mut Budget,
                overflow: &mut bool| {
         if *overflow {
             return;
         }
-        let Some(i) = index(id) else { return };
-        if disabled(id) && id != "main" {
+        let Some((i, p)) = i.and_then(|i| Some((i, collection.get(i)?))) else {
             return;
-        }
-        let p = &collection[i];
-        if p.in_chat {
+        };
+        if (p.off && p.entry.named != Some(Named::Main)) || p.entry.in_chat {
             return;
         }
         if !budget.take_prompt(&collection, i) {
             *overflow = true;
             return;
         }
-        slots.insert(
-            i,
-            Placed::Outs(vec![Out {
-                role: p.role,
-                text: p.content.clone().into(),
-                name: None,
-                source: Source::Node(p.identifier.clone()),
-            }]),
-        );
+        slots.insert(i, Placed::Prompt { at: i, note: None });
     };
-    for id in [
-        "worldInfoBefore",
-        "main",
-        "worldInfoAfter",
-        "charDescription",
-        "charPersonality",
-        "scenario",
-        "personaDescription",
+    for name in [
+        Named::Marker(Marker::WorldInfoBefore),
+        Named::Main,
+        Named::Marker(Marker::WorldInfoAfter),
+        Named::Marker(Marker::CharDescription),
+        Named::Marker(Marker::CharPersonality),
+        Named::Marker(Marker::Scenario),
+        Named::Marker(Marker::PersonaDescription),
     ] {
-        add(id, &mut slots, &mut budget, &mut overflow);
+        add(at.get(name), &mut slots, &mut budget, &mut overflow);
     }
     let mut control: Vec<Out<'c>> = Vec::new();
-    for (on, id, key) in [
-        (is_impersonate, "impersonate", "impersonation_prompt"),
-        (is_quiet, "quietPrompt", "quiet_prompt"),
+    for (on, marker, key) in [
+        (is_impersonate, Marker::Impersonate, "impersonation_prompt"),
+        (is_quiet, Marker::QuietPrompt, "quiet_prompt"),
     ] {
-        if let Some(p) = index(id).map(|i| &collection[i]).filter(|_| on) {
+        if let Some(p) = at
+            .get(Named::Marker(marker))
+            .map(|i| &collection[i])
+            .filter(|_| on)
+        {
             control.push(Out {
                 role: p.role,
                 text: p.content.clone().into(),
@@ -1054,20 +1078,28 @@ pub(crate) fn render<'c>(
         .map(|o| budget.cost(o.role, &o.text, None))
         .sum();
     budget.spend(control_cost);
-    let relative: Vec<Arc<str>> = collection
-        .iter()
-        .filter(|p| p.relative && !p.in_chat)
-        .map(|p| p.identifier.clone())
+    let relative: Vec<usize> = (0..collection.len())
+        .filter(|&i| collection[i].entry.relative && !collection[i].entry.in_chat)
         .collect();
-    for id in ["nsfw", "jailbreak"]
+    for i in [at.get(Named::Nsfw), at.get(Named::Jailbreak)]
         .into_iter()
-        .chain(relative.iter().map(|id| &**id))
+        .chain(relative.into_iter().map(Some))
     {
-        add(id, &mut slots, &mut budget, &mut overflow);
+        add(i, &mut slots, &mut budget, &mut overflow);
     }
-    add("enhanceDefinitions", &mut slots, &mut budget, &mut overflow);
+    add(
+        at.get(Named::EnhanceDefinitions),
+        &mut slots,
+        &mut budget,
+        &mut overflow,
+    );
     if !bias.trim().is_empty() {
-        add("bias", &mut slots, &mut budget, &mut overflow);
+        add(
+            at.get(Named::Marker(Marker::Bias)),
+            &mut slots,
+            &mut budget,
+            &mut overflow,
+        );
     }
 
     // The extension prompts at depth (`getExtensionPrompt(IN_CHAT, …)`): the Author's Note,
@@ -1113,8 +1145,8 @@ pub(crate) fn render<'c>(
             });
         } else if !text.is_empty() {
             // Relative (0 after `main`, 2 before it): an extra message in `main`'s slot.
-            if let Some(i) = index("main")
-                && let Some(Placed::Outs(msgs)) = slots.get_mut(&i)
+            if let Some(i) = at.get(Named::Main)
+                && let Some(Placed::Prompt { note: slot, .. }) = slots.get_mut(&i)
             {
                 let out = Out {
                     role: note.role,
@@ -1122,11 +1154,7 @@ pub(crate) fn render<'c>(
                     name: None,
                     source: Source::Setting("author_note"),
                 };
-                if note.position == 2 {
-                    msgs.insert(0, out);
-                } else {
-                    msgs.push(out);
-                }
+                *slot = Some((out, note.position == 2));
             }
         }
     }
@@ -1183,12 +1211,12 @@ pub(crate) fn render<'c>(
     }
     let injections: Vec<Injection> = collection
         .iter()
-        .filter(|p| p.in_chat)
+        .filter(|p| p.entry.in_chat)
         .filter_map(|p| {
             Some(Injection {
                 role: p.inject_role?,
-                depth: p.depth?,
-                order: p.order,
+                depth: p.entry.depth?,
+                order: p.entry.order,
                 text: p.content.clone(),
             })
         })
@@ -1199,7 +1227,7 @@ pub(crate) fn render<'c>(
     // Newest first from here to the budget (`chat::history`).
     let (mut newest, whole) = chat::history(
         ctx,
-        &history_texts,
+        history_text,
         names_behavior,
         &ctx.char,
         room.left(),
@@ -1235,7 +1263,7 @@ pub(crate) fn render<'c>(
     // A continue without it moves the newest chat message and the nudge after every prompt
     // (OAI `populateChatHistory`); `{{lastChatMessage}}` is the continued text, trimmed.
     let mut continued: Option<Vec<Out<'c>>> = None;
-    if is_continue && !continue_prefill && index("chatHistory").is_some() {
+    if is_continue && !continue_prefill && at.get(Named::ChatHistory).is_some() {
         let postfix = settings
             .and_then(|s| s.continue_postfix.clone())
             .unwrap_or_else(|| " ".into());
@@ -1312,13 +1340,16 @@ pub(crate) fn render<'c>(
         cut |= !room.spend(&mut line.text);
     }
 
-    let has_history =
-        index("chatHistory").is_some_and(|i| collection[i].kind == Kind::ChatHistory) && !overflow;
-    let has_examples = index("dialogueExamples").is_some() && !overflow;
+    let has_history = at
+        .get(Named::ChatHistory)
+        .is_some_and(|i| collection[i].entry.kind == Kind::ChatHistory)
+        && !overflow;
+    let has_examples = at.get(Named::DialogueExamples).is_some() && !overflow;
     let new_chat = slot_text(Slot::NewChat);
     let send_if_empty = setting_or_default(settings, Setting::SendIfEmpty).to_string();
     // A group chat's nudge closes the history, except for an impersonation (notes rule 67).
-    let group_nudge = index("groupNudge")
+    let group_nudge = at
+        .get(Named::Marker(Marker::GroupNudge))
         .map(|i| &collection[i])
         .filter(|_| !ctx.group.is_empty() && !is_impersonate)
         .map(|p| Out {
@@ -1473,7 +1504,7 @@ pub(crate) fn render<'c>(
     let kept_history = std::cell::Cell::new(history_count);
     let mut place_history = |slots: &mut std::collections::BTreeMap<usize, Placed<'c>>,
                              budget: &mut Budget| {
-        if let (true, Some(i)) = (has_history, index("chatHistory")) {
+        if let (true, Some(i)) = (has_history, at.get(Named::ChatHistory)) {
             let h = populate_history(budget);
             if let Placed::History { newest, .. } = &h {
                 kept_history.set(newest.iter().filter(|l| l.injected.is_none()).count());
@@ -1486,7 +1517,7 @@ pub(crate) fn render<'c>(
     };
     let place_examples = |slots: &mut std::collections::BTreeMap<usize, Placed<'c>>,
                           budget: &mut Budget| {
-        if let (true, Some(i)) = (has_examples, index("dialogueExamples")) {
+        if let (true, Some(i)) = (has_examples, at.get(Named::DialogueExamples)) {
             slots.insert(i, Placed::Outs(populate_examples(budget)));
         }
     };
@@ -1522,7 +1553,7 @@ pub(crate) fn render<'c>(
     let mut messages = Vec::with_capacity(total);
     let mut names = Vec::with_capacity(total);
     for placed in slots.into_values() {
-        placed.emit(&mut messages, &mut names);
+        placed.emit(&mut collection, &mut messages, &mut names);
     }
     match crate::assemble::limit_output(&mut messages, cap) {
         Some(c) => {

@@ -78,14 +78,67 @@ impl Marker {
             .into_iter()
             .find(|m| m.identifier() == identifier)
     }
+
+    /// The role ST gives the marker's prompt when the preset gives none.
+    pub(crate) fn default_role(self) -> Role {
+        match self {
+            Marker::Bias => Role::Model,
+            _ => Role::System,
+        }
+    }
+}
+
+/// The prompts a render finds by identifier (ST's `prompts.index("…")` with a literal): the
+/// markers and six more. Resolved when the plan is built, so a render looks them up by
+/// position, never by hashing or comparing identifiers (that was a tenth of a short render).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Named {
+    Marker(Marker),
+    Main,
+    Nsfw,
+    Jailbreak,
+    EnhanceDefinitions,
+    ChatHistory,
+    DialogueExamples,
+}
+
+impl Named {
+    /// How many there are (the length of a table by [`slot`](Self::slot)).
+    pub(crate) const COUNT: usize = Marker::ALL.len() + 6;
+
+    /// The name's place in a table of [`COUNT`](Self::COUNT).
+    pub(crate) fn slot(self) -> usize {
+        let markers = Marker::ALL.len();
+        match self {
+            Named::Marker(m) => m as usize,
+            Named::Main => markers,
+            Named::Nsfw => markers + 1,
+            Named::Jailbreak => markers + 2,
+            Named::EnhanceDefinitions => markers + 3,
+            Named::ChatHistory => markers + 4,
+            Named::DialogueExamples => markers + 5,
+        }
+    }
+
+    fn of(identifier: &str) -> Option<Named> {
+        Some(match identifier {
+            "main" => Named::Main,
+            "nsfw" => Named::Nsfw,
+            "jailbreak" => Named::Jailbreak,
+            "enhanceDefinitions" => Named::EnhanceDefinitions,
+            "chatHistory" => Named::ChatHistory,
+            "dialogueExamples" => Named::DialogueExamples,
+            other => return Marker::of(other).map(Named::Marker),
+        })
+    }
 }
 
 /// One entry of the prompt order, with its prompt.
 #[derive(Debug)]
 pub(crate) struct Entry {
     pub identifier: Arc<str>,
-    /// The identifier's [`id_hash`]: a render finds prompts by it without hashing them.
-    pub id_hash: u128,
+    /// The identifier when a render looks it up by name.
+    pub named: Option<Named>,
     pub kind: Kind,
     /// The prompt's `role` when it is one of the three (`None`: absent or another string; a
     /// relative message is then `system`, and an in-chat prompt is never injected).
@@ -117,32 +170,12 @@ pub(crate) struct StPlan {
     pub nodes: Vec<CompiledNode>,
     /// The templates renders bring (card fields, lore, settings), compiled once.
     pub templates: super::templates::TemplateCache,
-    /// The identifiers whose order entry is off (ST's `isPromptDisabledForActiveCharacter`;
-    /// each identifier has one entry).
-    pub off: std::collections::HashSet<Arc<str>>,
-    /// Each identifier's first entry, by [`id_hash`].
-    first: IdMap,
-}
-
-/// Positions by identifier hash ([`id_hash`]): the hash is keyed per process, so a preset's
-/// identifiers cannot aim at one bucket, and the map uses its bits as they are.
-pub(crate) type IdMap = std::collections::HashMap<u128, usize, crate::keyhash::KeyHasher>;
-
-/// An identifier's hash (a render looks prompts up by identifier: NemoEngine has 456, and
-/// SipHashing each one every render was a tenth of a short render).
-pub(crate) fn id_hash(id: &str) -> u128 {
-    crate::keyhash::text_hash(id.as_bytes())
-}
-
-/// The position `map` gives `id`, when the identifier there (`identifier_at`) is `id`: a
-/// hash collision is a miss, never another prompt.
-pub(crate) fn position<'a>(
-    map: &IdMap,
-    id: &str,
-    identifier_at: impl Fn(usize) -> Option<&'a str>,
-) -> Option<usize> {
-    let i = *map.get(&id_hash(id))?;
-    (identifier_at(i)? == id).then_some(i)
+    /// The entry of each [`Named`] identifier, by [`Named::slot`] (each identifier has one
+    /// entry: repeats are dropped).
+    named: [Option<usize>; Named::COUNT],
+    /// The prompt ST adds for each marker the collection lacks (`Marker as usize`): default
+    /// role, order 100, relative.
+    pub markers: Vec<Entry>,
 }
 
 /// ST's default order (`promptManagerDefaultPromptOrder`) with each entry's `enabled`.
@@ -347,7 +380,7 @@ impl StPlan {
                     .unwrap_or(100.0),
             };
             plan.entries.push(Entry {
-                id_hash: id_hash(&id),
+                named: Named::of(&id),
                 identifier: id.as_str().into(),
                 kind,
                 role: role_of(p.get("role")),
@@ -362,10 +395,32 @@ impl StPlan {
                 forbid_overrides: p.get("forbid_overrides") == Some(&Value::Bool(true)),
             });
         }
-        plan.index_off();
         for (i, e) in plan.entries.iter().enumerate() {
-            plan.first.entry(e.id_hash).or_insert(i);
+            if let Some(n) = e.named {
+                plan.named[n.slot()] = Some(i);
+            }
         }
+        // In declaration order, so that `Marker as usize` finds each one.
+        let mut markers = Marker::ALL;
+        markers.sort_by_key(|m| *m as usize);
+        plan.markers = markers
+            .into_iter()
+            .map(|m| Entry {
+                identifier: m.identifier().into(),
+                named: Some(Named::Marker(m)),
+                kind: Kind::Marker(m),
+                role: Some(m.default_role()),
+                has_role: false,
+                text: None,
+                enabled: true,
+                triggers: Vec::new(),
+                in_chat: false,
+                depth: None,
+                order: 100.0,
+                relative: false,
+                forbid_overrides: false,
+            })
+            .collect();
         plan
     }
 }
@@ -382,25 +437,11 @@ impl StPlan {
                 e.enabled = on;
             }
         }
-        self.index_off();
     }
 
-    /// The first entry of the identifier (ST's `prompts.find`).
-    pub(crate) fn entry(&self, id: &str) -> Option<&Entry> {
-        let i = position(&self.first, id, |i| {
-            self.entries.get(i).map(|e| &*e.identifier)
-        })?;
-        self.entries.get(i)
-    }
-
-    /// `off` from the entries, whenever their `enabled` change.
-    fn index_off(&mut self) {
-        self.off = self
-            .entries
-            .iter()
-            .filter(|e| !e.enabled)
-            .map(|e| e.identifier.clone())
-            .collect();
+    /// The entry of a named identifier (ST's `prompts.find`).
+    pub(crate) fn named(&self, name: Named) -> Option<&Entry> {
+        self.named[name.slot()].and_then(|i| self.entries.get(i))
     }
 }
 
