@@ -302,29 +302,50 @@ pub(crate) fn inject<'c>(
         let had = out.len();
         out.extend(newest.by_ref().take((depth as usize).saturating_sub(taken)));
         taken += out.len() - had;
+        // Each role's prompts joined with `\n`, then that and the extension prompts (each
+        // trimmed, joined with `\n`) each trimmed and joined with `\n`: written into two
+        // buffers kept from role to role (a list and a string per join were most of the
+        // injections' cost).
+        let (mut joined, mut extension) = (String::new(), String::new());
+        let join = |into: &mut String, texts: &mut dyn Iterator<Item = &str>| {
+            into.clear();
+            for (i, t) in texts.enumerate() {
+                if i > 0 {
+                    into.push('\n');
+                }
+                into.push_str(t);
+            }
+        };
         for (key, order, members) in &groups {
             for role in [Role::System, Role::User, Role::Model] {
-                let joined: Vec<&str> = members
-                    .iter()
-                    .filter(|p| p.role == role)
-                    .map(|p| p.text.as_str())
-                    .collect();
-                let joined = joined.join("\n");
-                let extension = if key == "100" {
-                    ext.iter()
-                        .filter(|e| e.role == role)
-                        .map(|e| crate::jstext::js_trim(&e.text))
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                } else {
-                    String::new()
-                };
-                let text = [joined.as_str(), extension.as_str()]
+                join(
+                    &mut joined,
+                    &mut members
+                        .iter()
+                        .filter(|p| p.role == role)
+                        .map(|p| p.text.as_str()),
+                );
+                extension.clear();
+                if key == "100" {
+                    join(
+                        &mut extension,
+                        &mut ext
+                            .iter()
+                            .filter(|e| e.role == role)
+                            .map(|e| crate::jstext::js_trim(&e.text)),
+                    );
+                }
+                let mut text = String::new();
+                for (i, t) in [joined.as_str(), extension.as_str()]
                     .into_iter()
                     .filter(|t| !t.is_empty())
-                    .map(crate::jstext::js_trim)
-                    .collect::<Vec<_>>()
-                    .join("\n");
+                    .enumerate()
+                {
+                    if i > 0 {
+                        text.push('\n');
+                    }
+                    text.push_str(crate::jstext::js_trim(t));
+                }
                 if !text.is_empty() {
                     out.push(ChatLine {
                         role,
@@ -402,6 +423,36 @@ mod tests {
                 "s0"
             ]
         );
+    }
+
+    #[test]
+    fn injected_texts_are_joined_then_trimmed_as_sillytavern_does() {
+        let ext = |role, depth, text: &str| ExtensionPrompt {
+            key: format!("k{depth}"),
+            role,
+            depth,
+            text: text.into(),
+        };
+        let out = inject(
+            vec![line(Role::User, "u")],
+            &[
+                inj(Role::System, 2, 100.0, " a "),
+                inj(Role::System, 2, 100.0, "b "),
+                inj(Role::User, 3, 100.0, "  "),
+            ],
+            &[
+                ext(Role::System, 2, " x "),
+                ext(Role::User, 3, "y"),
+                ext(Role::System, 4, "   "),
+            ],
+        );
+        let injected: Vec<(u32, &str)> = out
+            .iter()
+            .filter_map(|l| Some((l.injected?.0, &*l.text)))
+            .collect();
+        // A blank join still takes its place before the extension prompts' `\n`; a blank
+        // extension prompt alone makes no message.
+        assert_eq!(injected, [(2, "a \nb\nx"), (3, "\ny")]);
     }
 
     #[test]
