@@ -1032,9 +1032,8 @@ pub(crate) fn render<'c>(
         if *overflow {
             return;
         }
-        let Some((i, p)) = i.and_then(|i| Some((i, collection.get(i)?))) else {
-            return;
-        };
+        let Some(i) = i else { return };
+        let Some(p) = collection.get(i) else { return };
         if (p.off && p.entry.named != Some(Named::Main)) || p.entry.in_chat {
             return;
         }
@@ -1078,12 +1077,12 @@ pub(crate) fn render<'c>(
         .map(|o| budget.cost(o.role, &o.text, None))
         .sum();
     budget.spend(control_cost);
-    let relative: Vec<usize> = (0..collection.len())
+    let relative = (0..collection.len())
         .filter(|&i| collection[i].entry.relative && !collection[i].entry.in_chat)
-        .collect();
+        .map(Some);
     for i in [at.get(Named::Nsfw), at.get(Named::Jailbreak)]
         .into_iter()
-        .chain(relative.into_iter().map(Some))
+        .chain(relative)
     {
         add(i, &mut slots, &mut budget, &mut overflow);
     }

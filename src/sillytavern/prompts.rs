@@ -491,6 +491,33 @@ mod tests {
     }
 
     #[test]
+    fn each_marker_and_named_identifier_has_its_own_place() {
+        let p = plan(serde_json::json!({}));
+        // `StPlan::markers` is read by `Marker as usize`.
+        for m in Marker::ALL {
+            assert_eq!(p.markers[m as usize].kind, Kind::Marker(m));
+            assert_eq!(Named::of(m.identifier()), Some(Named::Marker(m)));
+        }
+        let mut slots: Vec<usize> = Marker::ALL
+            .into_iter()
+            .map(Named::Marker)
+            .chain([
+                Named::Main,
+                Named::Nsfw,
+                Named::Jailbreak,
+                Named::EnhanceDefinitions,
+                Named::ChatHistory,
+                Named::DialogueExamples,
+            ])
+            .map(Named::slot)
+            .collect();
+        slots.sort_unstable();
+        assert_eq!(slots, (0..Named::COUNT).collect::<Vec<_>>());
+        // The default order's `main` is found by name.
+        assert_eq!(p.named(Named::Main).map(|e| &*e.identifier), Some("main"));
+    }
+
+    #[test]
     fn depths_must_be_integers_in_range() {
         for (v, want) in [
             (serde_json::json!(4), Some(4)),
